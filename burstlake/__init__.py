@@ -1,0 +1,1 @@
+"""burstlake: HPC I/O trace lake, burstiness metrics and contention replay."""

@@ -1,0 +1,206 @@
+"""The Parquet lake (SPEC §3): the one place that writes a table and the one that reads it.
+
+Layout: ``<lake>/<table>/src-<source_id>-<n>.parquet``, or for day-partitioned tables
+``<lake>/<table>/day=YYYY-MM-DD/src-<source_id>-<n>.parquet``. A *contribution* is everything
+one input (a file, a synthesizer run, a metrics job) wrote, named by its ``source_id``. Writing a
+contribution replaces whatever the same ``source_id`` wrote before, in every partition, so
+re-ingesting a file is idempotent. Files are staged under ``<lake>/_staging`` and moved in on
+commit, so a crash mid-write leaves the previous contribution intact.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import uuid
+from collections.abc import Iterable
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+from burstlake.schemas import TableSpec, spec
+
+DEFAULT_LAKE = "lake"
+ROWS_PER_FILE = 4_000_000
+
+
+def lake_path(lake: str | os.PathLike | None = None) -> Path:
+    """The lake directory: the argument, else ``$BURSTLAKE_LAKE``, else ``./lake``."""
+    return Path(lake or os.environ.get("BURSTLAKE_LAKE") or DEFAULT_LAKE).absolute()
+
+
+def table_dir(lake: str | os.PathLike | None, table: str) -> Path:
+    return lake_path(lake) / spec(table).name
+
+
+def table_files(lake: str | os.PathLike | None, table: str) -> list[Path]:
+    """All Parquet files of a table, sorted (empty if the table has never been written)."""
+    root = table_dir(lake, table)
+    return sorted(root.rglob("*.parquet")) if root.exists() else []
+
+
+def conform(table: pa.Table | pa.RecordBatch, table_spec: TableSpec) -> pa.Table:
+    """Select and cast the columns of ``table`` to the spec's schema; missing nullable ones are null.
+
+    Raises ValueError naming the column when a required column is missing or cannot be cast.
+    """
+    if isinstance(table, pa.RecordBatch):
+        table = pa.Table.from_batches([table])
+    columns = []
+    for field in table_spec.schema:
+        if field.name in table.column_names:
+            column = table.column(field.name)
+            try:
+                columns.append(column.cast(field.type) if column.type != field.type else column)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as err:
+                raise ValueError(
+                    f"{table_spec.name}.{field.name}: cannot cast {column.type} to {field.type}: {err}"
+                ) from err
+        elif field.nullable:
+            columns.append(pa.nulls(table.num_rows, field.type))
+        else:
+            raise ValueError(f"{table_spec.name}: required column {field.name!r} is missing")
+    return pa.Table.from_arrays(columns, schema=table_spec.schema)
+
+
+def _day_keys(table: pa.Table, column: str) -> pa.Array:
+    return pc.strftime(table.column(column), format="%Y-%m-%d").combine_chunks()
+
+
+class ContributionWriter:
+    """Streams the rows of one contribution into one table; ``commit()`` swaps them in.
+
+    Memory stays bounded by one batch: each partition has an open ParquetWriter that rolls
+    over to a new file every ``ROWS_PER_FILE`` rows.
+    """
+
+    def __init__(self, lake: str | os.PathLike | None, table: str, source_id: str) -> None:
+        self.spec = spec(table)
+        self.lake = lake_path(lake)
+        self.source_id = source_id
+        self.staging = (
+            self.lake / "_staging" / f"{self.spec.name}-{source_id}-{uuid.uuid4().hex[:8]}"
+        )
+        self.staging.mkdir(parents=True, exist_ok=True)
+        self._writers: dict[str, tuple[pq.ParquetWriter, int, int]] = {}  # part -> (w, n, rows)
+        self.rows = 0
+
+    def write(self, rows: pa.Table | pa.RecordBatch) -> None:
+        table = conform(rows, self.spec)
+        if table.num_rows == 0:
+            return
+        self.rows += table.num_rows
+        if self.spec.partition_by is None:
+            self._write_part("", table)
+            return
+        days = _day_keys(table, self.spec.partition_by)
+        for day in pc.unique(days).to_pylist():
+            if day is None:
+                raise ValueError(
+                    f"{self.spec.name}: null {self.spec.partition_by} in a partitioned table"
+                )
+            self._write_part(f"day={day}", table.filter(pc.equal(days, day)))
+
+    def _write_part(self, part: str, table: pa.Table) -> None:
+        writer, n, rows = self._writers.get(part, (None, 0, 0))
+        if writer is not None and rows >= ROWS_PER_FILE:
+            writer.close()
+            writer, n, rows = None, n + 1, 0
+        if writer is None:
+            path = self.staging / part / f"src-{self.source_id}-{n:04d}.parquet"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            writer = pq.ParquetWriter(path, self.spec.schema, compression="zstd")
+        writer.write_table(table)
+        self._writers[part] = (writer, n, rows + table.num_rows)
+
+    def commit(self) -> int:
+        """Replace this source's previous contribution with the staged files; returns rows written."""
+        for writer, _, _ in self._writers.values():
+            writer.close()
+        delete_contribution(self.lake, self.source_id, tables=[self.spec.name])
+        target = self.lake / self.spec.name
+        for staged in sorted(self.staging.rglob("*.parquet")):
+            final = target / staged.relative_to(self.staging)
+            final.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(staged, final)
+        target.mkdir(parents=True, exist_ok=True)
+        self.abort()
+        return self.rows
+
+    def abort(self) -> None:
+        for writer, _, _ in self._writers.values():
+            if writer.is_open:
+                writer.close()
+        self._writers.clear()
+        shutil.rmtree(self.staging, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            self.staging.parent.rmdir()  # only when no other write is staged
+
+    def __enter__(self) -> ContributionWriter:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.commit()
+        else:
+            self.abort()
+
+
+def write_table(
+    lake: str | os.PathLike | None,
+    table: str,
+    rows: pa.Table | Iterable[pa.Table | pa.RecordBatch],
+    source_id: str,
+) -> int:
+    """Write a whole contribution (one table, or an iterable of batches) and commit it."""
+    with ContributionWriter(lake, table, source_id) as writer:
+        for batch in [rows] if isinstance(rows, pa.Table) else rows:
+            writer.write(batch)
+    return writer.rows
+
+
+def delete_contribution(
+    lake: str | os.PathLike | None, source_id: str, tables: Iterable[str] | None = None
+) -> int:
+    """Delete what ``source_id`` contributed to ``tables`` (default: every table). Returns files."""
+    root = lake_path(lake)
+    names = list(tables) if tables is not None else [p.name for p in root.iterdir() if p.is_dir()]
+    removed = 0
+    for name in names:
+        if name.startswith("_"):
+            continue
+        for path in (root / name).rglob(f"src-{source_id}-*.parquet"):
+            path.unlink()
+            removed += 1
+        for part in sorted((root / name).glob("*/"), reverse=True):
+            if part.is_dir() and not any(part.iterdir()):
+                part.rmdir()
+    return removed
+
+
+def contribution_ids(lake: str | os.PathLike | None, table: str) -> set[str]:
+    """The source_ids that have rows in a table."""
+    return {p.name[4:].rsplit("-", 1)[0] for p in table_files(lake, table)}
+
+
+def dataset(lake: str | os.PathLike | None, table: str) -> ds.Dataset:
+    """A pyarrow Dataset over a table with the spec's schema (empty if never written)."""
+    table_spec = spec(table)
+    files = [str(p) for p in table_files(lake, table)]
+    if not files:
+        return ds.dataset(pa.Table.from_pylist([], schema=table_spec.schema))
+    return ds.dataset(files, schema=table_spec.schema, format="parquet")
+
+
+def read_table(
+    lake: str | os.PathLike | None,
+    table: str,
+    columns: list[str] | None = None,
+    filter: pc.Expression | None = None,
+) -> pa.Table:
+    """Read a table (or some columns, filtered) into memory with its contract schema."""
+    return dataset(lake, table).to_table(columns=columns, filter=filter)

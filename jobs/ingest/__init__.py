@@ -1,0 +1,19 @@
+"""Ingest: one module per input source (SPEC §2), all landing through :mod:`.base`.
+
+Each source module defines ``SOURCE`` (a :class:`~burstlake.jobs.ingest.base.Source`) and
+``add_arguments(parser)`` for its command-line options, which arrive as the parse options.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+SOURCES = ("slurm", "zabbix", "darshan", "topology")
+
+
+def source_module(name: str) -> ModuleType:
+    """The module of an ingest source, e.g. ``source_module('slurm').SOURCE``."""
+    if name not in SOURCES:
+        raise ValueError(f"unknown source {name!r}; choose one of {', '.join(SOURCES)}")
+    return importlib.import_module(f"burstlake.jobs.ingest.{name}")

@@ -1,0 +1,300 @@
+"""The one ingest mechanism every source plugs into (SPEC §3: nothing is lost silently).
+
+A source module (slurm, topology, zabbix, darshan) provides a :class:`Source`: a parser from one
+file to a stream of :class:`Batch` es. This module does the rest, the same way for every source:
+
+1. name the file's contribution by its content (``source_id``) and drop what an earlier version
+   of the same path contributed;
+2. validate each batch's rows with the table's Great Expectations suite;
+3. land the good rows, send parse rejects and failing records to ``quarantine`` with file,
+   location and reason;
+4. account for every input record: ``records_in = landed + quarantined``, logged in
+   ``ingest_log``, and refresh the DuckDB catalog.
+
+Rows may carry a ``_record`` column: the index of the input record that produced them (one
+sacct line makes a ``jobs`` row and many ``job_nodes`` rows). A record with any failing row is
+quarantined whole, so no half of it lands. Rows without ``_record`` are quarantined one by one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from burstlake import catalog
+from burstlake.lake import ContributionWriter, delete_contribution, read_table, table_files
+from burstlake.validate import validate
+
+RECORD = "_record"
+
+
+class UnusableInput(Exception):
+    """The file as a whole cannot be read as this source; the message is the one-line reason."""
+
+
+@dataclass(frozen=True)
+class Reject:
+    """One input record the parser could not use."""
+
+    location: str  # 'line 12', 'byte 4096', 'record 7'
+    raw: str | None
+    reason: str
+
+
+@dataclass
+class Batch:
+    """Part of a parsed file: rows per lake table, and the input records it covers.
+
+    ``records`` counts input records covered by this batch, rejected ones included.
+    ``origins`` maps a ``_record`` value to (location, raw) so validation failures can be
+    quarantined with the input that caused them.
+    """
+
+    tables: dict[str, pa.Table]
+    records: int
+    rejects: list[Reject] = field(default_factory=list)
+    origins: dict[int, tuple[str, str | None]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ParseContext:
+    """What a parser gets besides the path: user options and a progress callback (bytes read)."""
+
+    options: Mapping[str, Any] = field(default_factory=dict)
+    progress: Callable[[int], None] = lambda nbytes: None
+
+
+@dataclass(frozen=True)
+class Source:
+    """An input source: its name, the tables it writes, and its parser."""
+
+    name: str
+    tables: tuple[str, ...]
+    parse: Callable[[Path, ParseContext], Iterable[Batch]]
+
+
+@dataclass
+class FileReport:
+    """Row accounting of one ingested file."""
+
+    source: str
+    file: str
+    source_id: str
+    records_in: int = 0
+    landed: int = 0
+    quarantined: int = 0
+    rows: dict[str, int] = field(default_factory=dict)  # lake rows written per table
+    error: str | None = None  # set when the file was unusable as a whole
+
+    def line(self) -> str:
+        text = (
+            f"{self.file}: {self.records_in} records in, {self.landed} landed, "
+            f"{self.quarantined} quarantined"
+        )
+        return text + (f" — unusable: {self.error}" if self.error else "")
+
+
+def content_id(path: Path) -> str:
+    """A short id of the file's bytes: the same content always maps to the same contribution."""
+    with path.open("rb") as handle:
+        digest = hashlib.file_digest(handle, lambda: hashlib.blake2b(digest_size=8))
+    return digest.hexdigest()
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _quarantine_rows(report: FileReport, rejects: Iterable[Reject]) -> pa.Table:
+    rows = [
+        {
+            "source": report.source,
+            "file": report.file,
+            "location": r.location,
+            "raw": r.raw,
+            "reason": r.reason,
+            "ingested_at": _now(),
+        }
+        for r in rejects
+    ]
+    from burstlake.schemas import spec
+
+    return pa.Table.from_pylist(rows, schema=spec("quarantine").schema)
+
+
+def _row_origin(table: str, rows: pa.Table, index: int) -> tuple[str, str]:
+    row = {k: v for k, v in rows.slice(index, 1).to_pylist()[0].items() if k != RECORD}
+    key = ", ".join(f"{k}={v}" for k, v in list(row.items())[:3])
+    return f"{table} row {key}", json.dumps(row, default=str)
+
+
+def _screen(
+    batch: Batch, topology_nodes: list[str] | None
+) -> tuple[dict[str, pa.Table], list[Reject], int]:
+    """Validate every table of a batch; drop failing records. Returns good rows, rejects, count."""
+    bad_records: dict[int, str] = {}
+    rejects: list[Reject] = []
+    good: dict[str, pa.Table] = {}
+    for table, rows in batch.tables.items():
+        verdict = validate(
+            table,
+            rows.drop_columns([RECORD]) if RECORD in rows.column_names else rows,
+            topology_nodes,
+        )
+        if verdict.ok:
+            good[table] = rows
+            continue
+        if RECORD in rows.column_names:
+            records = rows.column(RECORD).to_pylist()
+            for index, reason in verdict.reasons.items():
+                bad_records.setdefault(records[index], f"{table}: {reason}")
+            good[table] = rows
+        else:
+            for index, reason in verdict.reasons.items():
+                location, raw = _row_origin(table, rows, index)
+                rejects.append(Reject(location, raw, f"{table}: {reason}"))
+            keep = pa.array([i not in verdict.reasons for i in range(rows.num_rows)])
+            good[table] = rows.filter(keep)
+    if bad_records:
+        dropped = pa.array(sorted(bad_records), type=pa.int64())
+        for table, rows in good.items():
+            if RECORD in rows.column_names:
+                good[table] = rows.filter(pc.invert(pc.is_in(rows.column(RECORD), dropped)))
+        for record, reason in sorted(bad_records.items()):
+            location, raw = batch.origins.get(record, (f"record {record}", None))
+            rejects.append(Reject(location, raw, reason))
+    good = {t: r.drop_columns([RECORD]) if RECORD in r.column_names else r for t, r in good.items()}
+    return good, rejects, len(rejects)
+
+
+def _topology_nodes(lake: Path | str | None, source: Source) -> list[str] | None:
+    from burstlake.schemas import spec
+
+    needs = any(spec(t).node_columns for t in source.tables)
+    if not needs or not table_files(lake, "topology"):
+        return None
+    return read_table(lake, "topology", columns=["node"]).column("node").to_pylist()
+
+
+def _forget_previous_versions(lake: Path | str | None, file: str, source_id: str) -> None:
+    """A path re-ingested with new content replaces what its earlier content contributed."""
+    if not table_files(lake, "ingest_log"):
+        return
+    log = read_table(lake, "ingest_log", columns=["file", "source_id"]).to_pylist()
+    for old in {r["source_id"] for r in log if r["file"] == file and r["source_id"] != source_id}:
+        delete_contribution(lake, old)
+
+
+def ingest_file(
+    source: Source,
+    path: str | os.PathLike,
+    lake: str | os.PathLike | None = None,
+    context: ParseContext | None = None,
+    topology_nodes: list[str] | None = None,
+) -> FileReport:
+    """Ingest one file of ``source`` into the lake; returns its row accounting.
+
+    A file unusable as a whole (unreadable, not this format) lands one quarantine row and a
+    report with ``error`` set; it never raises for bad input.
+    """
+    context = context or ParseContext()
+    file = Path(path).absolute()
+    if not file.is_file():
+        return FileReport(source.name, str(file), "-", error="no such file")
+    report = FileReport(source.name, str(file), content_id(file))
+    writers = {t: ContributionWriter(lake, t, report.source_id) for t in source.tables}
+    quarantine = ContributionWriter(lake, "quarantine", report.source_id)
+    try:
+        for batch in source.parse(file, context):
+            good, rejects, failed = _screen(batch, topology_nodes)
+            for table, rows in good.items():
+                writers[table].write(rows)
+            all_rejects = batch.rejects + rejects
+            quarantine.write(_quarantine_rows(report, all_rejects))
+            report.records_in += batch.records
+            report.quarantined += len(batch.rejects) + failed
+    except UnusableInput as err:
+        for writer in writers.values():
+            writer.abort()
+        writers = {}
+        quarantine.abort()
+        quarantine = ContributionWriter(lake, "quarantine", report.source_id)
+        report.error = str(err)
+        report.records_in, report.quarantined = 1, 1
+        quarantine.write(_quarantine_rows(report, [Reject("whole file", None, str(err))]))
+    except BaseException:
+        for writer in [*writers.values(), quarantine]:
+            writer.abort()
+        raise
+    report.landed = report.records_in - report.quarantined
+    _forget_previous_versions(lake, report.file, report.source_id)
+    for table, writer in writers.items():
+        report.rows[table] = writer.commit()
+    quarantine.commit()
+    _log(lake, report)
+    return report
+
+
+def _log(lake: str | os.PathLike | None, report: FileReport) -> None:
+    from burstlake.lake import write_table
+
+    row = {
+        "source": report.source,
+        "file": report.file,
+        "source_id": report.source_id,
+        "bytes": Path(report.file).stat().st_size,
+        "records_in": report.records_in,
+        "landed": report.landed,
+        "quarantined": report.quarantined,
+        "ingested_at": _now(),
+    }
+    write_table(lake, "ingest_log", pa.Table.from_pylist([row]), report.source_id)
+
+
+def expand_paths(paths: Iterable[str | os.PathLike], pattern: str = "*") -> list[Path]:
+    """Files named, and files matching ``pattern`` inside directories named, sorted."""
+    found: list[Path] = []
+    for p in map(Path, paths):
+        found.extend(sorted(q for q in p.rglob(pattern) if q.is_file()) if p.is_dir() else [p])
+    return found
+
+
+def ingest(
+    source: Source,
+    paths: Iterable[str | os.PathLike],
+    lake: str | os.PathLike | None = None,
+    options: Mapping[str, Any] | None = None,
+    progress: bool = False,
+) -> list[FileReport]:
+    """Ingest files of one source, then refresh the catalog. Returns one report per file."""
+    from tqdm import tqdm
+
+    files = list(map(Path, paths))
+    reports: list[FileReport] = []
+    bar = tqdm(
+        total=sum(f.stat().st_size for f in files if f.is_file()),
+        unit="B",
+        unit_scale=True,
+        desc=f"ingest {source.name}",
+        disable=not progress,
+    )
+    context = ParseContext(options=dict(options or {}), progress=bar.update)
+    bar_base = 0
+    for file in files:
+        topology_nodes = _topology_nodes(lake, source)
+        reports.append(ingest_file(source, file, lake, context, topology_nodes))
+        bar_base += file.stat().st_size if file.is_file() else 0
+        bar.n = bar_base
+        bar.refresh()
+    bar.close()
+    catalog.refresh(lake)
+    return reports

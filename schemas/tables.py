@@ -1,0 +1,246 @@
+"""Arrow schemas of the lake tables (SPEC §3): the one contract between ingest, metrics and replay.
+
+Every table is declared once here as a :class:`TableSpec`. Writers cast to these schemas, readers
+return them, the DuckDB catalog and the Great Expectations suites are derived from them.
+Time columns are UTC timestamps (microseconds). Tables with ``partition_by`` set are
+hive-partitioned by day (``day=YYYY-MM-DD``) on that timestamp column.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+TS = pa.timestamp("us", tz="UTC")
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """A lake table: its name, Arrow schema, natural key and partitioning."""
+
+    name: str
+    schema: pa.Schema
+    key: tuple[str, ...]
+    partition_by: str | None = None  # timestamp column whose UTC day names the partition
+    doc: str = ""
+    nonnegative: tuple[str, ...] = field(default=())  # count/byte columns that must be >= 0
+    ordered: tuple[tuple[str, str], ...] = field(default=())  # (earlier, later) time pairs
+    node_columns: tuple[str, ...] = field(default=())  # node names that must resolve in topology
+
+
+def _schema(*fields: tuple[str, pa.DataType, bool]) -> pa.Schema:
+    return pa.schema([pa.field(name, dtype, nullable=nullable) for name, dtype, nullable in fields])
+
+
+JOBS = TableSpec(
+    name="jobs",
+    doc="One row per Slurm allocation (heterogeneous components and array tasks are separate).",
+    schema=_schema(
+        ("job_id", pa.string(), False),  # '123', '123+1' (het component), '123_7' (array task)
+        ("cluster", pa.string(), True),
+        ("job_name", pa.string(), True),
+        ("user", pa.string(), True),
+        ("uid", pa.int64(), True),
+        ("account", pa.string(), True),
+        ("partition", pa.string(), True),
+        ("submit", TS, True),
+        ("eligible", TS, True),
+        ("start", TS, True),
+        ("end", TS, True),
+        ("req_cpus", pa.int64(), True),
+        ("alloc_cpus", pa.int64(), True),
+        ("nnodes", pa.int64(), True),
+        ("nodelist", pa.string(), True),
+        ("state", pa.string(), True),
+        ("cancelled_by", pa.int64(), True),  # uid from 'CANCELLED by N'
+        ("exit_code", pa.string(), True),
+    ),
+    key=("job_id", "cluster"),
+    nonnegative=("uid", "req_cpus", "alloc_cpus", "nnodes"),
+    ordered=(("submit", "start"), ("eligible", "start"), ("start", "end")),
+)
+
+JOB_STEPS = TableSpec(
+    name="job_steps",
+    doc="One row per Slurm step: 'batch', 'extern', '0', '1', ...",
+    schema=_schema(
+        ("job_id", pa.string(), False),
+        ("cluster", pa.string(), True),
+        ("step_id", pa.string(), False),
+        ("step_name", pa.string(), True),
+        ("start", TS, True),
+        ("end", TS, True),
+        ("alloc_cpus", pa.int64(), True),
+        ("nnodes", pa.int64(), True),
+        ("nodelist", pa.string(), True),
+        ("state", pa.string(), True),
+        ("exit_code", pa.string(), True),
+    ),
+    key=("job_id", "cluster", "step_id"),
+    nonnegative=("alloc_cpus", "nnodes"),
+    ordered=(("start", "end"),),
+)
+
+JOB_NODES = TableSpec(
+    name="job_nodes",
+    doc="Job × node, node_index = position of the node in the sorted allocation (0-based).",
+    schema=_schema(
+        ("job_id", pa.string(), False),
+        ("cluster", pa.string(), True),
+        ("node", pa.string(), False),
+        ("node_index", pa.int32(), False),
+    ),
+    key=("job_id", "cluster", "node"),
+    nonnegative=("node_index",),
+    node_columns=("node",),
+)
+
+NODE_IO = TableSpec(
+    name="node_io",
+    doc="Node × interval traffic, sparse: an absent row means no traffic in that interval.",
+    schema=_schema(
+        ("node", pa.string(), False),
+        ("ts", TS, False),  # interval start
+        ("interval_s", pa.int32(), False),
+        ("read_bytes", pa.int64(), True),
+        ("write_bytes", pa.int64(), True),
+        ("read_ops", pa.int64(), True),
+        ("write_ops", pa.int64(), True),
+        ("osc_read_bytes", pa.int64(), True),
+        ("osc_write_bytes", pa.int64(), True),
+        ("net_rx_bytes", pa.int64(), True),
+        ("net_tx_bytes", pa.int64(), True),
+    ),
+    key=("node", "ts"),
+    partition_by="ts",
+    nonnegative=(
+        "interval_s",
+        "read_bytes",
+        "write_bytes",
+        "read_ops",
+        "write_ops",
+        "osc_read_bytes",
+        "osc_write_bytes",
+        "net_rx_bytes",
+        "net_tx_bytes",
+    ),
+    node_columns=("node",),
+)
+
+DARSHAN_JOBS = TableSpec(
+    name="darshan_jobs",
+    doc="One row per Darshan log.",
+    schema=_schema(
+        ("log_id", pa.string(), False),
+        ("job_id", pa.string(), True),
+        ("uid", pa.int64(), True),
+        ("exe", pa.string(), True),
+        ("nprocs", pa.int64(), True),
+        ("start", TS, True),
+        ("end", TS, True),
+        ("run_time", pa.float64(), True),
+        ("darshan_version", pa.string(), True),
+        ("modules", pa.list_(pa.string()), True),
+        ("bytes_read", pa.int64(), True),
+        ("bytes_written", pa.int64(), True),
+        ("partial", pa.bool_(), False),  # the log says some records were lost (memory limits)
+    ),
+    key=("log_id",),
+    nonnegative=("nprocs", "run_time", "bytes_read", "bytes_written"),
+    ordered=(("start", "end"),),
+)
+
+DARSHAN_RANK_IO = TableSpec(
+    name="darshan_rank_io",
+    doc="Log × module × rank totals; rank -1 holds shared-file records reduced over all ranks.",
+    schema=_schema(
+        ("log_id", pa.string(), False),
+        ("job_id", pa.string(), True),
+        ("module", pa.string(), False),
+        ("rank", pa.int64(), False),
+        ("hostname", pa.string(), True),
+        ("bytes_read", pa.int64(), True),
+        ("bytes_written", pa.int64(), True),
+        ("reads", pa.int64(), True),
+        ("writes", pa.int64(), True),
+        ("opens", pa.int64(), True),
+        ("read_time", pa.float64(), True),
+        ("write_time", pa.float64(), True),
+        ("meta_time", pa.float64(), True),
+    ),
+    key=("log_id", "module", "rank"),
+    nonnegative=(
+        "bytes_read",
+        "bytes_written",
+        "reads",
+        "writes",
+        "opens",
+        "read_time",
+        "write_time",
+        "meta_time",
+    ),
+)
+
+TOPOLOGY = TableSpec(
+    name="topology",
+    doc="One row per compute node: where it sits and which I/O node (ION) serves it.",
+    schema=_schema(
+        ("node", pa.string(), False),
+        ("cabinet", pa.string(), False),
+        ("ion", pa.string(), True),
+        ("switch", pa.string(), True),
+        ("row", pa.int32(), True),
+        ("col", pa.int32(), True),
+        ("x", pa.int32(), True),
+        ("y", pa.int32(), True),
+        ("z", pa.int32(), True),
+        ("node_type", pa.string(), True),  # 'compute', 'service', ...
+    ),
+    key=("node",),
+)
+
+QUARANTINE = TableSpec(
+    name="quarantine",
+    doc="Rejected input: what, where and why. Rows in = rows landed + rows quarantined.",
+    schema=_schema(
+        ("source", pa.string(), False),
+        ("file", pa.string(), False),
+        ("location", pa.string(), False),  # 'line 12', 'byte 4096', 'record rank=3 module=POSIX'
+        ("raw", pa.string(), True),
+        ("reason", pa.string(), False),
+        ("ingested_at", TS, False),
+    ),
+    key=("source", "file", "location"),
+)
+
+INGEST_LOG = TableSpec(
+    name="ingest_log",
+    doc="One row per ingested file: its content id and the row accounting of SPEC §3.",
+    schema=_schema(
+        ("source", pa.string(), False),
+        ("file", pa.string(), False),
+        ("source_id", pa.string(), False),
+        ("bytes", pa.int64(), False),
+        ("records_in", pa.int64(), False),
+        ("landed", pa.int64(), False),
+        ("quarantined", pa.int64(), False),
+        ("ingested_at", TS, False),
+    ),
+    key=("source_id",),
+    nonnegative=("bytes", "records_in", "landed", "quarantined"),
+)
+
+RAW_TABLES: tuple[TableSpec, ...] = (
+    JOBS,
+    JOB_STEPS,
+    JOB_NODES,
+    NODE_IO,
+    DARSHAN_JOBS,
+    DARSHAN_RANK_IO,
+    TOPOLOGY,
+    QUARANTINE,
+    INGEST_LOG,
+)
+
+TABLES = RAW_TABLES
