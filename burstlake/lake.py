@@ -44,7 +44,7 @@ def table_files(lake: str | os.PathLike | None, table: str) -> list[Path]:
 
 
 def conform(table: pa.Table | pa.RecordBatch, table_spec: TableSpec) -> pa.Table:
-    """Select and cast the columns of ``table`` to the spec's schema; missing nullable ones are null.
+    """Cast ``table`` to the spec's schema; missing nullable columns become null.
 
     Raises ValueError naming the column when a required column is missing or cannot be cast.
     """
@@ -58,7 +58,8 @@ def conform(table: pa.Table | pa.RecordBatch, table_spec: TableSpec) -> pa.Table
                 columns.append(column.cast(field.type) if column.type != field.type else column)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as err:
                 raise ValueError(
-                    f"{table_spec.name}.{field.name}: cannot cast {column.type} to {field.type}: {err}"
+                    f"{table_spec.name}.{field.name}: cannot cast {column.type} "
+                    f"to {field.type}: {err}"
                 ) from err
         elif field.nullable:
             columns.append(pa.nulls(table.num_rows, field.type))
@@ -118,7 +119,7 @@ class ContributionWriter:
         self._writers[part] = (writer, n, rows + table.num_rows)
 
     def commit(self) -> int:
-        """Replace this source's previous contribution with the staged files; returns rows written."""
+        """Replace the source's previous contribution with the staged files; returns rows."""
         for writer, _, _ in self._writers.values():
             writer.close()
         delete_contribution(self.lake, self.source_id, tables=[self.spec.name])
