@@ -111,6 +111,8 @@ NODE_IO = TableSpec(
         ("osc_write_bytes", pa.int64(), True),
         ("net_rx_bytes", pa.int64(), True),
         ("net_tx_bytes", pa.int64(), True),
+        ("cpu_load", pa.float64(), True),  # gauge: mean over the interval's samples
+        ("mem_used_bytes", pa.int64(), True),  # gauge: last sample in the interval
     ),
     key=("node", "ts"),
     partition_by="ts",
@@ -124,6 +126,8 @@ NODE_IO = TableSpec(
         "osc_write_bytes",
         "net_rx_bytes",
         "net_tx_bytes",
+        "cpu_load",
+        "mem_used_bytes",
     ),
     node_columns=("node",),
 )
