@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Iterable
 from pathlib import Path
 
+import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
@@ -89,6 +90,7 @@ class ContributionWriter:
         self.staging.mkdir(parents=True, exist_ok=True)
         self._writers: dict[str, tuple[pq.ParquetWriter, int, int]] = {}  # part -> (w, n, rows)
         self.rows = 0
+        self.superseded = 0  # rows of older contributions replaced on commit
 
     def write(self, rows: pa.Table | pa.RecordBatch) -> None:
         table = conform(rows, self.spec)
@@ -123,6 +125,7 @@ class ContributionWriter:
         for writer, _, _ in self._writers.values():
             writer.close()
         delete_contribution(self.lake, self.source_id, tables=[self.spec.name])
+        self.superseded = _supersede(self.lake / self.spec.name, self.staging, self.spec)
         target = self.lake / self.spec.name
         for staged in sorted(self.staging.rglob("*.parquet")):
             final = target / staged.relative_to(self.staging)
@@ -149,6 +152,45 @@ class ContributionWriter:
             self.commit()
         else:
             self.abort()
+
+
+def _supersede(target: Path, staging: Path, table_spec: TableSpec) -> int:
+    """Drop rows of older contributions whose ``replace_key`` reappears in the staged files.
+
+    Only the partitions the new contribution touches are read; the matching is an anti-join
+    in DuckDB (NULL keys match NULL keys). Returns the number of rows removed.
+    """
+    staged = sorted(staging.rglob("*.parquet"))
+    if not table_spec.replace_key or not staged:
+        return 0
+    parts = sorted({f.parent.relative_to(staging) for f in staged})
+    older = [f for part in parts for f in sorted((target / part).glob("src-*.parquet"))]
+    if not older:
+        return 0
+    keys = ", ".join(f'"{k}"' for k in table_spec.replace_key)
+    match = " AND ".join(f'o."{k}" IS NOT DISTINCT FROM n."{k}"' for k in table_spec.replace_key)
+    removed = 0
+    with duckdb.connect() as con:
+        files = "[" + ", ".join(f"'{f}'" for f in staged) + "]"
+        con.execute(f"CREATE TEMP TABLE n AS SELECT DISTINCT {keys} FROM read_parquet({files})")
+        for path in older:
+            source = f"read_parquet('{path}') AS o"
+            hits = con.execute(
+                f"SELECT count(*) FROM {source} WHERE EXISTS (SELECT 1 FROM n WHERE {match})"
+            ).fetchone()[0]
+            if not hits:
+                continue
+            kept = con.execute(
+                f"SELECT o.* FROM {source} WHERE NOT EXISTS (SELECT 1 FROM n WHERE {match})"
+            ).fetch_arrow_table()
+            removed += hits
+            if kept.num_rows:
+                scratch = path.with_suffix(".rewrite")
+                pq.write_table(conform(kept, table_spec), scratch, compression="zstd")
+                os.replace(scratch, path)
+            else:
+                path.unlink()
+    return removed
 
 
 def write_table(

@@ -27,6 +27,9 @@ class TableSpec:
     nonnegative: tuple[str, ...] = field(default=())  # count/byte columns that must be >= 0
     ordered: tuple[tuple[str, str], ...] = field(default=())  # (earlier, later) time pairs
     node_columns: tuple[str, ...] = field(default=())  # node names that must resolve in topology
+    # Rows of an older contribution with the same values here are replaced by a newer one
+    # (last ingest wins): overlapping sacct dumps, re-exported topologies, overlapping exports.
+    replace_key: tuple[str, ...] = field(default=())
 
 
 def _schema(*fields: tuple[str, pa.DataType, bool]) -> pa.Schema:
@@ -59,6 +62,7 @@ JOBS = TableSpec(
     key=("job_id", "cluster"),
     nonnegative=("uid", "req_cpus", "alloc_cpus", "nnodes"),
     ordered=(("submit", "start"), ("eligible", "start"), ("start", "end")),
+    replace_key=("job_id", "cluster"),
 )
 
 JOB_STEPS = TableSpec(
@@ -80,6 +84,7 @@ JOB_STEPS = TableSpec(
     key=("job_id", "cluster", "step_id"),
     nonnegative=("alloc_cpus", "nnodes"),
     ordered=(("start", "end"),),
+    replace_key=("job_id", "cluster", "step_id"),
 )
 
 JOB_NODES = TableSpec(
@@ -94,6 +99,7 @@ JOB_NODES = TableSpec(
     key=("job_id", "cluster", "node"),
     nonnegative=("node_index",),
     node_columns=("node",),
+    replace_key=("job_id", "cluster"),
 )
 
 NODE_IO = TableSpec(
@@ -130,6 +136,7 @@ NODE_IO = TableSpec(
         "mem_used_bytes",
     ),
     node_columns=("node",),
+    replace_key=("node", "ts"),
 )
 
 DARSHAN_JOBS = TableSpec(
@@ -153,6 +160,7 @@ DARSHAN_JOBS = TableSpec(
     key=("log_id",),
     nonnegative=("nprocs", "run_time", "bytes_read", "bytes_written"),
     ordered=(("start", "end"),),
+    replace_key=("log_id",),
 )
 
 DARSHAN_RANK_IO = TableSpec(
@@ -184,6 +192,7 @@ DARSHAN_RANK_IO = TableSpec(
         "write_time",
         "meta_time",
     ),
+    replace_key=("log_id",),
 )
 
 TOPOLOGY = TableSpec(
@@ -202,6 +211,7 @@ TOPOLOGY = TableSpec(
         ("node_type", pa.string(), True),  # 'compute', 'service', ...
     ),
     key=("node",),
+    replace_key=("node",),
 )
 
 QUARANTINE = TableSpec(

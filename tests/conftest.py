@@ -48,3 +48,32 @@ def spark():
     spark = session("local[2]", app_name="burstlake-tests", shuffle_partitions=4)
     yield spark
     spark.stop()
+
+
+@pytest.fixture(scope="session")
+def airflow_db() -> Path:
+    """An Airflow metadata DB (SQLite) created for this test run."""
+    from airflow.utils import db
+
+    db.initdb()
+    return _AIRFLOW_HOME
+
+
+@pytest.fixture
+def run_dag(airflow_db, lake, tmp_path, monkeypatch):
+    """Run a DAG from ``dags/`` with ``dag.test()`` against this test's lake and drop dir.
+
+    Returns a function ``run(dag_id) -> DagRun``; the drop directory is ``tmp_path / 'drop'``.
+    """
+    monkeypatch.setenv("BURSTLAKE_LAKE", str(lake))
+    monkeypatch.setenv("BURSTLAKE_DROP", str(tmp_path / "drop"))
+
+    def run(dag_id: str):
+        from airflow.dag_processing.dagbag import DagBag
+
+        bag = DagBag(dag_folder=str(REPO / "dags"))
+        dag = bag.get_dag(dag_id)
+        assert dag is not None, f"DAG {dag_id} not found; import errors: {bag.import_errors}"
+        return dag.test()
+
+    return run

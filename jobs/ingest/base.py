@@ -93,6 +93,7 @@ class FileReport:
     landed: int = 0
     quarantined: int = 0
     rows: dict[str, int] = field(default_factory=dict)  # lake rows written per table
+    superseded: int = 0  # rows of earlier files replaced by this one's (same natural key)
     error: str | None = None  # set when the file was unusable as a whole
 
     def line(self) -> str:
@@ -100,6 +101,8 @@ class FileReport:
             f"{self.file}: {self.records_in} records in, {self.landed} landed, "
             f"{self.quarantined} quarantined"
         )
+        if self.superseded:
+            text += f" ({self.superseded} older rows superseded)"
         return text + (f" — unusable: {self.error}" if self.error else "")
 
 
@@ -239,6 +242,7 @@ def ingest_file(
     _forget_previous_versions(lake, report.file, report.source_id)
     for table, writer in writers.items():
         report.rows[table] = writer.commit()
+        report.superseded += writer.superseded
     quarantine.commit()
     _log(lake, report)
     return report

@@ -1,0 +1,148 @@
+"""Topology: node → cabinet → I/O node, from a CSV or a Cray ``xtdb2proc`` dump (SPEC §2).
+
+CSV: a header with at least ``node`` and ``cabinet`` (``ion``, ``switch``, ``row``, ``col``,
+``x``, ``y``, ``z``, ``node_type`` optional, other columns ignored).
+
+``xtdb2proc``: one ``key=value,...`` line per processor. The node name is ``nid%05d`` of
+``processor_id`` (Slurm's name on Cray XC); the cabinet is the Cray cname ``c<cab_position>-
+<cab_row>``; the Aries switch is the blade ``c<pos>-<row>c<cage>s<slot>``. Cray machines have
+no per-cabinet ION in the dump: ``--ion-per-cabinet`` assumes one hypothetical ION per cabinet,
+as paper 004 §2.1 does for Tianhe-1A.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import gzip
+import io
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow as pa
+
+from burstlake.jobs.ingest.base import RECORD, Batch, ParseContext, Reject, Source, UnusableInput
+from burstlake.schemas import spec
+
+FILE_PATTERN = "*"
+CSV_COLUMNS = ("node", "cabinet", "ion", "switch", "row", "col", "x", "y", "z", "node_type")
+INT_COLUMNS = ("row", "col", "x", "y", "z")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--ion-per-cabinet",
+        action="store_true",
+        help="assume one hypothetical I/O node per cabinet where the input names none "
+        "(paper 004 §2.1 does this for Tianhe-1A)",
+    )
+
+
+def _lines(path: Path) -> list[str]:
+    raw = path.read_bytes()
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError) as err:
+            raise UnusableInput(f"corrupt gzip: {err}") from err
+    try:
+        return raw.decode("utf-8").splitlines()
+    except UnicodeDecodeError as err:
+        raise UnusableInput(f"not text (byte {err.start} is not UTF-8)") from err
+
+
+def _int(value: str | None) -> int | None:
+    if value is None or value.strip().lower() in ("", "null", "none"):
+        return None
+    return int(value)
+
+
+def _xt_fields(line: str) -> dict[str, str]:
+    fields = {}
+    for part in line.split(","):
+        key, sep, value = part.partition("=")
+        if not sep:
+            raise ValueError(f"field {part!r} is not key=value")
+        fields[key.strip()] = value.strip().strip("'")
+    return fields
+
+
+def _xt_row(fields: dict[str, str]) -> dict:
+    for key in ("processor_id", "cab_position", "cab_row"):
+        if _int(fields.get(key)) is None:
+            raise ValueError(f"missing {key}")
+    cabinet = f"c{int(fields['cab_position'])}-{int(fields['cab_row'])}"
+    blade = f"{cabinet}c{_int(fields.get('cage'))}s{_int(fields.get('slot'))}"
+    return {
+        "node": f"nid{int(fields['processor_id']):05d}",
+        "cabinet": cabinet,
+        "switch": blade,
+        "row": int(fields["cab_row"]),
+        "col": int(fields["cab_position"]),
+        "x": _int(fields.get("x_coord")),
+        "y": _int(fields.get("y_coord")),
+        "z": _int(fields.get("z_coord")),
+        "node_type": fields.get("processor_type") or None,
+    }
+
+
+def _csv_row(header: list[str], values: list[str]) -> dict:
+    if len(values) != len(header):
+        raise ValueError(f"{len(values)} fields, header has {len(header)}")
+    row = {k: (v.strip() or None) for k, v in zip(header, values, strict=True) if k in CSV_COLUMNS}
+    for key in INT_COLUMNS:
+        if key in row:
+            row[key] = _int(row[key])
+    return row
+
+
+def _records(lines: list[str]) -> Iterator[tuple[int, str, dict | Exception]]:
+    """(line number, raw line, row or the error) for every record line of either format."""
+    content = [(n, line) for n, line in enumerate(lines, 1) if line.strip()]
+    body = [(n, line) for n, line in content if not line.lstrip().startswith("#")]
+    if not body:
+        raise UnusableInput("no topology records (empty or only comments)")
+    first = body[0][1]
+    if "processor_id=" in first:
+        parse = lambda line: _xt_row(_xt_fields(line))  # noqa: E731
+    else:
+        header = [h.strip().lower() for h in next(csv.reader([first]))]
+        if "node" not in header or "cabinet" not in header:
+            raise UnusableInput(
+                "neither an xtdb2proc dump nor a CSV with 'node' and 'cabinet' columns "
+                f"(first record: {first[:80]!r})"
+            )
+        body = body[1:]
+        parse = lambda line: _csv_row(header, next(csv.reader(io.StringIO(line))))  # noqa: E731
+    for number, line in body:
+        try:
+            yield number, line, parse(line)
+        except ValueError as err:
+            yield number, line, err
+
+
+def parse(path: Path, context: ParseContext) -> Iterator[Batch]:
+    """Parse one topology file into a single batch of ``topology`` rows."""
+    rows, rejects, origins, first_line = [], [], {}, {}
+    records = 0
+    for number, line, row in _records(_lines(path)):
+        records += 1
+        if isinstance(row, Exception):
+            rejects.append(Reject(f"line {number}", line, f"malformed record: {row}"))
+        elif row["node"] in first_line:
+            rejects.append(
+                Reject(f"line {number}", line, f"duplicate of line {first_line[row['node']]}")
+            )
+        else:
+            if context.options.get("ion_per_cabinet") and not row.get("ion"):
+                row["ion"] = f"ion-{row['cabinet']}"
+            first_line[row["node"]] = number
+            origins[number] = (f"line {number}", line)
+            rows.append({**row, RECORD: number})
+    context.progress(path.stat().st_size)
+    schema = spec("topology").schema.append(pa.field(RECORD, pa.int64()))
+    table = pa.Table.from_pylist(rows, schema=schema)
+    yield Batch({"topology": table}, records=records, rejects=rejects, origins=origins)
+
+
+SOURCE = Source(name="topology", tables=("topology",), parse=parse)

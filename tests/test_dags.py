@@ -1,0 +1,34 @@
+"""The ingest DAGs run under Airflow (dag.test() on a SQLite metadata DB) and are idempotent."""
+
+from __future__ import annotations
+
+import shutil
+
+from burstlake.lake import read_table
+
+
+def _drop(tmp_path, source: str, *files):
+    folder = tmp_path / "drop" / source
+    folder.mkdir(parents=True, exist_ok=True)
+    for f in files:
+        shutil.copy(f, folder / f.name)
+    return folder
+
+
+def test_ingest_topology_dag_lands_the_drop_directory_once(run_dag, lake, tmp_path, shared_data):
+    _drop(tmp_path, "topology", shared_data / "topology" / "edison.xtdb2proc.gz")
+    assert run_dag("ingest_topology").state == "success"
+    assert read_table(lake, "topology").num_rows == 499
+    assert run_dag("ingest_topology").state == "success"  # rerun: nothing new to land
+    assert read_table(lake, "topology").num_rows == 499
+    assert read_table(lake, "ingest_log").num_rows == 1
+
+
+def test_ingest_dag_fails_on_an_unusable_file_but_keeps_the_good_ones(run_dag, lake, tmp_path):
+    folder = _drop(tmp_path, "topology")
+    (folder / "good.csv").write_text("node,cabinet,ion\ncn1,cab0,ion0\n")
+    (folder / "junk.csv").write_text("this is not a topology\n")
+    assert run_dag("ingest_topology").state == "failed"
+    assert read_table(lake, "topology").column("node").to_pylist() == ["cn1"]
+    [row] = read_table(lake, "quarantine").to_pylist()
+    assert row["file"].endswith("junk.csv") and row["location"] == "whole file"
