@@ -106,6 +106,22 @@ class FileReport:
         return text + (f" — unusable: {self.error}" if self.error else "")
 
 
+def totals(reports: Iterable[FileReport]) -> dict[str, int]:
+    """Row accounting summed over files: files, records_in, landed, quarantined, superseded."""
+    reports = list(reports)
+    keys = ("records_in", "landed", "quarantined", "superseded")
+    return {"files": len(reports), **{k: sum(getattr(r, k) for r in reports) for k in keys}}
+
+
+def describe(totals_: dict[str, int]) -> str:
+    """One line for ``totals``: '3 files, 12 records in, 10 landed, 2 quarantined'."""
+    t = totals_
+    return (
+        f"{t['files']} files, {t['records_in']} records in, {t['landed']} landed, "
+        f"{t['quarantined']} quarantined"
+    )
+
+
 def content_id(path: Path) -> str:
     """A short id of the file's bytes: the same content always maps to the same contribution."""
     with path.open("rb") as handle:

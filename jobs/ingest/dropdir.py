@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 from burstlake.jobs.ingest import source_module
-from burstlake.jobs.ingest.base import content_id, expand_paths, ingest
+from burstlake.jobs.ingest.base import content_id, expand_paths, ingest, totals
 from burstlake.lake import lake_path, read_table, table_files
 
 DEFAULT_DROP = "drop"
@@ -38,13 +38,7 @@ def pending_files(
 def land_files(source: str, files: list[str], lake: str | os.PathLike | None = None) -> dict:
     """Ingest ``files`` of ``source``; returns the row accounting. Raises if any was unusable."""
     reports = ingest(source_module(source).SOURCE, files, lake_path(lake))
-    summary = {
-        "files": len(reports),
-        "records_in": sum(r.records_in for r in reports),
-        "landed": sum(r.landed for r in reports),
-        "quarantined": sum(r.quarantined for r in reports),
-        "unusable": [f"{r.file}: {r.error}" for r in reports if r.error],
-    }
-    if summary["unusable"]:
-        raise ValueError(f"{source}: unusable input files: {'; '.join(summary['unusable'])}")
-    return summary
+    unusable = [f"{r.file}: {r.error}" for r in reports if r.error]
+    if unusable:
+        raise ValueError(f"{source}: unusable input files: {'; '.join(unusable)}")
+    return totals(reports)

@@ -1,0 +1,27 @@
+"""``burstlake demo``: run the main job end to end into a lake and summarise it."""
+
+from __future__ import annotations
+
+import argparse
+
+from burstlake.cli import add_lake_argument
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "demo",
+        help="run the whole pipeline on the bundled defaults",
+        description="Ingest the real samples (when ../shared/data or $BURSTLAKE_SAMPLES is "
+        "present), synthesize a tiny machine for node-level traffic, compute the metrics, "
+        "execute the notebook and replay block vs cyclic ION mapping.",
+    )
+    add_lake_argument(parser)
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from burstlake.demo import run as run_demo
+    from burstlake.lake import lake_path
+
+    run_demo(lake_path(args.lake))
+    return 0
