@@ -8,7 +8,7 @@ LAKE   ?= lake
 export GX_ANALYTICS_ENABLED := false
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 
-.PHONY: venv demo test test-fast bench lint clean
+.PHONY: venv demo test test-fast bench lint airflow clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,9 @@ bench: venv
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+
+airflow: venv
+	. infra/airflow.env && $(BIN)/airflow standalone
 
 clean:
 	rm -rf $(VENV) $(LAKE) bench/results
