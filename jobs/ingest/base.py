@@ -56,13 +56,16 @@ class Batch:
 
     ``records`` counts input records covered by this batch, rejected ones included.
     ``origins`` maps a ``_record`` value to (location, raw) so validation failures can be
-    quarantined with the input that caused them.
+    quarantined with the input that caused them. ``weights`` says how many input records a
+    ``_record`` value stands for when rows aggregate many records (default 1): a failing one is
+    one quarantine row that counts them all.
     """
 
     tables: dict[str, pa.Table]
     records: int
     rejects: list[Reject] = field(default_factory=list)
     origins: dict[int, tuple[str, str | None]] = field(default_factory=dict)
+    weights: dict[int, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -192,7 +195,7 @@ def _screen(
             location, raw = batch.origins.get(record, (f"record {record}", None))
             rejects.append(Reject(location, raw, reason))
     good = {t: r.drop_columns([RECORD]) if RECORD in r.column_names else r for t, r in good.items()}
-    return good, rejects, len(rejects)
+    return good, rejects, len(rejects) + sum(batch.weights.get(r, 1) - 1 for r in bad_records)
 
 
 def _topology_nodes(lake: Path | str | None, source: Source) -> list[str] | None:
@@ -226,7 +229,7 @@ def ingest_file(
     report with ``error`` set; it never raises for bad input.
     """
     context = context or ParseContext()
-    file = Path(path).absolute()
+    file = Path(os.path.abspath(path))
     if not file.is_file():
         return FileReport(source.name, str(file), "-", error="no such file")
     report = FileReport(source.name, str(file), content_id(file))

@@ -1,0 +1,519 @@
+"""Slurm accounting (``sacct -P`` text or ``sacct --json``) → jobs, job_steps, job_nodes.
+
+Paper 004 §2.2 joins per-node traffic with the Slurm log: which nodes each job held, in which
+order (``node_index``), from when to when. This module reads both shapes sacct prints:
+
+* ``sacct -P`` / ``--parsable2`` (or ``-p``, trailing ``|``): a header line naming any subset of
+  fields in any order (JobID or JobIDRaw, JobName, User, UID, Account, Partition, Cluster,
+  Submit, Eligible, Start, End, ReqCPUS, AllocCPUS, NNodes, NodeList, State, ExitCode; others
+  are ignored). One line is one record. Times are local to ``--tz`` and stored in UTC.
+* ``sacct --json`` (Slurm 21.08 … 24.x data_parser shapes): one element of ``jobs`` is one
+  record, its allocation and all its steps. Times there are epoch seconds.
+
+The format is told from the content. Ids: ``123`` an allocation, ``123+1`` a heterogeneous
+component, ``123_7`` an array task, ``123.batch`` / ``123_7.0`` / ``123+1.extern`` steps.
+A record whose job/step id was already seen is quarantined as a duplicate of the first;
+a repeated header line (concatenated sacct outputs) is skipped, as are blank lines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, tzinfo
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import pyarrow as pa
+
+from burstlake.jobs.ingest import hostlist
+from burstlake.jobs.ingest.base import RECORD, Batch, ParseContext, Reject, Source, UnusableInput
+from burstlake.schemas import spec
+
+BATCH_RECORDS = 50_000
+NULL_TIMES = frozenset({"", "unknown", "none", "n/a", "(null)"})
+# sacct header name (lower case) -> lake column; JobID wins over JobIDRaw when both are there.
+TEXT_FIELDS = {
+    "jobid": "job_id",
+    "jobidraw": "job_id_raw",
+    "jobname": "job_name",
+    "user": "user",
+    "uid": "uid",
+    "account": "account",
+    "partition": "partition",
+    "cluster": "cluster",
+    "submit": "submit",
+    "eligible": "eligible",
+    "start": "start",
+    "end": "end",
+    "reqcpus": "req_cpus",
+    "alloccpus": "alloc_cpus",
+    "nnodes": "nnodes",
+    "nodelist": "nodelist",
+    "state": "state",
+    "exitcode": "exit_code",
+}
+JOB_COLUMNS = spec("jobs").schema.names
+STEP_COLUMNS = spec("job_steps").schema.names
+NODE_COLUMNS = (*spec("job_nodes").schema.names, RECORD)
+TIME_COLUMNS = ("submit", "eligible", "start", "end")
+INT_COLUMNS = ("uid", "req_cpus", "alloc_cpus", "nnodes")
+_JOB_ID = re.compile(
+    r"(?P<job>\d+(?:\+\d+|_(?:\d+|\[[^\]]*\]))?)(?:\.(?P<step>[A-Za-z_]\w*|\d+(?:\+\d+)?))?"
+)
+_STATE = re.compile(r"(?P<state>[A-Z][A-Z_]*)(?:\s+by\s+(?P<uid>\d+))?\+?")
+
+
+# ---------------------------------------------------------------- options
+
+
+def time_zone(name: str) -> tzinfo:
+    """The zone sacct printed its times in (an IANA name such as ``Europe/Paris``)."""
+    if name.upper() == "UTC":
+        return UTC
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        message = f"unknown time zone {name!r}; use an IANA name like America/Chicago"
+        raise ValueError(message) from None
+
+
+def _zone_name(name: str) -> str:
+    try:
+        time_zone(name)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    return name
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--tz",
+        default="UTC",
+        type=_zone_name,
+        help="time zone of the times in sacct text output (IANA name, default UTC); "
+        "they are stored in UTC",
+    )
+    parser.add_argument(
+        "--cluster", default=None, help="cluster name for records whose input names none"
+    )
+
+
+# ---------------------------------------------------------------- field conversion
+
+
+def parse_time(text: str, zone: tzinfo) -> datetime | None:
+    """An sacct time (``2017-03-20T01:59:02`` in ``zone``) in UTC; Unknown/None/empty → None."""
+    if text.strip().lower() in NULL_TIMES:
+        return None
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise ValueError(f"{text!r} is not a time (YYYY-MM-DDTHH:MM:SS, Unknown or None)") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=zone)
+    return moment.astimezone(UTC)
+
+
+def parse_state(text: str | None) -> tuple[str | None, int | None]:
+    """``CANCELLED by 1234`` → ('CANCELLED', 1234); ``COMPLETED`` → ('COMPLETED', None)."""
+    if text is None or not text.strip():
+        return None, None
+    match = _STATE.fullmatch(text.strip())
+    if not match:
+        raise ValueError(f"{text!r} is not a job state (e.g. COMPLETED, CANCELLED by 1234)")
+    uid = match.group("uid")
+    return match.group("state"), int(uid) if uid else None
+
+
+def split_job_id(text: str) -> tuple[str, str | None]:
+    """``123_7.batch`` → ('123_7', 'batch'); ``123+1`` → ('123+1', None)."""
+    match = _JOB_ID.fullmatch(text.strip())
+    if not match:
+        raise ValueError(
+            f"{text!r} is not a Slurm job id (123, 123+1, 123_7, 123.batch, 123_7.0 ...)"
+        )
+    return match.group("job"), match.group("step")
+
+
+def _int(text: str) -> int | None:
+    text = text.strip()
+    if not text:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a whole number") from None
+
+
+def _text_entry(values: dict[str, str], zone: tzinfo) -> dict[str, Any]:
+    """Typed fields of one sacct text line; ValueError names the first bad field."""
+    entry: dict[str, Any] = {}
+    for column, text in values.items():
+        try:
+            if column in TIME_COLUMNS:
+                entry[column] = parse_time(text, zone)
+            elif column in INT_COLUMNS:
+                entry[column] = _int(text)
+            elif column == "state":
+                entry["state"], entry["cancelled_by"] = parse_state(text)
+            else:
+                entry[column] = text.strip() or None
+        except ValueError as err:
+            raise ValueError(f"bad {column}: {err}") from None
+    entry["id"] = entry.pop("job_id", None) or entry.pop("job_id_raw", None)
+    entry.pop("job_id_raw", None)
+    if not entry["id"]:
+        raise ValueError("empty job id")
+    return entry
+
+
+# ---------------------------------------------------------------- sacct --json
+
+
+def _number(value: Any) -> Any:
+    """Unwrap data_parser numbers: ``{"set": true, "number": 5}`` → 5, unset → None."""
+    if isinstance(value, dict):
+        if not value.get("set", True) or value.get("infinite"):
+            return None
+        return value.get("number")
+    return value
+
+
+def _epoch(value: Any) -> datetime | None:
+    seconds = _number(value)
+    if seconds in (None, 0):
+        return None
+    if not isinstance(seconds, int | float):
+        raise ValueError(f"time {value!r} is not epoch seconds")
+    return datetime.fromtimestamp(seconds, UTC)
+
+
+def _json_state(value: Any) -> tuple[str | None, int | None]:
+    if isinstance(value, dict):
+        value = value.get("current")
+    if isinstance(value, list):
+        value = value[0] if value else None
+    return parse_state(value)
+
+
+def _json_exit_code(value: Any) -> str | None:
+    if not isinstance(value, dict):
+        return None if value is None else str(value)
+    code = _number(value.get("return_code"))
+    signal = value.get("signal") or {}
+    number = _number(signal.get("id")) if isinstance(signal, dict) else None
+    return None if code is None else f"{code}:{number or 0}"
+
+
+def _tres_cpus(tres: Any) -> int | None:
+    allocated = tres.get("allocated") if isinstance(tres, dict) else None
+    for item in allocated or []:
+        if isinstance(item, dict) and item.get("type") == "cpu":
+            return _number(item.get("count"))
+    return None
+
+
+def _json_canceller(job: dict, state: str | None) -> int | None:
+    """sacct --json names who cancelled in ``kill_request_user``: a uid when it is numeric."""
+    user = job.get("kill_request_user")
+    numeric = isinstance(user, str) and user.isdigit()
+    return int(user) if state == "CANCELLED" and numeric else None
+
+
+def _json_job_id(job: dict) -> str:
+    """The allocation's name in sacct's words: ``123_7`` for an array task, ``123+1`` het."""
+    array, het = job.get("array") or {}, job.get("het") or {}
+    array_job, task = _number(array.get("job_id")), _number(array.get("task_id"))
+    het_job, offset = _number(het.get("job_id")), _number(het.get("job_offset"))
+    if array_job and task is not None:
+        return f"{array_job}_{task}"
+    if het_job and offset is not None:
+        return f"{het_job}+{offset}"
+    if job.get("job_id") is None:
+        raise ValueError("job without job_id")
+    return str(job["job_id"])
+
+
+def _json_step_id(step: dict) -> str:
+    ident = (step.get("step") or {}).get("id")
+    if ident is None:
+        raise ValueError("step without step.id")
+    ident = str(ident)
+    return ident.split(".", 1)[1] if "." in ident else ident
+
+
+def _json_entries(job: dict) -> list[dict[str, Any]]:
+    """The allocation entry and step entries of one element of ``jobs``."""
+    if not isinstance(job, dict):
+        raise ValueError(f"a job is a JSON object, not {type(job).__name__}")
+    job_id = _json_job_id(job)
+    times, required = job.get("time") or {}, job.get("required") or {}
+    state, _ = _json_state(job.get("state"))
+    allocation = {
+        "id": job_id,
+        "cluster": job.get("cluster") or None,
+        "job_name": job.get("name"),
+        "user": job.get("user") if isinstance(job.get("user"), str) else None,
+        "account": job.get("account") or None,
+        "partition": job.get("partition") or None,
+        "submit": _epoch(times.get("submission")),
+        "eligible": _epoch(times.get("eligible")),
+        "start": _epoch(times.get("start")),
+        "end": _epoch(times.get("end")),
+        "req_cpus": _number(required.get("CPUs")),
+        "alloc_cpus": _tres_cpus(job.get("tres")),
+        "nnodes": _number(job.get("allocation_nodes")) or None,
+        "nodelist": job.get("nodes") if isinstance(job.get("nodes"), str) else None,
+        "state": state,
+        "cancelled_by": _json_canceller(job, state),
+        "exit_code": _json_exit_code(job.get("exit_code")),
+    }
+    entries = [allocation]
+    for step in job.get("steps") or []:
+        nodes = step.get("nodes") or {}
+        step_state, _ = _json_state(step.get("state"))
+        step_times = step.get("time") or {}
+        entries.append(
+            {
+                "id": f"{job_id}.{_json_step_id(step)}",
+                "cluster": allocation["cluster"],
+                "job_name": (step.get("step") or {}).get("name"),
+                "start": _epoch(step_times.get("start")),
+                "end": _epoch(step_times.get("end")),
+                "alloc_cpus": _tres_cpus(step.get("tres")),
+                "nnodes": _number(nodes.get("count")) if isinstance(nodes, dict) else None,
+                "nodelist": nodes.get("range") if isinstance(nodes, dict) else nodes,
+                "state": step_state,
+                "exit_code": _json_exit_code(step.get("exit_code")),
+            }
+        )
+    return entries
+
+
+# ---------------------------------------------------------------- rows
+
+
+def _schema(table: str) -> pa.Schema:
+    return spec(table).schema.append(pa.field(RECORD, pa.int64(), nullable=False))
+
+
+@dataclass
+class _Rows:
+    """Rows of one batch for the three tables, plus the batch's rejects and record origins."""
+
+    jobs: list[dict] = field(default_factory=list)
+    job_steps: list[dict] = field(default_factory=list)
+    job_nodes: dict[str, list] = field(default_factory=lambda: {c: [] for c in NODE_COLUMNS})
+    rejects: list[Reject] = field(default_factory=list)
+    origins: dict[int, tuple[str, str | None]] = field(default_factory=dict)
+    records: int = 0
+
+    def add_nodes(self, job: dict, nodes: list[str]) -> None:
+        """One job_nodes row per node, ``node_index`` = position in the sorted allocation."""
+        columns = self.job_nodes
+        columns["node"] += nodes
+        columns["node_index"] += range(len(nodes))
+        for column in ("job_id", "cluster", RECORD):
+            columns[column] += [job[column]] * len(nodes)
+
+    def batch(self) -> Batch:
+        tables = {
+            name: pa.Table.from_pylist(rows, schema=_schema(name))
+            for name, rows in (("jobs", self.jobs), ("job_steps", self.job_steps))
+            if rows
+        }
+        if self.job_nodes["node"]:
+            tables["job_nodes"] = pa.Table.from_pydict(self.job_nodes, schema=_schema("job_nodes"))
+        return Batch(tables, self.records, self.rejects, self.origins)
+
+
+def _checked(read: Callable[[str | None], Any], entry: dict) -> Any:
+    try:
+        return read(entry.get("nodelist"))
+    except ValueError as err:
+        raise ValueError(f"bad nodelist: {err}") from None
+
+
+def _allocation_row(entry: dict, job_id: str, record: int) -> tuple[dict, list[str]]:
+    """The jobs row of an allocation and its nodes in natural order (paper 004 §3.3)."""
+    nodes = sorted(_checked(hostlist.expand, entry), key=hostlist.natural_key)
+    twice = next((a for a, b in itertools.pairwise(nodes) if a == b), None)
+    if twice:
+        raise ValueError(f"bad nodelist: {entry['nodelist']!r} names {twice} twice")
+    nnodes = entry.get("nnodes")
+    if nodes and nnodes is not None and nnodes != len(nodes):
+        raise ValueError(f"NNodes {nnodes} disagrees with NodeList of {len(nodes)} nodes")
+    job = {c: entry.get(c) for c in JOB_COLUMNS} | {"job_id": job_id, RECORD: record}
+    job["nnodes"] = nnodes if nnodes is not None else (len(nodes) or None)
+    return job, nodes
+
+
+def _step_row(entry: dict, job_id: str, step_id: str, record: int) -> dict:
+    nnodes = _checked(hostlist.count, entry)
+    row = {c: entry.get(c) for c in STEP_COLUMNS}
+    row |= {"job_id": job_id, "step_id": step_id, "step_name": entry.get("job_name")}
+    if row["nnodes"] is None:
+        row["nnodes"] = nnodes or None
+    return row | {RECORD: record}
+
+
+class _Collector:
+    """Turns typed entries into lake rows, one record at a time; remembers ids already seen."""
+
+    def __init__(self, cluster: str | None) -> None:
+        self.cluster = cluster
+        self.seen: dict[tuple, tuple[str, int]] = {}  # (cluster, job, step) -> (where, hash)
+        self.rows = _Rows()
+
+    def reject(self, location: str, raw: str, reason: str) -> None:
+        self.rows.records += 1
+        self.rows.rejects.append(Reject(location, raw, reason))
+
+    def add(self, record: int, location: str, raw: str, entries: list[dict]) -> None:
+        """Land a record's entries, or reject the whole record with the first fault."""
+        try:
+            keys, jobs, steps = [], [], []
+            for entry in entries:
+                entry["cluster"] = entry.get("cluster") or self.cluster
+                job_id, step_id = split_job_id(entry["id"])
+                key = (entry["cluster"], job_id, step_id)
+                self._check_new(key, keys, raw)
+                keys.append(key)
+                if step_id is None:
+                    jobs.append(_allocation_row(entry, job_id, record))
+                else:
+                    steps.append(_step_row(entry, job_id, step_id, record))
+        except ValueError as err:
+            self.reject(location, raw, str(err))
+            return
+        for key in keys:
+            self.seen[key] = (location, hash(raw))
+        rows = self.rows
+        rows.records += 1
+        for job, nodes in jobs:
+            rows.jobs.append(job)
+            rows.add_nodes(job, nodes)
+        rows.job_steps += steps
+        rows.origins[record] = (location, raw)
+
+    def _check_new(self, key: tuple, keys: list[tuple], raw: str) -> None:
+        name = key[1] + (f".{key[2]}" if key[2] else "")
+        if key in keys:
+            raise ValueError(f"{name} appears twice in this record")
+        if key in self.seen:
+            where, digest = self.seen[key]
+            if digest == hash(raw):
+                raise ValueError(f"duplicate of {where}")
+            raise ValueError(f"{name} conflicts with {where} (same id, different fields)")
+
+    def take(self) -> Batch:
+        batch, self.rows = self.rows.batch(), _Rows()
+        return batch
+
+
+# ---------------------------------------------------------------- the two formats
+
+
+def _header(line: str) -> tuple[list[str | None], bool]:
+    """Lake columns of a sacct header (None for ignored fields) and whether lines end in '|'."""
+    trailing = line.endswith("|")
+    names = [n.strip().lower() for n in (line[:-1] if trailing else line).split("|")]
+    if "|" not in line or not {"jobid", "jobidraw"} & set(names):
+        raise UnusableInput(
+            f"not sacct -P output: the first line is not a header with JobID or JobIDRaw "
+            f"(got {line[:80]!r})"
+        )
+    known = [n for n in names if n in TEXT_FIELDS]
+    if len(known) != len(set(known)):
+        twice = next(n for n in known if known.count(n) > 1)
+        raise UnusableInput(f"sacct header names the field {twice!r} twice")
+    return [TEXT_FIELDS.get(n) for n in names], trailing
+
+
+def _text_records(lines: Iterator[tuple[int, bytes]], context: ParseContext) -> Iterator[Batch]:
+    zone = time_zone(context.options.get("tz") or "UTC")
+    collector = _Collector(context.options.get("cluster"))
+    header_line, header, trailing = None, [], False
+    for number, raw in lines:
+        if collector.rows.records >= BATCH_RECORDS:
+            yield collector.take()
+        line = raw.decode("utf-8", "replace").rstrip("\r\n")
+        if number == 1:
+            line = line.removeprefix("\ufeff")
+        if not line.strip() or line == header_line:  # blank, or the header of a concatenation
+            continue
+        if header_line is None:
+            header_line = line
+            header, trailing = _header(line)
+            continue
+        fields = (line[:-1] if trailing and line.endswith("|") else line).split("|")
+        location = f"line {number}"
+        if len(fields) != len(header):
+            truncated = "" if raw.endswith(b"\n") else "truncated last line: "
+            reason = f"{truncated}{len(fields)} fields, the header has {len(header)}"
+            collector.reject(location, line, reason)
+            continue
+        try:
+            entry = _text_entry({c: v for c, v in zip(header, fields, strict=True) if c}, zone)
+        except ValueError as err:
+            collector.reject(location, line, str(err))
+            continue
+        collector.add(number, location, line, [entry])
+    if header_line is None:
+        raise UnusableInput("empty file: no sacct header line")
+    yield collector.take()
+
+
+def _json_records(data: bytes, context: ParseContext) -> Iterator[Batch]:
+    try:
+        document = json.loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise UnusableInput(f"not valid sacct --json output: {err}") from err
+    jobs = document.get("jobs") if isinstance(document, dict) else None
+    if not isinstance(jobs, list):
+        raise UnusableInput("JSON without a 'jobs' list: not sacct --json output")
+    collector = _Collector(context.options.get("cluster"))
+    for index, job in enumerate(jobs):
+        if collector.rows.records >= BATCH_RECORDS:
+            yield collector.take()
+        location, raw = f"jobs[{index}]", json.dumps(job, sort_keys=True)
+        try:
+            entries = _json_entries(job)
+        except (ValueError, TypeError, AttributeError) as err:
+            collector.reject(location, raw, f"bad job: {err}")
+        else:
+            collector.add(index, location, raw, entries)
+    context.progress(len(data))
+    yield collector.take()
+
+
+def _numbered_lines(path: Path, context: ParseContext) -> Iterator[tuple[int, bytes]]:
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, 1):
+            context.progress(len(raw))
+            yield number, raw
+
+
+def _first_byte(path: Path) -> bytes:
+    with path.open("rb") as handle:
+        head = handle.read(4096)
+    if b"\0" in head:
+        raise UnusableInput("binary file, not sacct output")
+    return head.lstrip()[:1]
+
+
+def parse(path: Path, context: ParseContext) -> Iterator[Batch]:
+    """Batches of jobs/job_steps/job_nodes rows from one sacct text or JSON file."""
+    if _first_byte(path) == b"{":
+        yield from _json_records(path.read_bytes(), context)
+    else:
+        yield from _text_records(_numbered_lines(path, context), context)
+
+
+SOURCE = Source(name="slurm", tables=("jobs", "job_steps", "job_nodes"), parse=parse)
