@@ -1,9 +1,10 @@
 """Airflow wiring shared by the DAG files in ``dags/`` (which stay one-liners).
 
-Each lake table is an Airflow Asset (``lake.<table>``, URI ``file://<lake>/<table>``): ingest
-tasks declare the tables they write as outlets, so downstream DAGs (metrics, replay) are
-scheduled on data, not on the clock. The lake and drop directories come from
-``$BURSTLAKE_LAKE`` and ``$BURSTLAKE_DROP`` (defaults ``./lake``, ``./drop``).
+Each lake table is an Airflow Asset named ``lake.<table>`` (one lake per Airflow deployment,
+so the name alone identifies it): ingest tasks declare the tables they write as outlets, so
+downstream DAGs (metrics, replay) are scheduled on data, not on the clock. The lake and drop
+directories come from ``$BURSTLAKE_LAKE`` and ``$BURSTLAKE_DROP`` (defaults ``./lake``,
+``./drop``).
 """
 
 from __future__ import annotations
@@ -11,14 +12,12 @@ from __future__ import annotations
 import pendulum
 from airflow.sdk import DAG, Asset, dag, task
 
-from burstlake.lake import lake_path
-
 START = pendulum.datetime(2024, 1, 1, tz="UTC")
 
 
 def lake_asset(table: str) -> Asset:
     """The Airflow Asset standing for one lake table."""
-    return Asset(name=f"lake.{table}", uri=f"file://{lake_path()}/{table}")
+    return Asset(name=f"lake.{table}")
 
 
 def ingest_dag(source: str, schedule: str = "@hourly") -> DAG:

@@ -15,6 +15,16 @@ def _drop(tmp_path, source: str, *files):
     return folder
 
 
+def test_ingest_slurm_dag_lands_the_edison_allocation(run_dag, lake, tmp_path, shared_data):
+    _drop(tmp_path, "topology", shared_data / "topology" / "edison.xtdb2proc.gz")
+    _drop(tmp_path, "slurm", shared_data / "slurm" / "edison_job4478544.sacct")
+    assert run_dag("ingest_topology").state == "success"
+    assert run_dag("ingest_slurm").state == "success"
+    assert read_table(lake, "jobs").column("job_id").to_pylist() == ["4478544"]
+    assert read_table(lake, "job_steps").num_rows == 10
+    assert read_table(lake, "job_nodes").num_rows == 128
+
+
 def test_ingest_topology_dag_lands_the_drop_directory_once(run_dag, lake, tmp_path, shared_data):
     _drop(tmp_path, "topology", shared_data / "topology" / "edison.xtdb2proc.gz")
     assert run_dag("ingest_topology").state == "success"
