@@ -26,6 +26,7 @@ class Machine:
     days: int
     board_size: int | None = None  # nodes per NRM switch board (CS19)
     board_columns: int | None = None  # width of the 2-D grid of NRM boards (CS19)
+    cores_per_node: int = 12  # Tianhe-1A: 2 × 6-core X5670; CS19: 32 cores per 2 nodes
 
     @property
     def cabinets(self) -> int:
@@ -83,6 +84,7 @@ PRESETS: dict[str, Machine] = {
         days=29,
         board_size=64,
         board_columns=16,
+        cores_per_node=16,
     ),
     "tiny": Machine("tiny", nodes=256, nodes_per_cabinet=16, nodes_per_ion=16, days=1),
 }

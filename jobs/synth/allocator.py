@@ -1,0 +1,164 @@
+"""A Slurm-like allocator and scheduler (paper 004 §3.3.1).
+
+Node selection follows Slurm on Tianhe-1A and CS19: the topology (tree) step puts a job on the
+fewest leaf switches (here cabinets), best fit; otherwise best fit on consecutive free nodes;
+when neither fits (a busy, fragmented machine) the job takes scattered free nodes. So small jobs
+mostly sit in their minimal number of cabinets and large ones spill over (Fig. 4).
+Scheduling is first come first served with backfill of smaller jobs; a head job that has
+waited ``max_head_wait_s`` stops the backfill until it starts.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from burstlake.jobs.synth.calibration import Calibration
+from burstlake.jobs.synth.workload import Submissions
+from burstlake.machines import Machine
+
+
+def _runs(free: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Start and length of each run of consecutive free nodes."""
+    edges = np.diff(np.concatenate(([0], free.view(np.int8), [0])))
+    starts = np.flatnonzero(edges == 1)
+    return starts, np.flatnonzero(edges == -1) - starts
+
+
+def _best_fit_run(free: np.ndarray, n: int) -> int | None:
+    """First node of the smallest run of at least ``n`` free nodes (lowest on ties)."""
+    starts, lengths = _runs(free)
+    fits = lengths >= n
+    if not fits.any():
+        return None
+    return int(starts[fits][np.argmin(lengths[fits])])
+
+
+class Allocator:
+    """Which nodes are free, and the choice of nodes for a job of ``n`` nodes."""
+
+    def __init__(self, machine: Machine, tree_fit_share: float, rng: np.random.Generator):
+        self.free = np.ones(machine.nodes, dtype=bool)
+        self.free_count = machine.nodes
+        self.cabinet_size = machine.nodes_per_cabinet
+        self.cabinet_starts = np.arange(0, machine.nodes, machine.nodes_per_cabinet)
+        self.tree_fit_share = tree_fit_share
+        self.rng = rng
+
+    def allocate(self, n: int) -> np.ndarray | None:
+        """Sorted node indices for a job of ``n`` nodes, or None when too few are free."""
+        if n > self.free_count:
+            return None
+        nodes = self._fewest_cabinets(n) if self.rng.random() < self.tree_fit_share else None
+        if nodes is None:
+            nodes = self._consecutive(n)
+        if nodes is None:
+            nodes = np.flatnonzero(self.free)[:n]  # scattered: the lowest free nodes
+        self.free[nodes] = False
+        self.free_count -= n
+        return nodes
+
+    def release(self, nodes: np.ndarray) -> None:
+        self.free[nodes] = True
+        self.free_count += len(nodes)
+
+    def _consecutive(self, n: int) -> np.ndarray | None:
+        start = _best_fit_run(self.free, n)
+        return None if start is None else np.arange(start, start + n)
+
+    def _fewest_cabinets(self, n: int) -> np.ndarray | None:
+        """Best fit on ⌈n / cabinet size⌉ adjacent cabinets, else on the emptiest ones."""
+        k = math.ceil(n / self.cabinet_size)
+        per_cabinet = np.add.reduceat(self.free.astype(np.int64), self.cabinet_starts)
+        if k > len(per_cabinet):
+            return None
+        window = np.convolve(per_cabinet, np.ones(k, dtype=np.int64), mode="valid")
+        fits = np.flatnonzero(window >= n)
+        if len(fits):
+            first = int(fits[np.argmin(window[fits])])
+            cabinets = np.arange(first, first + k)
+        else:
+            cabinets = np.sort(np.argsort(-per_cabinet, kind="stable")[:k])
+            if per_cabinet[cabinets].sum() < n:
+                return None
+        if k == 1:
+            return self._within_cabinet(int(cabinets[0]), n)
+        mask = np.zeros_like(self.free)
+        for cabinet in cabinets:
+            low = cabinet * self.cabinet_size
+            mask[low : low + self.cabinet_size] = True
+        return np.flatnonzero(self.free & mask)[:n]
+
+    def _within_cabinet(self, cabinet: int, n: int) -> np.ndarray:
+        low = cabinet * self.cabinet_size
+        free = self.free[low : low + self.cabinet_size]
+        start = _best_fit_run(free, n)
+        if start is not None:
+            return low + np.arange(start, start + n)
+        return low + np.flatnonzero(free)[:n]
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where and when each submitted job ran; ``start_s`` is -1 for jobs never started."""
+
+    start_s: np.ndarray
+    nodes: list[np.ndarray | None]  # sorted node indices per job
+
+
+def schedule(
+    cal: Calibration,
+    machine: Machine,
+    jobs: Submissions,
+    window_s: int,
+    rng: np.random.Generator,
+) -> Placement:
+    """Run the submissions through the scheduler until the window closes."""
+    allocator = Allocator(machine, cal.tree_fit_share, rng)
+    start = np.full(len(jobs), -1, dtype=np.int64)
+    nodes: list[np.ndarray | None] = [None] * len(jobs)
+    running: list[tuple[int, int]] = []  # heap of (end, job)
+    queue: list[int] = []
+    head = submitted = 0
+    while True:
+        next_submit = int(jobs.submit_s[submitted]) if submitted < len(jobs) else math.inf
+        now = min(next_submit, running[0][0] if running else math.inf)
+        if now >= window_s:
+            break
+        released = False
+        while running and running[0][0] <= now:
+            allocator.release(nodes[heapq.heappop(running)[1]])
+            released = True
+        arrived = len(queue)
+        while submitted < len(jobs) and jobs.submit_s[submitted] <= now:
+            queue.append(submitted)
+            submitted += 1
+        while head < len(queue) and start[queue[head]] >= 0:
+            head += 1
+        # Without a release, only the newly arrived jobs can fit where others did not.
+        for job in _candidates(queue, head if released else arrived, start, cal.backfill_depth):
+            if allocator.free_count == 0:
+                break
+            chosen = allocator.allocate(int(jobs.nnodes[job]))
+            if chosen is None:
+                if job == queue[head] and now - jobs.submit_s[job] >= cal.max_head_wait_s:
+                    break  # the head job has waited too long: reserve for it
+                continue
+            start[job] = now
+            nodes[job] = chosen
+            heapq.heappush(running, (now + int(jobs.runtime_s[job]), job))
+    return Placement(start, nodes)
+
+
+def _candidates(queue: list[int], first: int, start: np.ndarray, depth: int) -> list[int]:
+    """Up to ``depth`` queued jobs not yet started, from position ``first`` on."""
+    found: list[int] = []
+    for job in queue[first:]:
+        if start[job] < 0:
+            found.append(job)
+            if len(found) == depth:
+                break
+    return found

@@ -1,0 +1,22 @@
+"""Low-variance assignment of traits to applications (shared by workload and behaviour)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def weighted_pick(
+    eligible: np.ndarray, weight: np.ndarray, share: float, rng: np.random.Generator
+) -> np.ndarray:
+    """Mark eligible apps, in random order, until they hold ``share`` of the eligible weight.
+
+    Systematic sampling: the expected share of *jobs* with the trait is ``share`` with far less
+    spread than independent draws per app, which matters when a few apps run most jobs.
+    """
+    picked = np.zeros(len(weight), dtype=bool)
+    members = rng.permutation(np.flatnonzero(eligible))
+    if not len(members):
+        return picked
+    cumulative = np.cumsum(weight[members]) / weight[members].sum()
+    picked[members] = cumulative - weight[members] / weight[members].sum() / 2 < share
+    return picked

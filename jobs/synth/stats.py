@@ -1,0 +1,149 @@
+"""A small NumPy/pandas reading of paper 004's headline figures, for calibration checks only.
+
+Independent of the Spark metrics (jobs/metrics): it reads a lake's ``jobs``, ``job_nodes``,
+``node_io`` and ``topology`` and returns the SPEC §4 figures the synthesizer is calibrated to.
+Definitions: NUD = 1 − H/log n (Def. 2); rank-0 when the max node share > 0.95 (§3.2.1);
+uneven when NUD > 0.05 (§3.2.2, §3.3.2); minimal cabinets ⌈N / nodes per cabinet⌉ (§3.3.1);
+data-intensive above a byte threshold, low-communication when I/O bytes > net − Lustre bytes,
+optimizable = data-intensive ∧ all-rank ∧ low-comm (§6.2); top 1 % nodes and top 20 % cabinets
+per interval, traffic-weighted (§4.1). A job's bytes are the ``node_io`` rows of its nodes with
+``ts`` in [start, end).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+import pandas as pd
+
+from burstlake.lake import read_table
+
+
+def nud(shares: np.ndarray) -> float:
+    """NUD of one distribution (NaN for n = 1 or zero total)."""
+    total = shares.sum()
+    if len(shares) < 2 or total <= 0:
+        return math.nan
+    p = shares[shares > 0] / total
+    return float(1 + np.sum(p * np.log(p)) / math.log(len(shares)))
+
+
+def _frames(lake: str | os.PathLike) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    jobs = read_table(lake, "jobs", ["job_id", "start", "end", "nnodes"]).to_pandas()
+    nodes = read_table(lake, "job_nodes", ["job_id", "node", "node_index"]).to_pandas()
+    io = read_table(
+        lake,
+        "node_io",
+        ["node", "ts", "read_bytes", "write_bytes", "net_rx_bytes", "net_tx_bytes"],
+    ).to_pandas()
+    return jobs, nodes, io
+
+
+def job_bytes(lake: str | os.PathLike) -> pd.DataFrame:
+    """Per job × allocated node: Lustre bytes and communication bytes (0 where no rows)."""
+    jobs, nodes, io = _frames(lake)
+    io["io"] = io.read_bytes + io.write_bytes
+    io["comm"] = io.net_rx_bytes + io.net_tx_bytes - io["io"]
+    spans = nodes.merge(jobs, on="job_id").sort_values("start")
+    rows = pd.merge_asof(
+        io.sort_values("ts"), spans, left_on="ts", right_on="start", by="node"
+    ).dropna(subset=["job_id"])
+    rows = rows[rows.ts < rows.end]
+    sums = rows.groupby(["job_id", "node"], as_index=False)[["io", "comm"]].sum()
+    out = nodes.merge(sums, on=["job_id", "node"], how="left").fillna({"io": 0, "comm": 0})
+    return out.sort_values(["job_id", "node_index"]).reset_index(drop=True)
+
+
+def job_labels(per_node: pd.DataFrame, data_intensive_bytes: int) -> pd.DataFrame:
+    """Per job: total bytes, NUD, max node share and the §3.2 / §6.2 labels."""
+    rows = []
+    for job_id, group in per_node.groupby("job_id", sort=True):
+        shares = group["io"].to_numpy(dtype=np.float64)
+        total, n = shares.sum(), len(shares)
+        peak = shares.max() / total if total > 0 else math.nan
+        degree = nud(shares)
+        rank0 = None if n < 2 or total <= 0 else bool(peak > 0.95)
+        rows.append(
+            {
+                "job_id": job_id,
+                "nnodes": n,
+                "io_bytes": int(total),
+                "comm_bytes": int(group["comm"].sum()),
+                "io_nud": degree,
+                "max_node_share": peak,
+                "rank0": rank0,
+                "uneven": None if math.isnan(degree) else bool(degree > 0.05),
+            }
+        )
+    labels = pd.DataFrame(rows)
+    labels["data_intensive"] = labels.io_bytes > data_intensive_bytes
+    labels["low_comm"] = labels.io_bytes > labels.comm_bytes
+    labels["optimizable"] = labels.data_intensive & (labels.rank0 == False) & labels.low_comm  # noqa: E712
+    return labels
+
+
+def cabinet_spread(lake: str | os.PathLike, nodes_per_cabinet: int) -> pd.DataFrame:
+    """Per multi-node job: cabinets spanned, minimal cabinets and cabinet NUD (§3.3)."""
+    nodes = read_table(lake, "job_nodes", ["job_id", "node"]).to_pandas()
+    topology = read_table(lake, "topology", ["node", "cabinet"]).to_pandas()
+    counts = nodes.merge(topology, on="node").groupby(["job_id", "cabinet"]).size()
+    rows = []
+    for job_id, per_cabinet in counts.groupby(level=0):
+        n = int(per_cabinet.sum())
+        if n < 2:
+            continue
+        spanned = len(per_cabinet)
+        rows.append(
+            {
+                "job_id": job_id,
+                "nnodes": n,
+                "cabinets": spanned,
+                "in_min_cabinets": spanned == math.ceil(n / nodes_per_cabinet),
+                "cabinet_nud": nud(per_cabinet.to_numpy(dtype=np.float64)),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def spatial_shares(lake: str | os.PathLike) -> dict[str, float]:
+    """Traffic-weighted share of the busiest 1 % of nodes and 20 % of cabinets (§4.1)."""
+    io = read_table(lake, "node_io", ["node", "ts", "read_bytes", "write_bytes"]).to_pandas()
+    topology = read_table(lake, "topology", ["node", "cabinet"]).to_pandas()
+    io["bytes"] = io.read_bytes + io.write_bytes
+    io = io[io.bytes > 0].merge(topology, on="node")
+    top_nodes = math.ceil(0.01 * len(topology))
+    top_cabinets = math.ceil(0.2 * topology.cabinet.nunique())
+    total = io.bytes.sum()
+    node_top = io.sort_values("bytes", ascending=False).groupby("ts").head(top_nodes).bytes.sum()
+    cabinets = io.groupby(["ts", "cabinet"], as_index=False).bytes.sum()
+    cabinet_top = (
+        cabinets.sort_values("bytes", ascending=False).groupby("ts").head(top_cabinets).bytes.sum()
+    )
+    return {"top1_node_share": node_top / total, "top20_cabinet_share": cabinet_top / total}
+
+
+def headline(
+    lake: str | os.PathLike, nodes_per_cabinet: int, data_intensive_bytes: int
+) -> dict[str, float]:
+    """The SPEC §4 reference figures of a lake, as fractions."""
+    labels = job_labels(job_bytes(lake), data_intensive_bytes)
+    multi = labels[labels.nnodes > 1]
+    allrank = multi[multi.rank0 == False]  # noqa: E712
+    spread = cabinet_spread(lake, nodes_per_cabinet)
+    multi_cabinet = spread[spread.cabinets > 1]
+    di = labels.data_intensive
+    return {
+        "rank0_share": float((multi.rank0 == True).mean()),  # noqa: E712
+        "even_share": float((allrank.uneven == False).mean()),  # noqa: E712
+        "min_cabinets_share": float(spread.in_min_cabinets.mean()),
+        "uneven_cabinets_share": float((multi_cabinet.cabinet_nud > 0.05).mean()),
+        "data_intensive_share": float(di.mean()),
+        "data_intensive_traffic_share": float(
+            labels.io_bytes[di].sum() / max(labels.io_bytes.sum(), 1)
+        ),
+        "low_comm_share": float(labels.low_comm.mean()),
+        "optimizable_share": float(labels.optimizable.mean()),
+        **spatial_shares(lake),
+    }

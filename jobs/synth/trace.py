@@ -1,0 +1,207 @@
+"""A synthesized trace and its lake tables (SPEC §3): jobs, job_nodes, node_io, synth_truth.
+
+The rows are the ones ingest would land from the raw files: the same schema, job ids, node
+names and compressed node lists. ``node_io`` comes out one UTC day at a time, sorted by
+interval and node, so a month of traffic streams in bounded memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+from burstlake.jobs.ingest.hostlist import compress
+from burstlake.jobs.synth.behaviour import (
+    TRAFFIC_COLUMNS,
+    Behaviour,
+    Phases,
+    RunningJobs,
+    Traits,
+    traffic,
+)
+from burstlake.jobs.synth.calibration import Calibration
+from burstlake.jobs.synth.workload import Applications, user_name, user_uid
+from burstlake.machines import Machine
+from burstlake.schemas import spec
+
+FIRST_JOB_ID = 100_001
+PARTITION = "compute"
+DAY_S = 86_400
+
+
+@dataclass
+class Trace:
+    """Everything one synthesizer run decided, as NumPy arrays."""
+
+    preset: str
+    seed: int
+    machine: Machine
+    cal: Calibration
+    epoch_s: int  # UTC seconds of the window start
+    window_s: int
+    apps: Applications
+    traits: Traits
+    jobs: RunningJobs
+    behaviour: Behaviour
+    phases: Phases
+    io_bytes: np.ndarray = field(init=False)  # exact bytes per job, filled by node_io_days
+    comm_bytes: np.ndarray = field(init=False)
+    _names: np.ndarray | None = field(init=False, default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        self.io_bytes = np.zeros(len(self.jobs), dtype=np.int64)
+        self.comm_bytes = np.zeros(len(self.jobs), dtype=np.int64)
+
+    @property
+    def intervals(self) -> int:
+        return self.window_s // self.cal.interval_s
+
+    def job_ids(self) -> list[str]:
+        return [str(FIRST_JOB_ID + j) for j in range(len(self.jobs))]
+
+    def node_names(self, indices: np.ndarray) -> np.ndarray:
+        if self._names is None:
+            self._names = np.array([self.machine.node_name(i) for i in range(self.machine.nodes)])
+        return self._names[indices]
+
+    def timestamps(self, seconds: np.ndarray) -> pa.Array:
+        micros = (self.epoch_s + np.asarray(seconds, dtype=np.int64)) * 1_000_000
+        return pa.array(micros, type=pa.timestamp("us", tz="UTC"))
+
+
+def jobs_table(trace: Trace) -> pa.Table:
+    """One ``jobs`` row per job, as the Slurm ingest lands a ``sacct -P`` line."""
+    jobs, apps, cores = trace.jobs, trace.apps, trace.machine.cores_per_node
+    user = apps.user[jobs.app]
+    cpus = jobs.nnodes * cores
+    nodelists = [
+        compress(trace.node_names(jobs.flat_nodes[o : o + n]))
+        for o, n in zip(jobs.node_offset, jobs.nnodes, strict=True)
+    ]
+    columns = {
+        "job_id": trace.job_ids(),
+        "cluster": [trace.preset] * len(jobs),
+        "job_name": apps.name[jobs.app],
+        "user": [user_name(u) for u in user],
+        "uid": [user_uid(u) for u in user],
+        "account": [f"grp{u % 16:02d}" for u in user],
+        "partition": [PARTITION] * len(jobs),
+        "submit": trace.timestamps(jobs.submit_s),
+        "eligible": trace.timestamps(jobs.submit_s),
+        "start": trace.timestamps(jobs.start_s),
+        "end": trace.timestamps(jobs.end_s),
+        "req_cpus": cpus,
+        "alloc_cpus": cpus,
+        "nnodes": jobs.nnodes,
+        "nodelist": nodelists,
+        "state": ["COMPLETED"] * len(jobs),
+        "exit_code": ["0:0"] * len(jobs),
+    }
+    return _table("jobs", columns)
+
+
+def job_nodes_table(trace: Trace) -> pa.Table:
+    """``job_nodes``: node_index is the position in the sorted allocation."""
+    jobs = trace.jobs
+    owner = np.repeat(np.arange(len(jobs)), jobs.nnodes)
+    index = np.arange(len(owner)) - jobs.node_offset[owner]
+    ids = np.array(trace.job_ids(), dtype=object)
+    columns = {
+        "job_id": ids[owner],
+        "cluster": [trace.preset] * len(owner),
+        "node": trace.node_names(jobs.flat_nodes),
+        "node_index": index.astype(np.int32),
+    }
+    return _table("job_nodes", columns)
+
+
+def traffic_days(trace: Trace) -> Iterator[dict[str, np.ndarray]]:
+    """Traffic rows one UTC day at a time, sorted by interval and node (see
+    :func:`~burstlake.jobs.synth.behaviour.traffic` for the columns). Recounts each job's
+    exact bytes into ``trace.io_bytes`` and ``trace.comm_bytes`` on the way."""
+    per_day = DAY_S // trace.cal.interval_s
+    xfer = trace.traits.xfer_bytes[trace.jobs.app]
+    trace.io_bytes[:] = 0
+    trace.comm_bytes[:] = 0
+    bounds = np.searchsorted(trace.phases.first, np.arange(0, trace.intervals + per_day, per_day))
+    carried: dict[str, np.ndarray] | None = None
+    for day in range(len(bounds) - 1):
+        chosen = trace.phases.take(np.arange(bounds[day], bounds[day + 1]))
+        rows = traffic(chosen, trace.jobs, trace.behaviour, xfer)
+        lustre = rows["read_bytes"] + rows["write_bytes"]
+        np.add.at(trace.io_bytes, rows["job"], lustre)
+        np.add.at(
+            trace.comm_bytes, rows["job"], rows["net_rx_bytes"] + rows["net_tx_bytes"] - lustre
+        )
+        if carried is not None:
+            rows = {k: np.concatenate([carried[k], rows[k]]) for k in rows}
+        later = rows["interval"] >= (day + 1) * per_day
+        carried = {k: v[later] for k, v in rows.items()}
+        today = {k: v[~later] for k, v in rows.items()}
+        order = np.lexsort((today["node"], today["interval"]))
+        yield {k: v[order] for k, v in today.items()}
+
+
+def node_io_days(trace: Trace) -> Iterator[pa.Table]:
+    """``node_io`` one UTC day at a time (sparse: rows only where traffic happened)."""
+    for rows in traffic_days(trace):
+        yield node_io_table(trace, rows)
+
+
+def node_io_table(trace: Trace, rows: dict[str, np.ndarray]) -> pa.Table:
+    iv = trace.cal.interval_s
+    columns = {
+        "node": trace.node_names(rows["node"]),
+        "ts": trace.timestamps(rows["interval"] * iv),
+        "interval_s": np.full(len(rows["node"]), iv, dtype=np.int32),
+        **{c: rows[c] for c in (*TRAFFIC_COLUMNS, "cpu_load", "mem_used_bytes")},
+    }
+    return _table("node_io", columns)
+
+
+def truth_table(trace: Trace) -> pa.Table:
+    """``synth_truth``; run after :func:`traffic_days` has recounted the exact bytes."""
+    jobs, b, apps = trace.jobs, trace.behaviour, trace.apps
+    multi = jobs.nnodes > 1
+    count = len(jobs)
+    columns = {
+        "job_id": trace.job_ids(),
+        "cluster": [trace.preset] * count,
+        "app_id": jobs.app,
+        "user": [user_name(u) for u in apps.user[jobs.app]],
+        "job_name": apps.name[jobs.app],
+        "nnodes": jobs.nnodes,
+        "rank0": pa.array(b.rank0, mask=~multi),
+        "uneven": pa.array(b.uneven, mask=~multi),
+        "data_intensive": b.data_intensive,
+        "low_comm": b.low_comm,
+        "optimizable": b.data_intensive & multi & ~b.rank0 & b.low_comm,
+        "app_divergent": trace.traits.divergent[jobs.app],
+        "io_bytes": trace.io_bytes,
+        "comm_bytes": trace.comm_bytes,
+        "io_nud": pa.array(b.io_nud, mask=~multi),
+        "max_node_share": b.max_node_share,
+        "preset": [trace.preset] * count,
+        "seed": np.full(count, trace.seed, dtype=np.int64),
+        "params": [trace.cal.to_json()] * count,
+    }
+    return _table("synth_truth", columns)
+
+
+def _table(name: str, columns: dict) -> pa.Table:
+    """Arrow table with the lake schema of ``name``; absent nullable columns become null."""
+    schema = spec(name).schema
+    rows = len(next(iter(columns.values())))
+    arrays = []
+    for f in schema:
+        value = columns.get(f.name)
+        if value is None:
+            arrays.append(pa.nulls(rows, f.type))
+        elif isinstance(value, pa.Array):
+            arrays.append(value.cast(f.type))
+        else:
+            arrays.append(pa.array(value, type=f.type))
+    return pa.Table.from_arrays(arrays, schema=schema)

@@ -1,0 +1,287 @@
+"""Where a synthesized trace goes: straight into the lake, or the raw files a centre has.
+
+Lake (``--lake``): ``topology``, ``jobs``, ``job_nodes``, ``node_io`` and ``synth_truth``
+through :mod:`burstlake.lake` writers under one contribution (``source_id='synth'``), so a new
+run replaces the previous one. Raw (``--raw``, small runs): ``slurm/sacct-<preset>.txt``
+(``sacct -P``), ``zabbix/history-syncer-<k>.ndjson`` (Zabbix real-time export, item_tags form,
+cumulative Lustre and network counters sampled every interval on every node, with counter
+resets and sample gaps placed where the node is idle), ``topology/topology-<preset>.csv`` and
+``synth_truth.parquet``. Ingesting the raw files gives the lake path's rows.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from tqdm import tqdm
+
+from burstlake import catalog
+from burstlake.jobs.synth.behaviour import TRAFFIC_COLUMNS
+from burstlake.jobs.synth.calibration import Calibration
+from burstlake.jobs.synth.trace import (
+    DAY_S,
+    Trace,
+    job_nodes_table,
+    jobs_table,
+    node_io_days,
+    traffic_days,
+    truth_table,
+)
+from burstlake.lake import ContributionWriter, write_table
+from burstlake.machines import Machine
+
+SOURCE_ID = "synth"
+SACCT_FIELDS = (
+    "JobIDRaw", "JobName", "User", "UID", "Account", "Partition", "Submit", "Eligible", "Start",
+    "End", "ReqCPUS", "AllocCPUS", "NNodes", "NodeList", "State", "ExitCode", "Cluster",
+)  # fmt: skip
+SACCT_COLUMNS = (
+    "job_id", "job_name", "user", "uid", "account", "partition", "submit", "eligible", "start",
+    "end", "req_cpus", "alloc_cpus", "nnodes", "nodelist", "state", "exit_code", "cluster",
+)  # fmt: skip
+TOPOLOGY_COLUMNS = ("node", "cabinet", "ion", "switch", "row", "col")
+ZABBIX_FILES = 4
+MAX_RAW_SAMPLES = 200_000_000
+IDLE_CPU_LOAD = 0.05
+IDLE_MEM_BYTES = 1 << 30
+# (export name, node_io column, Zabbix value type, component tag)
+ZABBIX_ITEMS = (
+    ("Lustre read bytes", "read_bytes", 3, "lustre"),
+    ("Lustre write bytes", "write_bytes", 3, "lustre"),
+    ("Lustre read ops", "read_ops", 3, "lustre"),
+    ("Lustre write ops", "write_ops", 3, "lustre"),
+    ("Lustre OSC read bytes", "osc_read_bytes", 3, "lustre"),
+    ("Lustre OSC write bytes", "osc_write_bytes", 3, "lustre"),
+    ("Network received bytes", "net_rx_bytes", 3, "network"),
+    ("Network sent bytes", "net_tx_bytes", 3, "network"),
+    ("CPU load (1 min average)", "cpu_load", 0, "cpu"),
+    ("Memory used", "mem_used_bytes", 3, "memory"),
+)
+COUNTERS = len(TRAFFIC_COLUMNS)
+
+
+def _bar(total: int, desc: str, progress: bool) -> tqdm:
+    return tqdm(total=total, desc=desc, unit="day", disable=not progress)
+
+
+def write_lake(trace: Trace, lake: str | os.PathLike, progress: bool = False) -> dict[str, int]:
+    """Write the trace's tables into the lake; returns rows written per table."""
+    rows = {
+        "topology": write_table(lake, "topology", trace.machine.topology(), SOURCE_ID),
+        "jobs": write_table(lake, "jobs", jobs_table(trace), SOURCE_ID),
+        "job_nodes": write_table(lake, "job_nodes", job_nodes_table(trace), SOURCE_ID),
+    }
+    days = -(-trace.window_s // DAY_S)
+    with (
+        ContributionWriter(lake, "node_io", SOURCE_ID) as writer,
+        _bar(days, "synth node_io", progress) as bar,
+    ):
+        for table in node_io_days(trace):
+            writer.write(table)
+            bar.update()
+    rows["node_io"] = writer.rows
+    rows["synth_truth"] = write_table(lake, "synth_truth", truth_table(trace), SOURCE_ID)
+    catalog.refresh(lake)
+    return rows
+
+
+def write_raw(
+    trace: Trace, out: str | os.PathLike, rng: np.random.Generator, progress: bool = False
+) -> dict[str, int]:
+    """Write the raw files under ``out``; returns lines (rows) written per kind of file."""
+    check_raw_size(trace.machine, trace.cal, trace.window_s)
+    root = Path(out)
+    counts = {"zabbix": _write_zabbix(trace, root / "zabbix", rng, progress)}
+    counts["sacct"] = _write_sacct(trace, root / "slurm" / f"sacct-{trace.preset}.txt")
+    counts["topology"] = _write_topology(trace, root / "topology" / f"topology-{trace.preset}.csv")
+    truth = truth_table(trace)
+    pq.write_table(truth, root / "synth_truth.parquet", compression="zstd")
+    counts["synth_truth"] = truth.num_rows
+    return counts
+
+
+def check_raw_size(machine: Machine, cal: Calibration, window_s: int) -> None:
+    """Refuse raw output too large for text files (a month of Zabbix lines is billions)."""
+    samples = machine.nodes * (window_s // cal.interval_s + 1) * len(ZABBIX_ITEMS)
+    if samples > MAX_RAW_SAMPLES:
+        raise ValueError(
+            f"raw output would hold {samples:,} Zabbix samples (limit {MAX_RAW_SAMPLES:,}); "
+            "write a full-scale run with --lake, or use fewer --days"
+        )
+
+
+def _sacct_time(value: datetime | None) -> str:
+    return "Unknown" if value is None else value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def _write_sacct(trace: Trace, path: Path) -> int:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    table = jobs_table(trace).select(list(SACCT_COLUMNS)).to_pylist()
+    with path.open("w", newline="") as handle:
+        handle.write("|".join(SACCT_FIELDS) + "\n")
+        for row in table:
+            cells = [_sacct_time(v) if isinstance(v, datetime) else str(v) for v in row.values()]
+            handle.write("|".join(cells) + "\n")
+    return len(table)
+
+
+def _write_topology(trace: Trace, path: Path) -> int:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rows = trace.machine.topology().select(list(TOPOLOGY_COLUMNS)).to_pylist()
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=TOPOLOGY_COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows({k: "" if v is None else v for k, v in r.items()} for r in rows)
+    return len(rows)
+
+
+def _dense_traffic(trace: Trace) -> np.ndarray:
+    """Per-interval traffic as a [node, interval, counter] array (small runs only)."""
+    dense = np.zeros((trace.machine.nodes, trace.intervals, COUNTERS), dtype=np.int64)
+    for rows in traffic_days(trace):
+        for k, column in enumerate(TRAFFIC_COLUMNS):
+            dense[rows["node"], rows["interval"], k] = rows[column]
+    return dense
+
+
+def _gauges(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
+    """CPU load and memory per [node, grid point]: the job's while one runs, else idle."""
+    shape = (trace.machine.nodes, trace.intervals + 1)
+    cpu = np.full(shape, IDLE_CPU_LOAD)
+    mem = np.full(shape, IDLE_MEM_BYTES, dtype=np.int64)
+    jobs, iv = trace.jobs, trace.cal.interval_s
+    first, last = -(-jobs.start_s // iv), -(-jobs.end_s // iv)
+    for j in range(len(jobs)):
+        nodes = jobs.flat_nodes[jobs.node_offset[j] : jobs.node_offset[j] + jobs.nnodes[j]]
+        cpu[nodes, first[j] : last[j]] = trace.behaviour.cpu_load[j]
+        mem[nodes, first[j] : last[j]] = trace.behaviour.mem_used_bytes[j]
+    return cpu, mem
+
+
+def _idle_runs(busy: np.ndarray, rng: np.random.Generator, cal, days: int):
+    """Per node: reset grid points and gap grid points, all where the node is idle.
+
+    A grid point is idle when neither interval beside it has traffic, so a reset or a missing
+    sample there changes no interval's delta.
+    """
+    nodes, grid = busy.shape[0], busy.shape[1] + 1
+    idle = np.zeros((nodes, grid), dtype=bool)
+    idle[:, 1:-1] = ~busy[:, :-1] & ~busy[:, 1:]
+    resets = np.zeros_like(idle)
+    present = np.ones_like(idle)
+    for node in range(nodes):
+        points = np.flatnonzero(idle[node])
+        if not len(points):
+            continue
+        for _ in range(days):
+            if rng.random() < cal.reset_share:
+                resets[node, rng.choice(points)] = True
+            if rng.random() < cal.gap_share:
+                start = int(rng.choice(points))
+                length = int(rng.integers(1, cal.gap_max_samples + 1))
+                run = idle[node, start : start + length]
+                stop = start + (int(np.argmin(run)) if not run.all() else length)
+                present[node, start:stop] = False
+    return resets & present, present
+
+
+def _counter_values(dense: np.ndarray, resets: np.ndarray, rng: np.random.Generator):
+    """Cumulative counters per [node, grid point, counter], restarting at 0 after a reset."""
+    nodes, intervals, counters = dense.shape
+    values = np.zeros((nodes, intervals + 1, counters), dtype=np.int64)
+    values[:, 1:, :] = np.cumsum(dense, axis=1)
+    values += rng.integers(1, 1 << 40, (nodes, 1, counters))  # counts since the last boot
+    for node, point in zip(*np.nonzero(resets), strict=True):
+        values[node, point:, :] -= values[node, point, :].copy()
+    return values
+
+
+def _write_zabbix(trace: Trace, directory: Path, rng: np.random.Generator, progress: bool) -> int:
+    directory.mkdir(parents=True, exist_ok=True)
+    dense = _dense_traffic(trace)
+    days = -(-trace.window_s // DAY_S)
+    resets, present = _idle_runs(dense.any(axis=2), rng, trace.cal, days)
+    counters = _counter_values(dense, resets, rng)
+    del dense
+    cpu, mem = _gauges(trace)
+    lines = 0
+    for k in tqdm(range(ZABBIX_FILES), desc="synth zabbix", disable=not progress):
+        nodes = np.arange(k, trace.machine.nodes, ZABBIX_FILES)
+        path = directory / f"history-syncer-{k + 1}.ndjson"
+        with path.open("wb") as handle:
+            lines += _write_export(trace, handle, nodes, counters, cpu, mem, present, rng)
+    return lines
+
+
+def _item_text(trace: Trace, nodes: np.ndarray) -> tuple[pa.Array, pa.Array]:
+    """The fixed text before ``clock`` and after ``value`` of each (node, item) sample."""
+    heads, tails = [], []
+    for node in nodes:
+        name = trace.machine.node_name(int(node))
+        for k, (label, _, kind, tag) in enumerate(ZABBIX_ITEMS):
+            heads.append(
+                f'{{"host":{{"host":"{name}","name":"{name}"}},"groups":["compute"],'
+                f'"item_tags":[{{"tag":"component","value":"{tag}"}}],'
+                f'"itemid":{100_000 + int(node) * 16 + k},"name":"{label}","clock":'
+            )
+            tails.append(f',"type":{kind}}}\n')
+    return pa.array(heads), pa.array(tails)
+
+
+def _write_export(trace, handle, nodes, counters, cpu, mem, present, rng) -> int:
+    """Write every sample of ``nodes`` in grid order; returns lines written."""
+    heads, tails = _item_text(trace, nodes)
+    items = len(ZABBIX_ITEMS)
+    iv, epoch = trace.cal.interval_s, trace.epoch_s
+    is_cpu = np.array([column == "cpu_load" for _, column, _, _ in ZABBIX_ITEMS])
+    chunk = max(1, 400_000 // (len(nodes) * items))
+    written = 0
+    for g0 in range(0, trace.intervals + 1, chunk):
+        grid = np.arange(g0, min(g0 + chunk, trace.intervals + 1))
+        ints = np.concatenate(
+            [counters[nodes][:, grid, :], mem[nodes][:, grid, None], mem[nodes][:, grid, None]],
+            axis=2,
+        ).transpose(1, 0, 2)  # [grid, node, item]; the cpu slot is replaced below
+        floats = np.broadcast_to(cpu[nodes][:, grid].T[:, :, None], ints.shape)
+        keep = np.broadcast_to(present[nodes][:, grid].T[:, :, None], ints.shape).ravel()
+        jitter = rng.uniform(-trace.cal.jitter_s, trace.cal.jitter_s, ints.shape)
+        seconds = np.floor(jitter)
+        clock = epoch + grid[:, None, None] * iv + seconds.astype(np.int64)
+        ns = np.minimum(((jitter - seconds) * 1e9).astype(np.int64), 999_999_999)
+        cpu_item = np.broadcast_to(is_cpu, ints.shape).ravel()
+        value = pc.if_else(
+            pa.array(cpu_item),
+            pa.array(floats.ravel()).cast(pa.string()),
+            pa.array(ints.ravel()).cast(pa.string()),
+        )
+        which = pa.array(np.tile(np.arange(len(nodes) * items), len(grid)))
+        text = pc.binary_join_element_wise(
+            pc.take(heads, which),
+            pa.array(clock.ravel()).cast(pa.string()),
+            ',"ns":',
+            pa.array(ns.ravel()).cast(pa.string()),
+            ',"value":',
+            value,
+            pc.take(tails, which),
+            "",
+        ).filter(pa.array(keep))
+        handle.write(_text_bytes(text))
+        written += len(text)
+    return written
+
+
+def _text_bytes(strings: pa.Array) -> bytes:
+    """The concatenated characters of a string array, without copying it element by element."""
+    strings = strings.combine_chunks() if isinstance(strings, pa.ChunkedArray) else strings
+    if len(strings) == 0:
+        return b""
+    offsets = np.frombuffer(strings.buffers()[1], dtype=np.int32)
+    begin, end = offsets[strings.offset], offsets[strings.offset + len(strings)]
+    return strings.buffers()[2].to_pybytes()[begin:end]
