@@ -45,9 +45,18 @@ def _ingest_samples(source: str, relative: str, **options) -> Callable[[Path, Pa
     return step
 
 
+def synth_tiny(lake: Path, samples: Path | None) -> str:
+    """Node-level traffic the samples cannot give: a one-day trace of the ``tiny`` machine."""
+    from burstlake.jobs.synth.run import synthesize
+
+    written = synthesize("tiny", lake=lake, seed=0)
+    return ", ".join(f"{n} {table}" for table, n in written.items())
+
+
 STEPS: list[Callable[[Path, Path | None], str]] = [
     _ingest_samples("topology", "topology/edison.xtdb2proc.gz", ion_per_cabinet=True),
     _ingest_samples("slurm", "slurm"),
+    synth_tiny,
 ]
 
 
