@@ -195,6 +195,26 @@ DARSHAN_RANK_IO = TableSpec(
     replace_key=("log_id",),
 )
 
+DARSHAN_HEATMAP = TableSpec(
+    name="darshan_heatmap",
+    doc="Log × module × rank × time bin, from Darshan's HEATMAP module (>= 3.3); sparse: only "
+    "bins with traffic. The time-resolved view of each rank's I/O (its I/O phases).",
+    schema=_schema(
+        ("log_id", pa.string(), False),
+        ("job_id", pa.string(), True),
+        ("module", pa.string(), False),
+        ("rank", pa.int64(), False),
+        ("ts", TS, False),  # bin start: the log's start + bin index × interval_s
+        ("interval_s", pa.float64(), False),  # bin width (Darshan widens bins as a run goes on)
+        ("bytes_read", pa.int64(), False),
+        ("bytes_written", pa.int64(), False),
+    ),
+    key=("log_id", "module", "rank", "ts"),
+    nonnegative=("interval_s", "bytes_read", "bytes_written"),
+    replace_key=("log_id",),
+)
+
+
 TOPOLOGY = TableSpec(
     name="topology",
     doc="One row per compute node: where it sits and which I/O node (ION) serves it.",
@@ -252,6 +272,7 @@ RAW_TABLES: tuple[TableSpec, ...] = (
     NODE_IO,
     DARSHAN_JOBS,
     DARSHAN_RANK_IO,
+    DARSHAN_HEATMAP,
     TOPOLOGY,
     QUARANTINE,
     INGEST_LOG,

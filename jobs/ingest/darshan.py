@@ -1,0 +1,259 @@
+"""Darshan: per-rank I/O of one application run from its binary log, any 3.x version (SPEC §2).
+
+Lands one ``darshan_jobs`` row per log, one ``darshan_rank_io`` row per module and rank
+(rank -1: shared files reduced over all ranks), the per-rank view paper 004 §3.2 reads rank-0
+and uneven I/O from, and the heatmap bins with traffic in ``darshan_heatmap``. Logs are read
+with pydarshan (:mod:`.darshan_log`).
+
+Identity and joins: ``log_id`` is the log's content id (blake2b-64 of its bytes, the
+``source_id`` of its ``ingest_log`` row): the same log always gets the same id, different logs
+never share one, even the per-process logs of one non-MPI job that started in the same second.
+``job_id`` is the scheduler job id Darshan recorded (``SLURM_JOB_ID``), as text, so it joins
+``jobs.job_id``.
+
+Input records, for the accounting of SPEC §3: a log's header (its ``darshan_jobs`` row), each
+module × rank total (a ``darshan_rank_io`` row) and each module × rank heatmap (its bins with
+traffic, ``darshan_heatmap`` rows); a record failing its expectations is quarantined alone.
+A log whose records Darshan had to drop at run time (memory limits) lands with
+``partial = true``. A log darshan-util cannot open, can only read part of (truncated, corrupt),
+or crashes on, is quarantined whole.
+darshan-util can crash the process on a damaged log, so logs are read in a separate process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import json
+import pickle
+import signal
+import struct
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from subprocess import PIPE
+
+import numpy as np
+import pyarrow as pa
+
+from burstlake.jobs.ingest import darshan_log
+from burstlake.jobs.ingest.base import (
+    RECORD,
+    Batch,
+    ParseContext,
+    Source,
+    UnusableInput,
+    content_id,
+)
+from burstlake.jobs.ingest.darshan_log import MEASURES, STORAGE_MODULES, DarshanLog, UnreadableLog
+from burstlake.schemas import spec
+
+FILE_PATTERN = "*.darshan"
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The Darshan source has no options: everything it needs is in the log."""
+
+
+class _IsolatedReader:
+    """Reads logs in a worker process (``python -m ...darshan_log``) kept across logs, and
+    replaced when a log crashes it."""
+
+    def __init__(self) -> None:
+        self._worker: subprocess.Popen | None = None
+        self._lock = threading.Lock()
+
+    def read(self, path: Path) -> DarshanLog:
+        with self._lock:
+            if self._worker is None:
+                command = [sys.executable, "-m", darshan_log.__name__]
+                self._worker = subprocess.Popen(command, stdin=PIPE, stdout=PIPE)
+            try:
+                result = self._ask(self._worker, path)
+            except (BrokenPipeError, EOFError):
+                status = self._worker.wait()
+                self._worker = None
+                if status >= 0:  # not killed by a signal: the worker could not run at all
+                    raise RuntimeError(
+                        f"the Darshan reader process ({darshan_log.__name__}) exited with "
+                        f"status {status}; its error output is above"
+                    ) from None
+                raise UnusableInput(
+                    f"darshan-util crashed reading this log ({signal.Signals(-status).name}): "
+                    "it is truncated or corrupt"
+                ) from None
+        if isinstance(result, UnreadableLog):
+            raise UnusableInput(str(result))
+        return result
+
+    @staticmethod
+    def _ask(worker: subprocess.Popen, path: Path) -> DarshanLog | UnreadableLog:
+        worker.stdin.write(json.dumps(str(path)).encode() + b"\n")
+        worker.stdin.flush()
+        header = worker.stdout.read(8)
+        if len(header) < 8:
+            raise EOFError
+        (size,) = struct.unpack("<Q", header)
+        answer = worker.stdout.read(size)
+        if len(answer) < size:
+            raise EOFError
+        return pickle.loads(answer)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._worker is not None:
+                self._worker.stdin.close()
+                self._worker.wait()
+                self._worker = None
+
+
+_READER = _IsolatedReader()
+atexit.register(_READER.close)
+
+
+def _microseconds(seconds: int, nanoseconds: int) -> int:
+    return seconds * 10**6 + nanoseconds // 1000
+
+
+def _timestamp(seconds: int, nanoseconds: int) -> datetime:
+    return EPOCH + timedelta(microseconds=_microseconds(seconds, nanoseconds))
+
+
+def _storage_bytes(log: DarshanLog, measure: str) -> int:
+    """Bytes at the lowest instrumented layers (no double count through MPI-IO, HDF5...)."""
+    return int(
+        sum(t.measures[measure].sum() or 0 for t in log.totals if t.module in STORAGE_MODULES)
+    )
+
+
+def _job_row(log: DarshanLog, log_id: str) -> dict:
+    job = log.job
+    return {
+        "log_id": log_id,
+        "job_id": str(job["jobid"]),
+        "uid": job["uid"],
+        "exe": log.exe,
+        "nprocs": job["nprocs"],
+        "start": _timestamp(job["start_time_sec"], job["start_time_nsec"]),
+        "end": _timestamp(job["end_time_sec"], job["end_time_nsec"]),
+        "run_time": job["run_time"],
+        "darshan_version": job["metadata"].get("lib_ver") or job["log_ver"],
+        "modules": list(log.modules),
+        "bytes_read": _storage_bytes(log, "bytes_read"),
+        "bytes_written": _storage_bytes(log, "bytes_written"),
+        "partial": any(log.modules.values()),
+    }
+
+
+def _rank_rows(log: DarshanLog, log_id: str) -> Iterator[dict]:
+    job_id = str(log.job["jobid"])
+    for totals in log.totals:
+        for i, rank in enumerate(totals.ranks.tolist()):
+            row = {
+                "log_id": log_id,
+                "job_id": job_id,
+                "module": totals.module,
+                "rank": rank,
+                "hostname": log.hostnames.get(rank),
+            }
+            for measure in MEASURES:
+                value = totals.measures[measure][i] if measure in totals.measures else None
+                row[measure] = None if value is None or value is np.ma.masked else value.item()
+            yield row
+
+
+def _heatmap_columns(log: DarshanLog, first_record: int) -> dict[str, list]:
+    """The bins with traffic of every heatmap record; bin i starts at start + i × width."""
+    start_us = _microseconds(log.job["start_time_sec"], log.job["start_time_nsec"])
+    columns: dict[str, list] = {c: [] for c in ("module", "rank", "ts", "read", "written", RECORD)}
+    record = first_record
+    for heatmap in log.heatmaps:
+        rows, bins = np.nonzero((heatmap.bytes_read > 0) | (heatmap.bytes_written > 0))
+        columns["module"] += [heatmap.module] * len(rows)
+        columns["rank"] += heatmap.ranks[rows].tolist()
+        columns["ts"] += (start_us + np.round(bins * heatmap.bin_width_s * 1e6)).tolist()
+        columns["read"] += heatmap.bytes_read[rows, bins].tolist()
+        columns["written"] += heatmap.bytes_written[rows, bins].tolist()
+        columns[RECORD] += (record + rows).tolist()
+        record += len(heatmap.ranks)
+    return columns
+
+
+def _heatmap_table(log: DarshanLog, log_id: str, first_record: int) -> pa.Table:
+    columns = _heatmap_columns(log, first_record)
+    widths = {h.module: h.bin_width_s for h in log.heatmaps}
+    rows = len(columns[RECORD])
+    return pa.table(
+        {
+            "log_id": [log_id] * rows,
+            "job_id": [str(log.job["jobid"])] * rows,
+            "module": columns["module"],
+            "rank": columns["rank"],
+            "ts": pa.array(columns["ts"], pa.int64()).cast(pa.timestamp("us", tz="UTC")),
+            "interval_s": [widths[m] for m in columns["module"]],
+            "bytes_read": columns["read"],
+            "bytes_written": columns["written"],
+            RECORD: columns[RECORD],
+        },
+        schema=_schema("darshan_heatmap"),
+    )
+
+
+def _heatmap_origins(log: DarshanLog, first_record: int) -> dict[int, tuple[str, str]]:
+    origins = {}
+    record = first_record
+    for heatmap in log.heatmaps:
+        for i, rank in enumerate(heatmap.ranks.tolist()):
+            raw = {
+                "interval_s": heatmap.bin_width_s,
+                "read_bins": heatmap.bytes_read[i].tolist(),
+                "write_bins": heatmap.bytes_written[i].tolist(),
+            }
+            origins[record] = (f"heatmap module={heatmap.module} rank={rank}", json.dumps(raw))
+            record += 1
+    return origins
+
+
+def _schema(table: str) -> pa.Schema:
+    return spec(table).schema.append(pa.field(RECORD, pa.int64(), nullable=False))
+
+
+def _table(name: str, rows: list[dict]) -> pa.Table:
+    return pa.Table.from_pylist(rows, schema=_schema(name))
+
+
+def _origin(row: dict, location: str) -> tuple[str, str]:
+    return location, json.dumps({k: v for k, v in row.items() if k != RECORD}, default=str)
+
+
+def parse(path: Path, context: ParseContext) -> Iterator[Batch]:
+    """One batch per log: its ``darshan_jobs``, ``darshan_rank_io`` and ``darshan_heatmap``
+    rows."""
+    log = _READER.read(path)
+    log_id = content_id(path)
+    job = {**_job_row(log, log_id), RECORD: 0}
+    ranks = [{**row, RECORD: i} for i, row in enumerate(_rank_rows(log, log_id), start=1)]
+    first_heatmap = len(ranks) + 1
+    origins = {0: _origin(job, "log header")}
+    origins |= {r[RECORD]: _origin(r, f"module={r['module']} rank={r['rank']}") for r in ranks}
+    origins |= _heatmap_origins(log, first_heatmap)
+    yield Batch(
+        tables={
+            "darshan_jobs": _table("darshan_jobs", [job]),
+            "darshan_rank_io": _table("darshan_rank_io", ranks),
+            "darshan_heatmap": _heatmap_table(log, log_id, first_heatmap),
+        },
+        records=len(origins),
+        origins=origins,
+    )
+
+
+SOURCE = Source(
+    name="darshan",
+    tables=("darshan_jobs", "darshan_rank_io", "darshan_heatmap"),
+    parse=parse,
+)
