@@ -55,7 +55,8 @@ def synth_tiny(lake: Path, samples: Path | None) -> str:
 
 STEPS: list[Callable[[Path, Path | None], str]] = [
     _ingest_samples("topology", "topology/edison.xtdb2proc.gz", ion_per_cabinet=True),
-    _ingest_samples("slurm", "slurm"),
+    _ingest_samples("slurm", "slurm", tz="America/Los_Angeles"),  # NERSC's sacct local time
+    _ingest_samples("darshan", "darshan"),
     synth_tiny,
 ]
 
@@ -72,12 +73,22 @@ def summary(lake: Path) -> str:
             "WHERE j.job_id = ? GROUP BY 1 ORDER BY 1",
             [DEMO_JOB],
         ).fetchall()
+        logs = con.execute(
+            "SELECT regexp_extract(split_part(d.exe, ' ', 1), '[^/]+$') AS exe, s.step_name "
+            "FROM darshan_jobs d "
+            "LEFT JOIN job_steps s ON s.job_id = d.job_id AND d.start >= s.start "
+            "AND d.\"end\" <= s.\"end\" AND s.step_id NOT IN ('batch', 'extern') "
+            "WHERE d.job_id = ? ORDER BY d.start",
+            [DEMO_JOB],
+        ).fetchall()
     finally:
         con.close()
+    steps = ", ".join(f"{exe} in step {step or '?'}" for exe, step in logs) or "none"
     spread = ", ".join(f"{cab} ({n} nodes)" for cab, n in cabinets) or "none (not ingested)"
     return (
         f"lake {lake}: {jobs} jobs, {nodes} distinct nodes allocated\n"
-        f"job {DEMO_JOB} spans {len(cabinets)} cabinets: {spread}"
+        f"job {DEMO_JOB} spans {len(cabinets)} cabinets: {spread}\n"
+        f"its Darshan logs: {steps}"
     )
 
 
