@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from burstlake.schemas import TableSpec, spec
+from burstlake.schemas import TableSpec, conform, spec
 
 DEFAULT_LAKE = "lake"
 ROWS_PER_FILE = 4_000_000
@@ -42,31 +42,6 @@ def table_files(lake: str | os.PathLike | None, table: str) -> list[Path]:
     """All Parquet files of a table, sorted (empty if the table has never been written)."""
     root = table_dir(lake, table)
     return sorted(root.rglob("*.parquet")) if root.exists() else []
-
-
-def conform(table: pa.Table | pa.RecordBatch, table_spec: TableSpec) -> pa.Table:
-    """Cast ``table`` to the spec's schema; missing nullable columns become null.
-
-    Raises ValueError naming the column when a required column is missing or cannot be cast.
-    """
-    if isinstance(table, pa.RecordBatch):
-        table = pa.Table.from_batches([table])
-    columns = []
-    for field in table_spec.schema:
-        if field.name in table.column_names:
-            column = table.column(field.name)
-            try:
-                columns.append(column.cast(field.type) if column.type != field.type else column)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as err:
-                raise ValueError(
-                    f"{table_spec.name}.{field.name}: cannot cast {column.type} "
-                    f"to {field.type}: {err}"
-                ) from err
-        elif field.nullable:
-            columns.append(pa.nulls(table.num_rows, field.type))
-        else:
-            raise ValueError(f"{table_spec.name}: required column {field.name!r} is missing")
-    return pa.Table.from_arrays(columns, schema=table_spec.schema)
 
 
 def _day_keys(table: pa.Table, column: str) -> pa.Array:
