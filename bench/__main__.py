@@ -1,0 +1,30 @@
+"""``python -m bench [name...]``: run every benchmark module (or the named ones) in bench/."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+
+def available() -> list[str]:
+    """Names of the benchmark modules next to this file."""
+    here = Path(__file__).resolve().parent
+    return sorted(p.stem for p in here.glob("*.py") if not p.stem.startswith("_"))
+
+
+def run(names: list[str]) -> int:
+    known = available()
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        print(f"unknown benchmark {', '.join(unknown)}; available: {', '.join(known)}")
+        return 2
+    for name in names or known:
+        print(f"bench {name}: running", flush=True)
+        result = importlib.import_module(f"bench.{name}").main()
+        print(f"bench {name}: results in {result}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run(sys.argv[1:]))

@@ -1,0 +1,62 @@
+"""Full-scale synthesizer run: ``tianhe1a`` (24 days, 10 s intervals) straight into a lake.
+
+Measures wall time, peak RSS of the process and rows written, and the headline statistics of
+the run against the paper's Tianhe-1A values; writes ``bench/results/synth_full.json``.
+Aim (issue 4): < 10 min and < 8 GB on a 2-core machine.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def main(preset: str = "tianhe1a", days: float | None = None) -> Path:
+    from burstlake.jobs.synth.run import synthesize
+    from burstlake.jobs.synth.stats import cabinet_spread
+    from burstlake.lake import read_table
+    from burstlake.machines import machine
+
+    with tempfile.TemporaryDirectory(prefix="burstlake-synth-") as lake:
+        began = time.perf_counter()
+        written = synthesize(preset, lake=lake, days=days, seed=0, progress=sys.stderr.isatty())
+        seconds = time.perf_counter() - began
+        peak_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+        truth = read_table(lake, "synth_truth").to_pandas()
+        spread = cabinet_spread(lake, machine(preset).nodes_per_cabinet)
+    multi = truth[truth.nnodes > 1]
+    result = {
+        "preset": preset,
+        "days": days or machine(preset).days,
+        "wall_s": round(seconds, 1),
+        "peak_rss_gb": round(peak_gb, 2),
+        "rows": written,
+        "node_io_rows_per_s": round(written["node_io"] / seconds),
+        "truth": {
+            "rank0_share": float(multi.rank0.mean()),
+            "even_share": float(1 - multi[~multi.rank0.astype(bool)].uneven.mean()),
+            "data_intensive_share": float(truth.data_intensive.mean()),
+            "data_intensive_traffic_share": float(
+                truth.io_bytes[truth.data_intensive].sum() / truth.io_bytes.sum()
+            ),
+            "low_comm_share": float(truth.low_comm.mean()),
+            "optimizable_share": float(truth.optimizable.mean()),
+            "min_cabinets_share": float(spread.in_min_cabinets.mean()),
+            "uneven_cabinets_share": float((spread[spread.cabinets > 1].cabinet_nud > 0.05).mean()),
+        },
+    }
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    out = RESULTS / f"synth_full_{preset}.json"
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result, indent=2))
+    return out
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,149 @@
+"""Zabbix ingest throughput and memory on a generated export of >= 1 GB.
+
+Writes an ``item_tags`` real-time export (counters of the default mapping for a few hundred
+nodes, mostly idle, bursts of traffic) into a temporary directory, then measures in separate
+processes: ``burstlake ingest zabbix`` (MB/s, lines/s, peak RSS) and, as the floor for
+reading the same bytes, ``pyarrow.json.read_json`` alone. Size: ``BURSTLAKE_BENCH_GB``
+(default 1.0). Results: ``bench/results/zabbix_ingest.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from bench import RESULTS
+
+T0 = 1_700_000_000
+INTERVAL = 10
+NODES = 256
+ITEMS = (  # (itemid offset, export name, mean bytes per busy interval)
+    (1, "Lustre read bytes", 400e6),
+    (2, "Lustre write bytes", 800e6),
+    (3, "Lustre read ops", 400),
+    (4, "Lustre write ops", 800),
+    (5, "Lustre OSC read bytes", 400e6),
+    (6, "Lustre OSC write bytes", 800e6),
+    (7, "Network received bytes", 50e6),
+    (8, "Network sent bytes", 50e6),
+)
+LINE = (
+    '{"host":{"host":"cn%05d","name":"cn%05d"},"groups":["compute"],'
+    '"item_tags":[{"tag":"component","value":"lustre"}],"itemid":%d,"name":"%s",'
+    '"clock":%d,"ns":%d,"value":%d,"type":3}\n'
+)
+
+
+def generate(path: Path, target_bytes: int, seed: int = 1) -> int:
+    """Write an export of at least ``target_bytes``; returns its line count."""
+    rng = np.random.default_rng(seed)
+    totals = np.zeros((NODES, len(ITEMS)), dtype=np.int64)
+    lines = 0
+    step = 0
+    with path.open("w") as out:
+        while out.tell() < target_bytes:
+            busy = rng.random(NODES) < 0.05
+            clock = T0 + step * INTERVAL + rng.integers(-1, 2, NODES)
+            ns = rng.integers(0, 10**9, NODES)
+            for column, (offset, name, mean) in enumerate(ITEMS):
+                totals[:, column] += (busy * rng.exponential(mean, NODES)).astype(np.int64)
+                out.writelines(
+                    LINE % (n, n, n * 100 + offset, name, clock[n], ns[n], totals[n, column])
+                    for n in range(NODES)
+                )
+            lines += NODES * len(ITEMS)
+            step += 1
+    return lines
+
+
+def _ingest(export: str, lake: str) -> None:
+    from burstlake.jobs.ingest import zabbix
+    from burstlake.jobs.ingest.base import ingest
+
+    (report,) = ingest(zabbix.SOURCE, [export], lake)
+    print(report.records_in, report.landed, report.quarantined, report.rows.get("node_io", 0))
+
+
+def _pyarrow(export: str) -> None:
+    import pyarrow.json
+
+    print(pyarrow.json.read_json(export).num_rows)
+
+
+def measure(*args: str) -> tuple[float, float, float, str]:
+    """Run a step of this module in a fresh interpreter: (seconds, CPU seconds, peak RSS in MB,
+    last stdout line). CPU seconds matter on a shared machine, where wall time also counts
+    waiting for a core.
+
+    (``python -m``, not ``-c``: pyspark, imported by Great Expectations, exits a ``-c``
+    interpreter it takes for a doctest run.)
+    """
+    start = time.perf_counter()
+    child = subprocess.Popen(
+        [sys.executable, "-m", "bench.zabbix_ingest", *args],
+        stdout=subprocess.PIPE,
+        cwd=Path(__file__).resolve().parents[1],
+    )
+    output = child.stdout.read().decode()
+    _, status, usage = os.wait4(child.pid, 0)
+    seconds = time.perf_counter() - start
+    if os.waitstatus_to_exitcode(status):
+        raise RuntimeError(f"benchmark step {args[0]} failed: exit {status}")
+    cpu = usage.ru_utime + usage.ru_stime
+    return seconds, cpu, usage.ru_maxrss / 1024, output.strip().splitlines()[-1]
+
+
+def main() -> Path:
+    target = int(float(os.environ.get("BURSTLAKE_BENCH_GB", "1.0")) * 1e9)
+    with tempfile.TemporaryDirectory(prefix="burstlake-bench-zabbix-") as tmp:
+        export = Path(tmp) / "history-bench.ndjson"
+        start = time.perf_counter()
+        lines = generate(export, target)
+        generate_s = time.perf_counter() - start
+        size_mb = export.stat().st_size / 1e6
+        lake = str(Path(tmp) / "lake")
+        ingest_s, ingest_cpu, ingest_rss, out = measure("ingest", str(export), lake)
+        records_in, landed, quarantined, rows = map(int, out.split())
+        arrow_s, arrow_cpu, arrow_rss, _ = measure("pyarrow", str(export))
+    result = {
+        "benchmark": "zabbix_ingest",
+        "file_mb": round(size_mb, 1),
+        "lines": lines,
+        "records_in": records_in,
+        "landed": landed,
+        "quarantined": quarantined,
+        "node_io_rows": rows,
+        "generate_s": round(generate_s, 1),
+        "ingest_s": round(ingest_s, 1),
+        "ingest_cpu_s": round(ingest_cpu, 1),
+        "ingest_mb_per_s": round(size_mb / ingest_s, 1),
+        "ingest_mb_per_cpu_s": round(size_mb / ingest_cpu, 1),
+        "ingest_lines_per_s": round(lines / ingest_s),
+        "ingest_peak_rss_mb": round(ingest_rss),
+        "pyarrow_json_s": round(arrow_s, 1),
+        "pyarrow_json_cpu_s": round(arrow_cpu, 1),
+        "pyarrow_json_mb_per_s": round(size_mb / arrow_s, 1),
+        "pyarrow_json_peak_rss_mb": round(arrow_rss),
+        "ingest_vs_pyarrow": round(ingest_s / arrow_s, 2),
+        "cpus": os.cpu_count(),
+        "load_average_1min": round(os.getloadavg()[0], 1),
+        "python": platform.python_version(),
+        "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / "zabbix_ingest.json"
+    path.write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result, indent=2))
+    return path
+
+
+if __name__ == "__main__":
+    {"ingest": _ingest, "pyarrow": _pyarrow}[sys.argv[1]](*sys.argv[2:])

@@ -1,0 +1,127 @@
+"""Monitoring samples → per-interval node traffic (SPEC §2; paper 004 §2.2: 10 s node counters).
+
+This module builds the DuckDB SQL; the caller runs it. Input is a relation of samples
+``(line_no, raw, node, item, metric, kind, t_ns, value)`` (``kind``: counter, rate or gauge;
+``value`` DECIMAL(38,6)) holding whole nodes. The rules, on a grid of ``interval`` seconds:
+
+* a sample at t = clock + ns/1e9 belongs to the nearest grid point g = round(t / interval);
+  jitter below interval/2 lands in the right interval, out-of-order lines are sorted per item;
+* the same item sampled twice at the same instant is a duplicate: the first line counts, the
+  others are reported by :func:`duplicates_query`;
+* **counter**: consecutive samples of an item add their rise to a running total; a drop
+  (counter reset, reboot) adds nothing and starts a new series, so no delta is ever negative.
+  The total at grid point g is read from the sample nearest to g; the delta between grid points
+  g-1 and g is the traffic of the interval starting at g-1. A delta across missing grid points
+  (a gap) is not attributed: its bytes happened at unknown times, and smearing them would
+  invent traffic;
+* **rate** (change per second): the mean rate of the samples at g × interval is the traffic of
+  the interval starting at g-1 (a Zabbix rate at g covers the time since the previous sample);
+* **gauges** ride on traffic rows and never create one: ``cpu_load`` is the mean and
+  ``mem_used_bytes`` the last of the samples at g, for the interval starting at g-1;
+* several items of one metric on a node add up; a row exists only where some traffic metric
+  is positive; a metric without a delta for that interval (not monitored, gap) is null.
+"""
+
+from __future__ import annotations
+
+from burstlake.jobs.ingest.zabbix_mapping import TRAFFIC
+
+NS = 1_000_000_000
+
+_RANKED = """
+SELECT *, row_number() OVER same AS copy, first_value(line_no) OVER same AS first_line,
+       first_value(value) OVER same AS first_value
+FROM {samples}
+WINDOW same AS (PARTITION BY node, item, t_ns ORDER BY line_no)
+"""
+
+_NODE_IO = """
+WITH clean AS (
+    SELECT node, item, metric, kind, t_ns, value, line_no,
+           (t_ns + {half_ns}) // {step_ns} AS g
+    FROM {samples}
+    QUALIFY row_number() OVER (PARTITION BY node, item, t_ns ORDER BY line_no) = 1
+),
+risen AS (
+    SELECT *, value - lag(value) OVER (PARTITION BY node, item ORDER BY t_ns) AS rise
+    FROM clean WHERE kind = 'counter'
+),
+totals AS (
+    SELECT *, sum(CASE WHEN rise > 0 THEN rise ELSE 0 END)
+              OVER (PARTITION BY node, item ORDER BY t_ns ROWS UNBOUNDED PRECEDING) AS total
+    FROM risen
+),
+at_grid AS (
+    SELECT node, item, metric, g,
+           arg_min(total, (abs(t_ns - g * {step_ns}), line_no)) AS total
+    FROM totals GROUP BY node, item, metric, g
+),
+deltas AS (
+    SELECT node, metric, g - 1 AS slot,
+           total - lag(total) OVER grid AS delta, g - lag(g) OVER grid AS span
+    FROM at_grid WINDOW grid AS (PARTITION BY node, item ORDER BY g)
+),
+amounts AS (
+    SELECT node, metric, slot, CAST(round(delta) AS BIGINT) AS amount
+    FROM deltas WHERE span = 1
+    UNION ALL
+    SELECT node, metric, g - 1, CAST(round(avg(value) * {interval}) AS BIGINT)
+    FROM clean WHERE kind = 'rate' GROUP BY node, item, metric, g
+),
+traffic AS (
+    SELECT node, slot, {traffic_columns}
+    FROM amounts GROUP BY node, slot HAVING max(amount) > 0
+),
+gauges AS (
+    SELECT node, g - 1 AS slot,
+           avg(value) FILTER (WHERE metric = 'cpu_load') AS cpu_load,
+           arg_max(value, (t_ns, line_no)) FILTER (WHERE metric = 'mem_used_bytes') AS mem_used
+    FROM clean WHERE kind = 'gauge' GROUP BY node, slot
+)
+SELECT t.node, make_timestamp(t.slot * {interval} * 1000000) AS ts,
+       CAST({interval} AS INTEGER) AS interval_s, {traffic_names},
+       CAST(g.cpu_load AS DOUBLE) AS cpu_load,
+       CAST(round(g.mem_used) AS BIGINT) AS mem_used_bytes,
+       n.record AS _record
+FROM traffic t LEFT JOIN gauges g USING (node, slot) JOIN {nodes} n USING (node)
+ORDER BY t.node, t.slot
+"""
+
+
+def duplicates_query(samples: str) -> str:
+    """SQL for the samples repeating an earlier line's (node, item, instant): ``line_no, raw,
+    node, first_line, value, first_value`` (the first line's value is the one that counts)."""
+    ranked = _RANKED.format(samples=samples)
+    return (
+        f"SELECT line_no, raw, node, first_line, value, first_value FROM ({ranked}) WHERE copy > 1"
+    )
+
+
+def nodes_query(samples: str, duplicates: str, first_record: int) -> str:
+    """SQL numbering the nodes of ``samples`` from ``first_record``: ``node, record, samples``
+    (the input records that count for the node: its samples minus their duplicates)."""
+    return f"""
+        SELECT node, CAST(row_number() OVER (ORDER BY node) - 1 + {int(first_record)} AS BIGINT)
+                   AS record,
+               total - coalesce(d.repeats, 0) AS samples
+        FROM (SELECT node, count(*) AS total FROM {samples} GROUP BY node)
+        LEFT JOIN (SELECT node, count(*) AS repeats FROM {duplicates} GROUP BY node) d
+        USING (node)"""
+
+
+def node_io_query(samples: str, nodes: str, interval: int) -> str:
+    """SQL for ``node_io`` rows (plus ``_record`` from ``nodes``), ordered by node and ts."""
+    if int(interval) != interval or interval < 1:
+        raise ValueError(f"interval must be a whole number of seconds >= 1, not {interval!r}")
+    step_ns = int(interval) * NS
+    return _NODE_IO.format(
+        samples=samples,
+        nodes=nodes,
+        interval=int(interval),
+        step_ns=step_ns,
+        half_ns=step_ns // 2,
+        traffic_columns=", ".join(
+            f"sum(amount) FILTER (WHERE metric = '{m}') AS {m}" for m in TRAFFIC
+        ),
+        traffic_names=", ".join(f"CAST(t.{m} AS BIGINT) AS {m}" for m in TRAFFIC),
+    )

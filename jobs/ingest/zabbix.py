@@ -1,0 +1,544 @@
+"""Zabbix history → node_io: real-time export NDJSON, or DB/API history rows + item table.
+
+Inputs (SPEC §2), plain or gzip-compressed, streamed in blocks of lines:
+
+* real-time export ``history-*.ndjson``: one JSON object per line with ``host`` (``{host,
+  name}``), ``groups``, ``applications`` (Zabbix ≤ 5.x) or ``item_tags`` (6.x, 7.x),
+  ``itemid``, ``name``, ``clock``, ``ns``, ``value``, ``type``. Only numeric value types count
+  (0 float, 3 unsigned); items are matched by ``name``;
+* history rows as the DB or the API return them (``itemid, clock, value[, ns]``): CSV or TSV
+  with that header (``mysql -B``, ``psql --csv``), or NDJSON of ``history.get`` objects
+  (``jq -c '.result[]'``), with the item table given by ``--items``: CSV/TSV with header
+  ``itemid, host, key_`` (optional ``name``, ``value_type``), e.g. ``SELECT i.itemid, h.host,
+  i.key_, i.value_type FROM items i JOIN hosts h USING (hostid)``. Items are matched by key.
+
+Two passes keep memory bounded whatever the size and order of the input: (1) each block of lines
+is decoded and classified in DuckDB SQL, rejects go to quarantine, host names become node names
+and samples are spilled to Parquet, hash-partitioned by node into buckets of about
+``BUCKET_BYTES`` of input; (2) bucket by bucket, the SQL of :mod:`.counters` sorts the samples
+per item and turns them into node_io rows.
+
+Accounting: every input line is a record (the header line of a CSV/TSV is not). A line lands
+when its sample is used; it is quarantined with ``line N`` and a reason when it is empty,
+truncated (not valid JSON), non-numeric, of an unknown item or host, or a duplicate (``duplicate
+sample of line M``). node_io rows aggregate many lines, so they carry one ``_record`` per node
+that stands for all of that node's samples (``Batch.weights``): if a node's rows fail
+validation (say the node is not in the topology), the node's samples count as quarantined.
+
+Known limit: each file is its own contribution and its own set of series. A counter's first
+sample in a file is a baseline, so the interval between the last sample of one file and the
+first of the next is not attributed, and two files holding the same node and interval (e.g.
+the per-syncer files of one Zabbix server) give two node_io rows with that key. Ingest files
+that each hold whole hosts over a contiguous time range, or concatenate them first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import zlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from burstlake.jobs.ingest import counters
+from burstlake.jobs.ingest.base import Batch, ParseContext, Reject, Source, UnusableInput
+from burstlake.jobs.ingest.zabbix_mapping import HostNames, Mapping, load_mapping, prefix_rewrite
+
+FILE_PATTERN = "history*"
+BLOCK_BYTES = 16 << 20  # text decoded per pass-1 step
+READ_BYTES = 1 << 20
+ROWS_PER_BATCH = 200_000  # node_io rows per batch (whole nodes)
+BUCKET_BYTES = 64 << 20  # input text per pass-2 bucket of nodes: bounds pass-2 memory
+MAX_BUCKETS = 1024
+GZIP_RATIO = 10  # assumed text bytes per compressed byte when sizing buckets
+REJECTS_PER_BATCH = 50_000
+HISTORY_COLUMNS = ("itemid", "clock", "value")  # required in DB-shape headers; ns optional
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--mapping",
+        default=None,
+        help="YAML file mapping item names/keys to node_io metrics (default: the packaged "
+        "zabbix_mapping.yaml, which documents the format)",
+    )
+    parser.add_argument(
+        "--items",
+        default=None,
+        help="item table for DB/API history rows: CSV or TSV with header itemid,host,key_ "
+        "(optional name,value_type)",
+    )
+    parser.add_argument(
+        "--interval", type=int, default=10, help="node_io interval in seconds (default 10)"
+    )
+    parser.add_argument(
+        "--keep-domain",
+        action="store_true",
+        help="keep DNS domains in host names (default: cn00042.example.org becomes cn00042)",
+    )
+    parser.add_argument(
+        "--host-prefix",
+        action="append",
+        default=[],
+        metavar="OLD=NEW",
+        help="rewrite a host-name prefix to match Slurm and topology names (repeatable; the "
+        "first matching rule applies), e.g. --host-prefix nid=cn",
+    )
+    parser.add_argument(
+        "--spill-dir", default=None, help="directory for temporary spill files (default: $TMPDIR)"
+    )
+    parser.add_argument(
+        "--memory-limit", default="1GB", help="DuckDB memory limit while sorting (default 1GB)"
+    )
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The parse options, checked."""
+
+    mapping: Mapping
+    interval: int
+    hosts: HostNames
+    items: Path | None = None
+    spill_dir: str | None = None
+    memory_limit: str = "1GB"
+
+    @classmethod
+    def from_options(cls, options: dict[str, Any]) -> Settings:
+        interval = int(options.get("interval") or 10)
+        if interval < 1:
+            raise ValueError(f"--interval must be >= 1 second, not {interval}")
+        items = options.get("items")
+        if items is not None and not Path(items).is_file():
+            raise FileNotFoundError(f"item table {items} does not exist")
+        return cls(
+            mapping=load_mapping(options.get("mapping")),
+            interval=interval,
+            hosts=HostNames(
+                strip_domain=not options.get("keep_domain", False),
+                prefixes=tuple(prefix_rewrite(p) for p in options.get("host_prefix") or ()),
+            ),
+            items=Path(items) if items else None,
+            spill_dir=options.get("spill_dir"),
+            memory_limit=options.get("memory_limit") or "1GB",
+        )
+
+
+# ------------------------------------------------------------------ reading lines
+
+
+class BrokenStream(Exception):
+    """The compressed stream ends early or is corrupt; what came before it was read."""
+
+    def __init__(self, offset: int, reason: str) -> None:
+        super().__init__(reason)
+        self.offset = offset
+
+
+def _gunzip(raw: IO[bytes]) -> Iterator[bytes]:
+    """Decompress (possibly multi-member) gzip, yielding every byte recovered before a fault."""
+    inflate, fed = zlib.decompressobj(wbits=31), False
+    for data in iter(lambda: raw.read(READ_BYTES), b""):
+        while data:
+            try:
+                yield inflate.decompress(data)
+            except zlib.error as err:
+                raise BrokenStream(raw.tell(), f"corrupt gzip data ({err})") from None
+            fed = True
+            if not inflate.eof:
+                break
+            data, inflate, fed = inflate.unused_data, zlib.decompressobj(wbits=31), False
+    if fed and not inflate.eof:
+        raise BrokenStream(raw.tell(), "gzip stream ends early (truncated file)")
+
+
+def _is_gzip(path: Path) -> bool:
+    with path.open("rb") as raw:
+        return raw.read(2) == b"\x1f\x8b"
+
+
+def _bytes(path: Path, progress) -> Iterator[bytes]:
+    """The file's (decompressed) bytes, reporting compressed bytes read to ``progress``."""
+    gzipped = _is_gzip(path)
+    with path.open("rb") as raw:
+        chunks = _gunzip(raw) if gzipped else iter(lambda: raw.read(READ_BYTES), b"")
+        done = 0
+        for chunk in chunks:
+            yield chunk
+            progress(raw.tell() - done)
+            done = raw.tell()
+
+
+def _blocks(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """Regroup bytes into blocks of whole lines (without the final newline). A broken stream
+    is re-raised after the lines read before it."""
+    pending: list[bytes] = []
+    size = 0
+    try:
+        for chunk in chunks:
+            pending.append(chunk)
+            size += len(chunk)
+            if size < BLOCK_BYTES or b"\n" not in chunk:
+                continue
+            data = b"".join(pending)
+            cut = data.rfind(b"\n")
+            yield data[:cut]
+            pending, size = [data[cut + 1 :]], len(data) - cut - 1
+    except BrokenStream:
+        yield from _last_block(pending)
+        raise
+    yield from _last_block(pending)
+
+
+def _last_block(pending: list[bytes]) -> Iterator[bytes]:
+    data = b"".join(pending)
+    if data:
+        yield data[:-1] if data.endswith(b"\n") else data
+
+
+def _lines(block: bytes, first: int) -> pa.Table:
+    """A block as a table of ``line_no`` (1-based) and ``line`` (UTF-8, CR stripped)."""
+    text = pa.array([block.decode("utf-8", errors="replace")], pa.string())
+    lines = pc.utf8_rtrim(pc.list_flatten(pc.split_pattern(text, "\n")), characters="\r")
+    numbers = pa.array(np.arange(first, first + len(lines), dtype=np.int64))
+    return pa.table({"line_no": numbers, "line": lines})
+
+
+# ------------------------------------------------------------------ decoding (pass 1)
+
+# Each decoder turns ``lines`` into fields (text, or NULL where absent) and a first ``bad``.
+_NDJSON = """
+WITH parsed AS MATERIALIZED (
+    SELECT line_no, line,
+           CASE WHEN trim(line) = '' THEN 'empty line'
+                WHEN NOT json_valid(line) THEN 'not valid JSON (truncated line?)'
+                WHEN json_type(line) <> 'OBJECT' THEN 'not a JSON object' END AS bad,
+           try(json_extract_string(line, ['$.host.host', '$.host', '$.itemid', '$.name',
+               '$.key_', '$.clock', '$.ns', '$.value', '$.type'])) AS f
+    FROM lines
+)
+SELECT line_no, line, bad,
+       coalesce(f[1], CASE WHEN NOT starts_with(f[2], '{') THEN f[2] END) AS host,
+       f[3] AS itemid, f[4] AS name, f[5] AS key_, f[6] AS clock, f[7] AS ns, f[8] AS value,
+       f[9] AS type
+FROM parsed
+"""
+
+_DELIMITED = """
+SELECT line_no, line,
+       CASE WHEN trim(line) = '' THEN 'empty line'
+            WHEN len(f) <> {width} THEN 'expected {width} fields ({header}), found ' || len(f)
+       END AS bad,
+       NULL::VARCHAR AS host, trim(f[{itemid}], '" ') AS itemid, NULL::VARCHAR AS name,
+       NULL::VARCHAR AS key_,
+       trim(f[{clock}], '" ') AS clock, {ns} AS ns, trim(f[{value}], '" ') AS value,
+       NULL::VARCHAR AS type
+FROM (SELECT line_no, line, string_split(line, '{delimiter}') AS f FROM lines)
+"""
+
+# Classifies every decoded line: a ``reason`` to quarantine it, or a sample.
+_CLASSIFY = """
+WITH fields AS ({decoder}),
+resolved AS (
+    SELECT f.*, coalesce(f.host, i.host) AS node_host, coalesce(f.key_, i.key_) AS item_key,
+           coalesce(f.name, i.name) AS item_name, coalesce(f.type, i.value_type) AS value_type,
+           TRY_CAST(f.clock AS BIGINT) AS clock_s, TRY_CAST(coalesce(f.ns, '0') AS BIGINT) AS ns_i,
+           -- DOUBLE is exact below 2^53; larger values are uint64 counters, read as integers
+           -- (a direct VARCHAR -> DECIMAL cast is ~100x slower in DuckDB 1.5)
+           CASE WHEN abs(TRY_CAST(f.value AS DOUBLE)) < 9007199254740992
+                THEN TRY_CAST(TRY_CAST(f.value AS DOUBLE) AS DECIMAL(38, 6))
+                ELSE TRY_CAST(TRY_CAST(f.value AS HUGEINT) AS DECIMAL(38, 6)) END AS number
+    FROM fields f LEFT JOIN items i ON i.itemid = f.itemid
+),
+mapped AS (
+    SELECT r.*, coalesce(k.metric, n.metric) AS metric, coalesce(k.kind, n.kind) AS kind,
+           coalesce(k.scale, n.scale) AS scale
+    FROM resolved r
+    LEFT JOIN mapping k ON k.match = 'key' AND k.ident = r.item_key
+    LEFT JOIN mapping n ON n.match = 'name' AND n.ident = r.item_name
+)
+SELECT line_no, line,
+    CASE WHEN bad IS NOT NULL THEN bad
+         WHEN clock IS NULL THEN 'no clock'
+         WHEN value IS NULL THEN 'no value'
+         WHEN value_type IS NOT NULL AND value_type NOT IN ('0', '3') THEN
+              'value type ' || value_type || coalesce(' (' || CASE value_type WHEN '1'
+              THEN 'character' WHEN '2' THEN 'log' WHEN '4' THEN 'text' END || ')', '')
+              || ' is not numeric (0 float, 3 unsigned)'
+         WHEN number IS NULL THEN 'value ' || left(value, 40) || ' is not a number'
+         WHEN number < 0 THEN 'negative value ' || value
+         WHEN clock_s IS NULL OR clock_s NOT BETWEEN 0 AND 4102444799 THEN
+              'clock ' || clock || ' is not a Unix time in seconds'
+         WHEN ns_i IS NULL OR ns_i NOT BETWEEN 0 AND 999999999 THEN
+              'ns ' || ns || ' is not 0..999999999'
+         WHEN node_host IS NOT NULL AND trim(node_host) = '' THEN 'empty host name'
+         WHEN node_host IS NULL AND itemid IS NULL THEN 'no host and no itemid'
+         WHEN node_host IS NULL AND NOT $has_items THEN
+              'no host: history rows need the item table (--items FILE)'
+         WHEN node_host IS NULL THEN 'itemid ' || itemid || ' is not in the item table'
+         WHEN metric IS NULL THEN 'item ' || coalesce('key ''' || item_key || '''',
+              'name ''' || item_name || '''', 'without key or name')
+              || ' is not in the mapping ' || $mapping
+    END AS reason,
+    node_host AS host, coalesce(itemid, 'name:' || item_name) AS item, metric, kind,
+    clock_s * 1000000000 + ns_i AS t_ns,
+    CAST(number * scale AS DECIMAL(38, 6)) AS value
+FROM mapped
+"""
+
+
+def _decoder(header: str | None) -> str:
+    """The decoder SQL for NDJSON (``header`` None) or a CSV/TSV with this header line."""
+    if header is None:
+        return _NDJSON
+    delimiter = "\t" if "\t" in header else ","
+    names = [h.strip().strip('"').lower() for h in header.split(delimiter)]
+    missing = [c for c in HISTORY_COLUMNS if c not in names]
+    if missing:
+        raise UnusableInput(
+            "neither a Zabbix real-time export (NDJSON) nor history rows with a header "
+            f"itemid, clock, value[, ns]: first line {header[:80]!r}"
+        )
+    at = {name: names.index(name) + 1 for name in names}
+    return _DELIMITED.format(
+        width=len(names),
+        header=delimiter.join(names).replace("'", "''").replace("\t", ", "),
+        delimiter=delimiter,
+        ns=f"trim(f[{at['ns']}], '\" ')" if "ns" in at else "NULL::VARCHAR",
+        **{c: at[c] for c in HISTORY_COLUMNS},
+    )
+
+
+def _load_items(con: duckdb.DuckDBPyConnection, path: Path | None) -> None:
+    """Table ``items(itemid, host, key_, name, value_type)``, empty without an item table."""
+    columns = ("itemid", "host", "key_", "name", "value_type")
+    if path is None:
+        con.execute(f"CREATE TEMP TABLE items ({', '.join(c + ' VARCHAR' for c in columns)})")
+        return
+    try:
+        found = con.execute(
+            "SELECT * FROM read_csv(?, header = true, all_varchar = true) LIMIT 0", [str(path)]
+        ).description
+    except duckdb.Error as err:
+        raise ValueError(f"item table {path}: cannot read it as CSV/TSV: {err}") from None
+    names = [d[0] for d in found]
+    if not {"itemid", "host", "key_"} <= set(names):
+        raise ValueError(f"item table {path}: needs a header with itemid, host, key_")
+    select = ", ".join(f'"{c}"' if c in names else f"NULL::VARCHAR AS {c}" for c in columns)
+    con.execute(
+        f"CREATE TEMP TABLE items AS SELECT DISTINCT ON (itemid) {select} "
+        "FROM read_csv(?, header = true, all_varchar = true)",
+        [str(path)],
+    )
+
+
+@dataclass
+class _Spill:
+    """Pass-1 state: the connection, the classifying SQL and where samples go."""
+
+    con: duckdb.DuckDBPyConnection
+    root: Path
+    hosts: HostNames
+    buckets: int
+    params: dict[str, Any]  # SQL parameters of _CLASSIFY
+    classify: str | None = None  # chosen from the first block
+
+    def block(self, n: int, lines: pa.Table) -> tuple[int, list[Reject]]:
+        """Classify a block: spill its samples by node bucket; return its records and rejects."""
+        if self.classify is None:
+            decoder, lines = _first_block(lines)
+            self.classify = _CLASSIFY.format(decoder=decoder)
+        con = self.con
+        con.register("lines", lines)
+        con.execute(f"CREATE OR REPLACE TEMP TABLE decoded AS {self.classify}", self.params)
+        con.unregister("lines")
+        self._learn_hosts()
+        part = _quoted(self.root / f"part-{n:06d}")
+        con.execute(
+            "COPY (SELECT d.line_no, d.line AS raw, m.node, d.item, d.metric, d.kind, d.t_ns, "
+            f"d.value, hash(m.node) % {self.buckets} AS bucket "
+            "FROM decoded d JOIN hostmap m USING (host) WHERE d.reason IS NULL) "
+            f"TO '{part}' (FORMAT parquet, COMPRESSION zstd, PARTITION_BY (bucket))"
+        )
+        rows = con.execute(
+            "SELECT line_no, line, reason FROM decoded WHERE reason IS NOT NULL ORDER BY line_no"
+        ).fetchall()
+        return lines.num_rows, [Reject(f"line {no}", line, reason) for no, line, reason in rows]
+
+    def _learn_hosts(self) -> None:
+        """Add the block's new host names and their node names to table ``hostmap``."""
+        new = self.con.execute(
+            "SELECT DISTINCT host FROM decoded WHERE reason IS NULL "
+            "AND host NOT IN (SELECT host FROM hostmap)"
+        ).fetchall()
+        if new:
+            names = [h for (h,) in new]
+            nodes = pa.table({"host": names, "node": map(self.hosts.node, names)})
+            self.con.register("new_hosts", nodes)
+            self.con.execute("INSERT INTO hostmap SELECT host, node FROM new_hosts")
+            self.con.unregister("new_hosts")
+
+
+def _bucket_count(path: Path) -> int:
+    """Buckets of about BUCKET_BYTES of input text, so pass 2 needs memory for one only."""
+    size = path.stat().st_size * (GZIP_RATIO if _is_gzip(path) else 1)
+    return max(1, min(MAX_BUCKETS, -(-size // BUCKET_BYTES)))
+
+
+def _quoted(path: Path) -> str:
+    return str(path).replace("'", "''")
+
+
+def _pass_one(
+    path: Path,
+    context: ParseContext,
+    con: duckdb.DuckDBPyConnection,
+    spill: Path,
+    settings: Settings,
+) -> Iterator[Batch]:
+    """Decode the file block by block; yields one batch of records and rejects per block.
+    A broken compressed stream is one more record: the unreadable rest of the file."""
+    con.register("mapping", settings.mapping.table())
+    con.execute("CREATE TEMP TABLE hostmap (host VARCHAR, node VARCHAR)")
+    _load_items(con, settings.items)
+    params = {"has_items": settings.items is not None, "mapping": settings.mapping.origin}
+    state = _Spill(con, spill, settings.hosts, _bucket_count(path), params)
+    first = 1
+    try:
+        for n, block in enumerate(_blocks(_bytes(path, context.progress))):
+            lines = _lines(block, first)
+            first += lines.num_rows
+            records, rejects = state.block(n, lines)
+            yield Batch({}, records, rejects)
+    except BrokenStream as err:
+        reason = f"{err}; the rest of the file after line {first - 1} is lost"
+        yield Batch({}, 1, [Reject(f"byte {err.offset}", None, reason)])
+
+
+def _first_block(lines: pa.Table) -> tuple[str, pa.Table]:
+    """Pick the decoder from the first non-empty line; drop a CSV/TSV header line."""
+    texts = lines.column("line").to_pylist()
+    first = next((t for t in texts if t.strip()), "")
+    if first.lstrip().startswith(("{", "[")) or not first:
+        return _decoder(None), lines
+    return _decoder(texts[0]), lines.slice(1)
+
+
+# ------------------------------------------------------------------ node_io (pass 2)
+
+
+def _pass_two(con: duckdb.DuckDBPyConnection, spill: Path, settings: Settings) -> Iterator[Batch]:
+    """Duplicates to quarantine, then node_io rows in batches of whole nodes, bucket by bucket."""
+    buckets = sorted({p.name for p in spill.glob("part-*/bucket=*")})
+    if not buckets:
+        return
+    views = []
+    for n, bucket in enumerate(buckets):
+        files = _quoted(spill / "part-*" / bucket / "*.parquet")
+        con.execute(f"CREATE VIEW samples_{n} AS SELECT * FROM read_parquet('{files}')")
+        views.append(f"samples_{n}")
+    con.execute(f"CREATE TEMP TABLE duplicates AS {counters.duplicates_query(views[0])}")
+    for view in views[1:]:
+        con.execute(f"INSERT INTO duplicates {counters.duplicates_query(view)}")
+    yield from _duplicate_batches(con)
+    nodes: dict[int, tuple[str, int]] = {}
+    rows = _node_io_rows(con, views, settings.interval, nodes)
+    for table in _whole_nodes(rows, ROWS_PER_BATCH):
+        records = pc.unique(table.column("_record")).to_pylist()
+        yield Batch(
+            {"node_io": table},
+            0,
+            origins={r: (f"host {nodes[r][0]} ({nodes[r][1]} samples)", None) for r in records},
+            weights={r: nodes[r][1] for r in records},
+        )
+
+
+def _node_io_rows(
+    con: duckdb.DuckDBPyConnection,
+    views: list[str],
+    interval: int,
+    nodes: dict[int, tuple[str, int]],
+) -> Iterator[pa.RecordBatch]:
+    """node_io rows of each bucket in turn; fills ``nodes`` (record -> node, samples) first."""
+    for view in views:
+        query = counters.nodes_query(view, "duplicates", first_record=len(nodes))
+        con.execute(f"CREATE OR REPLACE TEMP TABLE nodes AS {query}")
+        for record, node, count in con.execute(
+            "SELECT record, node, samples FROM nodes"
+        ).fetchall():
+            nodes[record] = (node, count)
+        yield from con.execute(counters.node_io_query(view, "nodes", interval)).fetch_record_batch(
+            ROWS_PER_BATCH
+        )
+
+
+def _duplicate_batches(con: duckdb.DuckDBPyConnection) -> Iterator[Batch]:
+    result = con.execute(
+        "SELECT line_no, raw, first_line, value = first_value, "
+        "rtrim(rtrim(CAST(first_value AS VARCHAR), '0'), '.') FROM duplicates ORDER BY line_no"
+    )
+    while rows := result.fetchmany(REJECTS_PER_BATCH):
+        rejects = [
+            Reject(
+                f"line {n}",
+                raw,
+                f"duplicate sample of line {first}"
+                + ("" if same else f" with another value (kept {kept})"),
+            )
+            for n, raw, first, same, kept in rows
+        ]
+        yield Batch({}, 0, rejects)
+
+
+def _whole_nodes(reader: Iterable[pa.RecordBatch], rows: int) -> Iterator[pa.Table]:
+    """Regroup node-ordered batches into tables of about ``rows`` rows that never split a node."""
+    pending: list[pa.RecordBatch] = []
+    size = 0
+    for batch in reader:
+        pending.append(batch)
+        size += batch.num_rows
+        if size < rows:
+            continue
+        table = pa.Table.from_batches(pending)
+        nodes = table.column("node")
+        cut = pc.index(nodes, nodes[-1]).as_py()
+        if cut == 0:
+            continue  # one node fills the buffer: keep it whole
+        yield table.slice(0, cut)
+        rest = table.slice(cut)
+        pending, size = rest.to_batches(), rest.num_rows
+    if size:
+        yield pa.Table.from_batches(pending)
+
+
+# ------------------------------------------------------------------ the source
+
+
+def parse(path: Path, context: ParseContext) -> Iterator[Batch]:
+    """Parse one Zabbix history file into quarantine rejects and node_io rows."""
+    settings = Settings.from_options(dict(context.options))
+    with tempfile.TemporaryDirectory(prefix="burstlake-zabbix-", dir=settings.spill_dir) as tmp:
+        spill = Path(tmp)
+        con = duckdb.connect(
+            config={
+                "temp_directory": str(spill / "duckdb"),
+                "memory_limit": settings.memory_limit,
+                "preserve_insertion_order": False,
+            }
+        )
+        con.execute("SET enable_progress_bar = false")  # our progress is the byte count
+        try:
+            yield from _pass_one(path, context, con, spill, settings)
+            yield from _pass_two(con, spill, settings)
+        finally:
+            con.close()
+
+
+SOURCE = Source(name="zabbix", tables=("node_io",), parse=parse)

@@ -1,0 +1,407 @@
+"""Zabbix ingest → node_io: exact hand-computed deltas, quarantine, accounting (SPEC §2, §3)."""
+
+from __future__ import annotations
+
+import gzip
+import itertools
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from burstlake.cli import main
+from burstlake.jobs.ingest import zabbix
+from burstlake.jobs.ingest.base import ingest
+from burstlake.jobs.ingest.zabbix_mapping import HostNames, load_mapping, prefix_rewrite
+from burstlake.lake import read_table, write_table
+
+FIXTURES = Path(__file__).parent / "fixtures" / "zabbix"
+T0 = 1700000000
+TRAFFIC = (
+    "read_bytes",
+    "write_bytes",
+    "read_ops",
+    "write_ops",
+    "osc_read_bytes",
+    "osc_write_bytes",
+    "net_rx_bytes",
+    "net_tx_bytes",
+)
+
+
+def _ts(offset: int) -> datetime:
+    return datetime.fromtimestamp(T0 + offset, UTC)
+
+
+def _rows(lake: Path) -> list[dict]:
+    rows = read_table(lake, "node_io").to_pylist()
+    return sorted(rows, key=lambda r: (r["node"], r["ts"]))
+
+
+def _row(node: str, offset: int, cpu=None, mem=None, **traffic) -> dict:
+    return {
+        "node": node,
+        "ts": _ts(offset),
+        "interval_s": 10,
+        **{m: traffic.get(m) for m in TRAFFIC},
+        "cpu_load": cpu,
+        "mem_used_bytes": mem,
+    }
+
+
+def _quarantine(lake: Path) -> list[tuple[str, str]]:
+    rows = read_table(lake, "quarantine", columns=["location", "reason"]).to_pylist()
+    return sorted((r["location"], r["reason"]) for r in rows)
+
+
+def _copy(name: str, tmp_path: Path, compress: bool) -> Path:
+    source = FIXTURES / name
+    if not compress:
+        return source
+    target = tmp_path / f"{name}.gz"
+    target.write_bytes(gzip.compress(source.read_bytes()))
+    return target
+
+
+# ------------------------------------------------------------------ the three input shapes
+
+TAGS_ROWS = [
+    _row("cn00001", 0, cpu=1.5, mem=1000000, read_bytes=500, write_bytes=0),
+    _row("cn00001", 10, cpu=2.0, read_bytes=0, write_bytes=800),
+    _row("cn00001", 20, cpu=0.25, mem=2000, read_bytes=2500, write_bytes=0),
+    # 30: the read counter resets (4000 -> 100), write is flat: no traffic, no row
+    _row("cn00001", 40, cpu=3.0, read_bytes=250, write_bytes=0),
+    # 50: read has a gap (no sample at 60): 350 -> 1350 is not attributed; write 800 -> 900
+    _row("cn00001", 50, mem=5000, write_bytes=100),
+    # 60: write flat, read still in its gap: no row
+    _row("cn00001", 70, cpu=0.5, read_bytes=50, write_bytes=0),
+]
+TAGS_QUARANTINE = [
+    ("line 14", "empty line"),
+    ("line 20", "duplicate sample of line 17"),
+    ("line 21", "value type 4 (text) is not numeric (0 float, 3 unsigned)"),
+    ("line 22", "item name 'Disk free' is not in the mapping zabbix_mapping.yaml"),
+    ("line 30", "value n/a is not a number"),
+    ("line 31", "not valid JSON (truncated line?)"),
+]
+
+
+@pytest.mark.parametrize("compress", [False, True], ids=["plain", "gzip"])
+def test_item_tags_export_exact_deltas(lake: Path, tmp_path: Path, compress: bool) -> None:
+    path = _copy("history-tags.ndjson", tmp_path, compress)
+    (report,) = ingest(zabbix.SOURCE, [path], lake)
+    assert (report.records_in, report.landed, report.quarantined) == (31, 25, 6)
+    assert report.rows == {"node_io": 6}
+    assert _rows(lake) == TAGS_ROWS
+    assert _quarantine(lake) == TAGS_QUARANTINE
+    raw = dict((r["location"], r["raw"]) for r in read_table(lake, "quarantine").to_pylist())
+    assert raw["line 31"] == (FIXTURES / "history-tags.ndjson").read_text().splitlines()[30]
+
+
+def test_applications_form_host_rewrite_and_huge_counters(lake: Path, tmp_path: Path) -> None:
+    path = _copy("history-apps.ndjson", tmp_path, True)
+    (report,) = ingest(zabbix.SOURCE, [path], lake, {"host_prefix": ["nid=cn"]})
+    assert (report.records_in, report.landed, report.quarantined) == (16, 16, 0)
+    assert _rows(lake) == [
+        _row("cn00002", 0, net_rx_bytes=0, net_tx_bytes=700, read_ops=0, osc_write_bytes=4096),
+        _row("cn00002", 10, net_rx_bytes=5000, net_tx_bytes=0, read_ops=4, osc_write_bytes=0),
+        _row("cn00002", 20, net_rx_bytes=500, net_tx_bytes=0, read_ops=0, osc_write_bytes=4096),
+    ]
+
+
+DB_ROWS = [
+    _row("cn00003", 0, cpu=0.75, write_bytes=4096, net_rx_bytes=10000),
+    # 10: write 4096 -> 4096 and a zero rate: no row
+    _row("cn00003", 20, write_bytes=8192, net_rx_bytes=2000),
+]
+
+
+@pytest.mark.parametrize("compress", [False, True], ids=["plain", "gzip"])
+def test_db_shape_with_item_table_and_rates(lake: Path, tmp_path: Path, compress: bool) -> None:
+    mapping = FIXTURES / "mapping-rates.yaml"
+    options = {"items": str(FIXTURES / "items.tsv"), "mapping": str(mapping)}
+    path = _copy("history_uint.tsv", tmp_path, compress)
+    (report,) = ingest(zabbix.SOURCE, [path], lake, options)
+    assert (report.records_in, report.landed, report.quarantined) == (13, 8, 5)
+    assert _rows(lake) == DB_ROWS
+    assert _quarantine(lake) == [
+        ("line 14", "duplicate sample of line 4"),
+        ("line 6", f"item key 'custom.thing' is not in the mapping {mapping}"),
+        ("line 7", "expected 4 fields (itemid, clock, value, ns), found 2"),
+        ("line 8", "value type 1 (character) is not numeric (0 float, 3 unsigned)"),
+        ("line 9", "itemid 999 is not in the item table"),
+    ]
+
+
+def test_api_rows_match_db_rows(lake: Path) -> None:
+    options = {
+        "items": str(FIXTURES / "items.tsv"),
+        "mapping": str(FIXTURES / "mapping-rates.yaml"),
+    }
+    (report,) = ingest(zabbix.SOURCE, [FIXTURES / "history-api.ndjson"], lake, options)
+    assert (report.records_in, report.landed, report.quarantined) == (13, 8, 5)
+    assert _rows(lake) == DB_ROWS
+    locations = [loc for loc, _ in _quarantine(lake)]
+    assert sorted(locations) == sorted(["line 5", "line 6", "line 7", "line 8", "line 13"])
+
+
+def _export(itemid: int, clock: object, value: object, ns: object = 0, host="cn7") -> str:
+    return json.dumps(
+        {
+            "host": {"host": host},
+            "itemid": itemid,
+            "name": "Lustre read bytes",
+            "clock": clock,
+            "ns": ns,
+            "value": value,
+            "type": 3,
+        }
+    )
+
+
+def test_odd_lines_are_quarantined_with_their_reason(lake: Path, tmp_path: Path) -> None:
+    lines = [
+        _export(1, T0, 100),
+        _export(1, T0, 150),  # same instant, other value
+        _export(1, T0 + 10, -5),
+        _export(1, "yesterday", 5),
+        _export(1, T0 + 10, 5, ns=2_000_000_000),
+        "[1, 2]",
+        json.dumps({"itemid": 1, "clock": T0, "value": 1}),  # no host, no item table
+        _export(1, T0 + 10, "1e3", host=""),
+        _export(1, T0 + 10, 400),
+    ]
+    path = tmp_path / "history-odd.ndjson"
+    path.write_bytes(("\r\n".join(lines) + "\r\n").encode())  # CRLF line ends
+    (report,) = ingest(zabbix.SOURCE, [path], lake)
+    assert (report.records_in, report.landed, report.quarantined) == (9, 2, 7)
+    assert _quarantine(lake) == [
+        ("line 2", "duplicate sample of line 1 with another value (kept 100)"),
+        ("line 3", "negative value -5"),
+        ("line 4", "clock yesterday is not a Unix time in seconds"),
+        ("line 5", "ns 2000000000 is not 0..999999999"),
+        ("line 6", "not a JSON object"),
+        ("line 7", "no host: history rows need the item table (--items FILE)"),
+        ("line 8", "empty host name"),
+    ]
+    assert _rows(lake) == [_row("cn7", 0, read_bytes=300)]
+
+
+# ------------------------------------------------------------------ whole-file behaviour
+
+
+def test_reingesting_the_same_file_changes_nothing(lake: Path) -> None:
+    path = FIXTURES / "history-tags.ndjson"
+    ingest(zabbix.SOURCE, [path], lake)
+    ingest(zabbix.SOURCE, [path], lake)
+    assert _rows(lake) == TAGS_ROWS
+    assert _quarantine(lake) == TAGS_QUARANTINE
+    assert read_table(lake, "ingest_log").num_rows == 1
+
+
+def test_history_rows_without_item_table_are_unusable(lake: Path) -> None:
+    (report,) = ingest(zabbix.SOURCE, [FIXTURES / "history_uint.tsv"], lake)
+    assert report.error is None
+    reasons = {reason for _, reason in _quarantine(lake)}
+    assert reasons == {
+        "no host: history rows need the item table (--items FILE)",
+        "expected 4 fields (itemid, clock, value, ns), found 2",
+    }
+    assert (report.records_in, report.quarantined) == (13, 13)
+
+
+def test_unknown_header_is_unusable(lake: Path, tmp_path: Path) -> None:
+    path = tmp_path / "history.csv"
+    path.write_text("host,when,bytes\ncn1,1,2\n")
+    (report,) = ingest(zabbix.SOURCE, [path], lake)
+    assert report.error.startswith("neither a Zabbix real-time export (NDJSON) nor history rows")
+    assert not read_table(lake, "node_io").num_rows
+
+
+def test_empty_file_lands_nothing(lake: Path, tmp_path: Path) -> None:
+    path = tmp_path / "history-empty.ndjson"
+    path.write_bytes(b"")
+    (report,) = ingest(zabbix.SOURCE, [path], lake)
+    assert (report.records_in, report.landed, report.quarantined, report.error) == (0, 0, 0, None)
+
+
+def test_truncated_gzip_keeps_what_came_before(lake: Path, tmp_path: Path) -> None:
+    data = gzip.compress((FIXTURES / "history-tags.ndjson").read_bytes())
+    path = tmp_path / "history-cut.ndjson.gz"
+    path.write_bytes(data[: len(data) - 12])  # lose the CRC, size and a little deflate data
+    (report,) = ingest(zabbix.SOURCE, [path], lake)
+    broken = [r for r in _quarantine(lake) if r[0].startswith("byte ")]
+    assert len(broken) == 1 and "gzip stream ends early (truncated file)" in broken[0][1]
+    assert report.records_in == report.landed + report.quarantined
+    assert _rows(lake)[:3] == TAGS_ROWS[:3]
+
+
+def test_node_missing_from_topology_quarantines_its_samples(lake: Path) -> None:
+    topology = pa.table({"node": ["cn00002"], "cabinet": ["cab000"]})
+    write_table(lake, "topology", topology, "topo")
+    (report,) = ingest(zabbix.SOURCE, [FIXTURES / "history-tags.ndjson"], lake)
+    assert (report.records_in, report.landed, report.quarantined) == (31, 0, 31)
+    rows = read_table(lake, "quarantine").to_pylist()
+    host = [r for r in rows if r["location"].startswith("host ")]
+    assert [r["location"] for r in host] == ["host cn00001 (25 samples)"]
+    assert "expect_column_values_to_be_in_set" in host[0]["reason"]
+    assert not read_table(lake, "node_io").num_rows
+
+
+def test_small_blocks_and_batches_give_the_same_rows(
+    lake: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Block, read and batch boundaries fall inside lines and between nodes; nodes spread
+    over several pass-2 buckets."""
+    monkeypatch.setattr(zabbix, "BUCKET_BYTES", 1000)
+    monkeypatch.setattr(zabbix, "BLOCK_BYTES", 700)
+    monkeypatch.setattr(zabbix, "READ_BYTES", 333)
+    monkeypatch.setattr(zabbix, "ROWS_PER_BATCH", 2)
+    path = tmp_path / "history-both.ndjson.gz"
+    text = (FIXTURES / "history-tags.ndjson").read_text().splitlines()[:29]
+    text += (FIXTURES / "history-apps.ndjson").read_text().splitlines()
+    path.write_bytes(gzip.compress(("\n".join(text) + "\n").encode()))
+    (report,) = ingest(zabbix.SOURCE, [path], lake, {"host_prefix": ["nid=cn"]})
+    assert (report.records_in, report.quarantined) == (45, 4)
+    assert [r for r in _rows(lake) if r["node"] == "cn00001"] == TAGS_ROWS
+    assert [r["node"] for r in _rows(lake)].count("cn00002") == 3
+
+
+def test_cli_ingest_zabbix(lake: Path, capsys: pytest.CaptureFixture) -> None:
+    argv = ["ingest", "zabbix", str(FIXTURES / "history-tags.ndjson"), "--lake", str(lake)]
+    assert main([*argv, "--interval", "10"]) == 0
+    out = capsys.readouterr().out
+    assert "31 records in, 25 landed, 6 quarantined" in out
+    assert main([*argv, "--mapping", str(lake / "missing.yaml")]) == 2
+
+
+# ------------------------------------------------------------------ independent check
+
+
+def _export_lines(rng: np.random.Generator) -> tuple[list[str], dict]:
+    """Random counters with jitter, resets, gaps, duplicates and shuffled lines."""
+    lines, series = [], {}
+    for node in ("cn00010", "cn00011"):
+        for itemid, name in ((1, "Lustre read bytes"), (2, "Network sent bytes")):
+            grid = np.arange(0, 600, 10)
+            grid = grid[rng.random(grid.size) > 0.1]  # gaps
+            t_ns = (T0 + grid) * 10**9 + rng.integers(-2 * 10**9, 2 * 10**9, grid.size)
+            values = np.cumsum(rng.integers(0, 5000, grid.size) * (rng.random(grid.size) < 0.6))
+            reset = rng.integers(5, grid.size - 5)
+            values[reset:] -= values[reset] - rng.integers(0, 50)  # counter reset / reboot
+            itemkey = f"{node}/{itemid}"
+            series[itemkey] = (node, name, t_ns, values)
+            for t, v in zip(t_ns, values, strict=True):
+                lines.append(
+                    json.dumps(
+                        {
+                            "host": {"host": node, "name": node},
+                            "item_tags": [],
+                            "itemid": itemid * 100 + int(node[-2:]),
+                            "name": name,
+                            "clock": int(t // 10**9),
+                            "ns": int(t % 10**9),
+                            "value": int(v),
+                            "type": 3,
+                        }
+                    )
+                )
+    lines += [lines[i] for i in rng.choice(len(lines), 20, replace=False)]  # duplicates
+    rng.shuffle(lines)
+    return lines, series
+
+
+def _expected_deltas(t_ns: np.ndarray, values: np.ndarray, interval: int) -> dict[int, int]:
+    """NumPy rendering of the rule: rises (no drops) summed between consecutive grid samples."""
+    order = np.argsort(t_ns, kind="stable")
+    t_ns, values = t_ns[order], values[order]
+    rises = np.diff(values, prepend=values[0])
+    total = np.cumsum(np.where(rises > 0, rises, 0))
+    g = np.floor(t_ns / (interval * 1e9) + 0.5).astype(np.int64)
+    nearest: dict[int, tuple[int, int]] = {}  # grid point -> (distance, total)
+    for gi, t, c in zip(g, t_ns, total, strict=True):
+        distance = abs(int(t) - int(gi) * interval * 10**9)
+        if gi not in nearest or distance < nearest[gi][0]:
+            nearest[gi] = (distance, c)
+    points = sorted(nearest)
+    return {
+        (a * interval - T0): int(nearest[b][1] - nearest[a][1])
+        for a, b in itertools.pairwise(points)
+        if b == a + 1
+    }
+
+
+@pytest.mark.parametrize("interval", [10, 30])
+def test_deltas_match_an_independent_numpy_computation(
+    lake: Path, tmp_path: Path, interval: int
+) -> None:
+    lines, series = _export_lines(np.random.default_rng(7 + interval))
+    path = tmp_path / "history-random.ndjson"
+    path.write_text("\n".join(lines) + "\n")
+    (report,) = ingest(zabbix.SOURCE, [path], lake, {"interval": interval})
+    assert (report.records_in, report.quarantined) == (len(lines), 20)
+    column = {"Lustre read bytes": "read_bytes", "Network sent bytes": "net_tx_bytes"}
+    expected: dict[tuple[str, int], dict[str, int]] = {}
+    for node, name, t_ns, values in series.values():
+        for offset, delta in _expected_deltas(t_ns, values, interval).items():
+            expected.setdefault((node, offset), {})[column[name]] = delta
+    expected = {k: v for k, v in expected.items() if max(v.values()) > 0}
+    got = duckdb.sql(
+        "SELECT node, CAST(epoch(ts) AS BIGINT) - $t0 AS offset, read_bytes, net_tx_bytes "
+        "FROM read_parquet($files) ORDER BY ALL",
+        params={"t0": T0, "files": [str(p) for p in (lake / "node_io").rglob("*.parquet")]},
+    ).fetchall()
+    assert {(n, o): {"read_bytes": r, "net_tx_bytes": x} for n, o, r, x in got} == {
+        k: {"read_bytes": v.get("read_bytes"), "net_tx_bytes": v.get("net_tx_bytes")}
+        for k, v in expected.items()
+    }
+    assert len(got) > 20
+
+
+# ------------------------------------------------------------------ mapping and host names
+
+
+def test_default_mapping_covers_the_contract() -> None:
+    table = load_mapping().table().to_pylist()
+    names = {r["ident"]: (r["metric"], r["kind"]) for r in table if r["match"] == "name"}
+    keys = {r["ident"]: r["metric"] for r in table if r["match"] == "key"}
+    assert names["Lustre OSC read bytes"] == ("osc_read_bytes", "counter")
+    assert names["CPU load (1 min average)"] == ("cpu_load", "gauge")
+    assert keys["net.if.out[ib0]"] == "net_tx_bytes"
+    assert len(names) == len(keys) == 10
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("items: [{metric: iops, names: [x]}]", "metric 'iops' is not one of"),
+        ("items: [{metric: cpu_load, kind: counter, names: [x]}]", "must be of kind gauge"),
+        ("items: [{metric: read_bytes}]", "at least one item name or key"),
+        (
+            "items: [{metric: read_bytes, keys: [k]}, {metric: write_bytes, keys: [k]}]",
+            "key 'k' mapped more than once",
+        ),
+        ("items: [{metric: read_bytes, keys: [k], scale: -1}]", "scale must be > 0"),
+        ("nothing: here", "expected a top-level 'items' list"),
+        ("items: [", "not valid YAML"),
+    ],
+)
+def test_bad_mapping_files_say_what_is_wrong(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "mapping.yaml"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=message):
+        load_mapping(path)
+
+
+def test_host_names_become_node_names() -> None:
+    hosts = HostNames(prefixes=(prefix_rewrite("nid="), prefix_rewrite("n=cn")))
+    assert hosts.node("nid05301.edison.nersc.gov") == "05301"
+    assert hosts.node("n042.local") == "cn042"
+    assert hosts.node("10.1.2.3") == "10.1.2.3"
+    assert HostNames(strip_domain=False).node("cn1.example.org") == "cn1.example.org"
+    with pytest.raises(ValueError, match="is not OLD=NEW"):
+        prefix_rewrite("nid")
