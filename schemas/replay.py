@@ -1,7 +1,29 @@
-"""Arrow schema of replay_scores (SPEC §5): written by the replay engine."""
+"""Arrow schema of replay_scores (SPEC §5): written by the replay engine (burstlake.replay).
+
+One row per scenario × policy × metric; a re-run of a scenario replaces its rows (the writer's
+source_id is the scenario name)."""
 
 from __future__ import annotations
 
-from .tables import TableSpec
+import pyarrow as pa
 
-TABLES: tuple[TableSpec, ...] = ()
+from .tables import TS, TableSpec, _schema
+
+REPLAY_SCORES = TableSpec(
+    name="replay_scores",
+    doc="What-if scores: one row per scenario, policy and metric (SPEC §5).",
+    schema=_schema(
+        ("scenario", pa.string(), False),
+        ("policy", pa.string(), False),
+        ("metric", pa.string(), False),
+        ("value", pa.float64(), True),  # null when undefined (e.g. hops without a hop model)
+        ("unit", pa.string(), True),
+        ("topology", pa.string(), False),
+        ("window_start", TS, True),
+        ("window_end", TS, True),
+        ("computed_at", TS, False),
+    ),
+    key=("scenario", "policy", "metric"),
+)
+
+TABLES: tuple[TableSpec, ...] = (REPLAY_SCORES,)

@@ -1,0 +1,41 @@
+"""``burstlake replay --scenario FILE.yaml``: compare what-if policies on a replay (SPEC §5, §6)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from burstlake.cli import add_lake_argument
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "replay",
+        help="replay traces through the contention simulator under what-if policies",
+        description="Replay a scenario (YAML: workload, topology, policies, window) through the "
+        "topology-aware contention simulator, print a metric × policy comparison and write "
+        "the scores to the lake's replay_scores table. Example scenarios ship in "
+        "burstlake/replay/scenarios/ (ion_remap.yaml, ior_cs19.yaml).",
+    )
+    parser.add_argument("--scenario", required=True, help="scenario YAML file")
+    parser.add_argument(
+        "--progress", action="store_true", help="show a progress bar even when not on a TTY"
+    )
+    add_lake_argument(parser)
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from burstlake.cli.sql import format_table
+    from burstlake.replay.scenario import comparison, load
+    from burstlake.replay.scenario import run as run_scenario
+
+    scenario = load(args.scenario)
+    show = args.progress or sys.stderr.isatty()
+    with tqdm(desc=f"replay {scenario.name}", unit="step", disable=not show) as bar:
+        table = run_scenario(scenario, args.lake, progress=bar.update)
+    columns, rows = comparison(table)
+    print(format_table(columns, rows, len(rows)))
+    return 0

@@ -1,0 +1,124 @@
+"""Topologies as data (SPEC §5): capacitated resources, compute nodes, their forwarding targets
+(IONs, bridge nodes or I/O servers) and a router.
+
+A resource is anything a flow's bytes cross at a bounded rate: a node's injection link, a switch
+link in one direction, an ION's forwarding capacity, a storage server. Every policy works on a
+:class:`Topology` value (e.g. an ION remapping is ``topology.remapped(ion_of)``), so the engine
+never changes when a policy is added.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Protocol
+
+import numpy as np
+
+from burstlake.replay.solver import Paths
+
+
+class ResourceSet:
+    """Named resources with kinds and capacities (bytes/s), built up by a topology builder."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self.kinds: list[str] = []
+        self.capacities: list[float] = []
+        self.index: dict[str, int] = {}
+
+    def add(self, name: str, kind: str, capacity: float) -> int:
+        if name in self.index:
+            raise ValueError(f"resource {name!r} defined twice")
+        if not capacity > 0:
+            raise ValueError(f"resource {name!r}: capacity must be positive, got {capacity}")
+        self.index[name] = len(self.names)
+        self.names.append(name)
+        self.kinds.append(kind)
+        self.capacities.append(float(capacity))
+        return self.index[name]
+
+    def __getitem__(self, name: str) -> int:
+        return self.index[name]
+
+    @property
+    def capacity(self) -> np.ndarray:
+        return np.asarray(self.capacities, dtype=np.float64)
+
+    def of_kind(self, kind: str) -> np.ndarray:
+        return np.flatnonzero(np.asarray(self.kinds) == kind)
+
+
+class Router(Protocol):
+    """Routing of one topology: resource ids on the way, and hop counts."""
+
+    def io_route(self, node: int, target: int) -> list[int]:
+        """Resources from compute node ``node`` through forwarding target ``target`` to storage."""
+        ...
+
+    def route(self, src: int, dst: int) -> list[int]:
+        """Resources from compute node ``src`` to compute node ``dst`` (MPI traffic)."""
+        ...
+
+    def hops(self, node: int, target: int) -> int | None:
+        """Network hops from ``node`` to forwarding target ``target``; None if not modelled."""
+        ...
+
+
+@dataclass(frozen=True)
+class Topology:
+    """A machine: resources, compute nodes, forwarding targets and the node → target mapping.
+
+    ``ion_of[i]`` is the index in ``ions`` of the target serving compute node ``i`` (an ION on
+    a forwarding machine, a bridge node on a BG/Q torus, an I/O server on a fat-tree).
+    """
+
+    name: str
+    resources: ResourceSet
+    nodes: tuple[str, ...]
+    ions: tuple[str, ...]
+    ion_of: np.ndarray
+    router: Router
+    settings: dict = field(default_factory=dict)
+    _cache: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if len(self.ion_of) != len(self.nodes):
+            raise ValueError(f"{self.name}: mapping covers {len(self.ion_of)} of {len(self.nodes)}")
+        if len(self.ion_of) and (self.ion_of.min() < 0 or self.ion_of.max() >= len(self.ions)):
+            raise ValueError(f"{self.name}: mapping names a target outside 0..{len(self.ions) - 1}")
+
+    @property
+    def node_index(self) -> dict[str, int]:
+        return self._memo("node_index", lambda: {n: i for i, n in enumerate(self.nodes)})
+
+    @property
+    def ion_index(self) -> dict[str, int]:
+        return self._memo("ion_index", lambda: {n: i for i, n in enumerate(self.ions)})
+
+    def remapped(self, ion_of: np.ndarray) -> Topology:
+        """The same machine with another node → target mapping (004 §5)."""
+        return replace(self, ion_of=np.asarray(ion_of, dtype=np.int64), _cache={})
+
+    def io_paths(self) -> Paths:
+        """Each compute node's I/O route under the current mapping (row i = node i)."""
+        return self._memo(
+            "io_paths",
+            lambda: Paths.from_lists(
+                [self.router.io_route(i, int(t)) for i, t in enumerate(self.ion_of)]
+            ),
+        )
+
+    def route_hops(self) -> np.ndarray | None:
+        """Hops from each compute node to its target (004 §5.2), None if not modelled."""
+
+        def compute() -> np.ndarray | None:
+            hops = [self.router.hops(i, int(t)) for i, t in enumerate(self.ion_of)]
+            return None if any(h is None for h in hops) else np.asarray(hops, dtype=np.float64)
+
+        return self._memo("hops", compute)
+
+    def _memo(self, key: str, compute: Callable):
+        if key not in self._cache:
+            self._cache[key] = compute()
+        return self._cache[key]

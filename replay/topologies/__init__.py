@@ -1,0 +1,63 @@
+"""Topology builders by name (SPEC §5): the forwarding presets of burstlake.machines
+(``tianhe1a``, ``cs19``, ``tiny``), the fat-tree ``cab1296``, the torus ``mira512``, and
+``lake`` (the lake's own ``topology`` table)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from burstlake.machines import PRESETS
+from burstlake.replay.graph import Topology
+from burstlake.replay.topologies import fattree, forwarding, torus
+
+SETTINGS = {
+    "cab1296": {"radix", "leaves", "taper", "server_leaves", "capacities"},
+    "mira512": {"dims", "capacities"},
+    "lake": {"capacities"},
+    **{name: {"capacities"} for name in PRESETS},
+}
+
+
+def names() -> list[str]:
+    return sorted(SETTINGS)
+
+
+def build(settings: Mapping[str, Any], lake: str | os.PathLike | None = None) -> Topology:
+    """Build the topology a scenario's ``topology:`` mapping names (``name:`` plus settings)."""
+    settings = dict(settings)
+    name = settings.pop("name", None)
+    if name not in SETTINGS:
+        raise ValueError(f"unknown topology {name!r}; choose one of {', '.join(names())}")
+    unknown = set(settings) - SETTINGS[name]
+    if unknown:
+        raise ValueError(
+            f"topology {name}: unknown settings {sorted(unknown)}; "
+            f"allowed: {sorted(SETTINGS[name])}"
+        )
+    caps = _capacities(settings.get("capacities"))
+    if name == "cab1296":
+        shape = fattree.FatTreeShape(
+            int(settings.get("radix", 36)),
+            int(settings.get("leaves", 72)),
+            float(settings.get("taper", 1.0)),
+        )
+        return fattree.build(shape, settings.get("server_leaves"), caps)
+    if name == "mira512":
+        return torus.build(tuple(settings.get("dims", torus.DIMS)), caps)
+    if name == "lake":
+        from burstlake.lake import read_table
+
+        return forwarding.from_table(read_table(lake, "topology"), capacities=caps)
+    return forwarding.from_machine(PRESETS[name], caps)
+
+
+def _capacities(given: Mapping[str, Any] | None) -> dict[str, float] | None:
+    """Capacities in bytes/s as floats (YAML reads ``1.5e9`` as a string)."""
+    if given is None:
+        return None
+    try:
+        return {str(k): float(v) for k, v in dict(given).items()}
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"topology capacities must be numbers in bytes/s: {err}") from err

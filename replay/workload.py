@@ -1,0 +1,188 @@
+"""What the replay drivers consume (SPEC §5): node-interval demand from the lake's ``node_io``
+(attributed to jobs through ``jobs`` and ``job_nodes``) and synthetic request streams such as
+the IOR runs of paper 004 §7.2.1."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from burstlake.lake import dataset, read_table
+from burstlake.replay.events import Requests
+from burstlake.replay.graph import Topology
+from burstlake.replay.intervals import Rows
+from burstlake.replay.solver import Paths
+
+US = 1_000_000
+
+
+@dataclass(frozen=True)
+class NodeDemand:
+    """Bytes (read + write) per node and interval; interval t starts at ``start + t·interval_s``.
+
+    ``job[r]`` is the index in ``jobs.job_ids`` of the job holding row r's node then, or -1.
+    """
+
+    rows: Rows
+    interval_s: float
+    start: datetime
+    job: np.ndarray
+    jobs: JobIndex
+
+    @property
+    def intervals(self) -> int:
+        return int(self.rows.t.max()) + 1 if len(self.rows) else 0
+
+
+def lake_demand(
+    lake: str | os.PathLike | None,
+    topology: Topology,
+    start: datetime | None = None,
+    end: datetime | None = None,
+) -> NodeDemand:
+    """The ``node_io`` traffic of [start, end) on ``topology``'s nodes, sorted by interval."""
+    node_io = dataset(lake, "node_io")
+    condition = pc.field("ts").is_valid()
+    if start is not None:
+        condition &= pc.field("ts") >= pa.scalar(start, type=pa.timestamp("us", tz="UTC"))
+    if end is not None:
+        condition &= pc.field("ts") < pa.scalar(end, type=pa.timestamp("us", tz="UTC"))
+    table = node_io.to_table(
+        columns=["node", "ts", "interval_s", "read_bytes", "write_bytes"], filter=condition
+    )
+    if table.num_rows == 0:
+        raise ValueError("no node_io rows in the replay window: ingest or synthesize traces first")
+    interval_s = int(pc.min(table["interval_s"]).as_py())
+    if interval_s <= 0:
+        raise ValueError(f"node_io has a non-positive interval_s ({interval_s})")
+    ts = table["ts"].cast(pa.int64()).to_numpy()
+    origin = int(ts.min()) if start is None else round(start.timestamp() * US)
+    t = (ts - origin) // (interval_s * US)
+    node = _node_indices(table["node"], topology)
+    traffic = pc.add(pc.fill_null(table["read_bytes"], 0), pc.fill_null(table["write_bytes"], 0))
+    order = np.lexsort((node, t))
+    rows = Rows(
+        np.zeros(len(t), dtype=np.int64),
+        t[order],
+        node[order],
+        traffic.to_numpy().astype(np.float64)[order],
+    )
+    jobs = job_index(lake, topology, origin, interval_s)
+    start_dt = pa.scalar(origin, pa.timestamp("us", tz="UTC")).as_py()
+    return NodeDemand(rows, float(interval_s), start_dt, jobs.lookup(rows.node, rows.t), jobs)
+
+
+def _node_indices(names: pa.ChunkedArray, topology: Topology) -> np.ndarray:
+    encoded = names.combine_chunks().dictionary_encode()
+    lookup = topology.node_index
+    dictionary = encoded.dictionary.to_pylist()
+    unknown = [n for n in dictionary if n not in lookup]
+    if unknown:
+        raise ValueError(
+            f"{len(unknown)} node_io nodes are not in topology {topology.name} "
+            f"(e.g. {unknown[0]}): replay the lake's own topology or fix the node names"
+        )
+    codes = np.asarray([lookup[n] for n in dictionary], dtype=np.int64)
+    return codes[encoded.indices.to_numpy()]
+
+
+@dataclass(frozen=True)
+class JobIndex:
+    """Which job held a node in an interval: allocations sorted by (node, first interval)."""
+
+    node: np.ndarray
+    begin: np.ndarray  # first interval of the allocation
+    end: np.ndarray  # first interval after it
+    job: np.ndarray
+    job_ids: tuple[str, ...]
+
+    def lookup(self, node: np.ndarray, t: np.ndarray, after_end: bool = False) -> np.ndarray:
+        """Index into ``job_ids`` per (node, interval), -1 if none. With ``after_end`` an
+        interval after the job's end still counts as the job's (its backlog drains then)."""
+        out = np.full(len(node), -1, dtype=np.int64)
+        if not len(self.node) or not len(node):
+            return out
+        low = min(int(self.begin.min()), int(t.min()))
+        stride = max(int(self.begin.max()), int(t.max())) - low + 1
+        key = self.node * stride + (self.begin - low)  # sorted: allocations by (node, begin)
+        at = np.searchsorted(key, node * stride + (t - low), side="right") - 1
+        ok = at >= 0
+        ok[ok] = self.node[at[ok]] == node[ok]
+        if not after_end:
+            ok[ok] = t[ok] < self.end[at[ok]]
+        out[ok] = self.job[at[ok]]
+        return out
+
+
+def job_index(
+    lake: str | os.PathLike | None, topology: Topology, origin: int, interval_s: int
+) -> JobIndex:
+    """The allocations of ``jobs`` × ``job_nodes`` on ``topology``, in interval units."""
+    jobs = read_table(lake, "jobs", columns=["job_id", "cluster", "start", "end"])
+    nodes = read_table(lake, "job_nodes", columns=["job_id", "cluster", "node"])
+    jobs = jobs.filter(pc.is_valid(jobs["start"]))
+    alloc = nodes.join(jobs, keys=["job_id", "cluster"], join_type="inner")
+    alloc = alloc.filter(pc.is_in(alloc["node"], pa.array(list(topology.node_index))))
+    if alloc.num_rows == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return JobIndex(empty, empty, empty, empty, ())
+    labels = pc.binary_join_element_wise(alloc["job_id"], pc.fill_null(alloc["cluster"], ""), "@")
+    job_ids, job = np.unique(labels.to_numpy(zero_copy_only=False), return_inverse=True)
+    node = _node_indices(alloc["node"], topology)
+    step = interval_s * US
+    begin = (alloc["start"].cast(pa.int64()).to_numpy() - origin) // step
+    stop = alloc["end"].cast(pa.int64()).fill_null(np.iinfo(np.int64).max // 2).to_numpy()
+    end = -((origin - stop) // step)  # ceil: the interval holding the end belongs to the job
+    order = np.lexsort((begin, node))
+    ids = tuple(str(j).removesuffix("@") for j in job_ids)
+    return JobIndex(node[order], begin[order], end[order], job[order], ids)
+
+
+def ior(
+    topology: Topology,
+    nodes: int,
+    bytes_per_node: float,
+    request_bytes: float,
+    gap_s: float = 0.0,
+) -> Requests:
+    """IOR-like run on the first ``nodes`` compute nodes (adjacent, as Slurm allocates them):
+    each node writes ``bytes_per_node`` to its forwarding target in back-to-back requests
+    (paper 004 §7.2.1, Fig. 13a)."""
+    if not 0 < nodes <= len(topology.nodes):
+        raise ValueError(f"ior: nodes must be in 1..{len(topology.nodes)}, got {nodes}")
+    if request_bytes <= 0 or bytes_per_node <= 0:
+        raise ValueError("ior: bytes_per_node and request_bytes must be positive")
+    per_node = int(np.ceil(bytes_per_node / request_bytes))
+    sizes = np.full(per_node, float(request_bytes))
+    sizes[-1] = bytes_per_node - request_bytes * (per_node - 1)
+    stream = np.repeat(np.arange(nodes), per_node)
+    routes: Paths = topology.io_paths().take(stream)
+    return Requests(
+        stream=stream,
+        size=np.tile(sizes, nodes),
+        gap=np.full(len(stream), float(gap_s)),
+        paths=routes,
+    )
+
+
+def window_bounds(window: dict | None) -> tuple[datetime | None, datetime | None]:
+    """``{start: ..., end: ...}`` of a scenario (ISO strings or datetimes, UTC if naive)."""
+    window = window or {}
+    unknown = set(window) - {"start", "end"}
+    if unknown:
+        raise ValueError(f"window: unknown keys {sorted(unknown)}; use start and end")
+    return tuple(_utc(window.get(k)) for k in ("start", "end"))  # type: ignore[return-value]
+
+
+def _utc(value) -> datetime | None:
+    from datetime import UTC
+
+    if value is None:
+        return None
+    moment = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
