@@ -27,9 +27,10 @@ validation (say the node is not in the topology), the node's samples count as qu
 
 Known limit: each file is its own contribution and its own set of series. A counter's first
 sample in a file is a baseline, so the interval between the last sample of one file and the
-first of the next is not attributed, and two files holding the same node and interval (e.g.
-the per-syncer files of one Zabbix server) give two node_io rows with that key. Ingest files
-that each hold whole hosts over a contiguous time range, or concatenate them first.
+first of the next is not attributed, and when two files hold the same node and interval (e.g.
+the per-syncer files of one Zabbix server) the later file's row replaces the earlier one (the
+lake keeps one row per node and interval). Ingest files that each hold whole hosts over a
+contiguous time range, or concatenate one period's files first: pass 2 sorts per item.
 """
 
 from __future__ import annotations
