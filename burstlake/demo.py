@@ -11,6 +11,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from burstlake import catalog
@@ -20,6 +21,14 @@ from burstlake.jobs.ingest.base import expand_paths, ingest
 DEMO_JOB = "4478544"  # the Edison allocation that ties the Slurm, Darshan and topology samples
 
 
+@dataclass(frozen=True)
+class Outcome:
+    """What a step did: one line for the progress list, details for after the summary."""
+
+    line: str
+    details: str = ""
+
+
 def samples_path() -> Path | None:
     """The real input samples, if present: ``$BURSTLAKE_SAMPLES`` or ``../shared/data``."""
     candidates = [os.environ.get("BURSTLAKE_SAMPLES")]
@@ -27,10 +36,13 @@ def samples_path() -> Path | None:
     return next((Path(c) for c in candidates if c and Path(c).is_dir()), None)
 
 
-def _ingest_samples(source: str, relative: str, **options) -> Callable[[Path, Path | None], str]:
-    def step(lake: Path, samples: Path | None) -> str:
+Step = Callable[[Path, Path | None], Outcome]
+
+
+def _ingest_samples(source: str, relative: str, **options) -> Step:
+    def step(lake: Path, samples: Path | None) -> Outcome:
         if samples is None or not (samples / relative).exists():
-            return f"skipped: no samples at {relative}"
+            return Outcome(f"skipped: no samples at {relative}")
         module = source_module(source)
         files = expand_paths([samples / relative], getattr(module, "FILE_PATTERN", "*"))
         reports = ingest(module.SOURCE, files, lake, options)
@@ -45,15 +57,15 @@ def _ingest_samples(source: str, relative: str, **options) -> Callable[[Path, Pa
     return step
 
 
-def synth_tiny(lake: Path, samples: Path | None) -> str:
+def synth_tiny(lake: Path, samples: Path | None) -> Outcome:
     """Node-level traffic the samples cannot give: a one-day trace of the ``tiny`` machine."""
     from burstlake.jobs.synth.run import synthesize
 
     written = synthesize("tiny", lake=lake, seed=0)
-    return ", ".join(f"{n} {table}" for table, n in written.items())
+    return Outcome(", ".join(f"{n} {table}" for table, n in written.items()))
 
 
-def replay_ion_mapping(lake: Path, samples: Path | None) -> str:
+def replay_ion_mapping(lake: Path, samples: Path | None) -> Outcome:
     """Block vs cyclic ION mapping (004 §5.1) replayed on the tiny machine's traffic."""
     import dataclasses
 
@@ -67,14 +79,14 @@ def replay_ion_mapping(lake: Path, samples: Path | None) -> str:
     )
     columns, rows = comparison(replay(scenario, lake))
     grid = format_table(columns, rows, len(rows))
-    REPORTS.append(f"block vs cyclic ION mapping on the tiny machine:\n{grid}")
     share = {r[0]: r[2:] for r in rows}["top10_ion_share"]
-    return f"top-10 % ION share {share[0]} (block) -> {share[1]} (cyclic)"
+    return Outcome(
+        f"top-10 % ION share {share[0]} (block) -> {share[1]} (cyclic)",
+        f"block vs cyclic ION mapping on the tiny machine:\n{grid}",
+    )
 
 
-REPORTS: list[str] = []  # longer outputs of the steps, printed after the summary
-
-STEPS: list[Callable[[Path, Path | None], str]] = [
+STEPS: list[Step] = [
     _ingest_samples("topology", "topology/edison.xtdb2proc.gz", ion_per_cabinet=True),
     _ingest_samples("slurm", "slurm", tz="America/Los_Angeles"),  # NERSC's sacct local time
     _ingest_samples("darshan", "darshan"),
@@ -118,12 +130,13 @@ def run(lake: Path) -> None:
     """Run every demo step into ``lake`` and print the summary."""
     samples = samples_path()
     print(f"burstlake demo → {lake} (samples: {samples or 'none found'})")
+    details = []
     for step in STEPS:
         started = time.monotonic()
-        result = step(lake, samples)
-        print(f"  {step.__name__:<22} {result}  [{time.monotonic() - started:.1f}s]")
+        outcome = step(lake, samples)
+        print(f"  {step.__name__:<22} {outcome.line}  [{time.monotonic() - started:.1f}s]")
         sys.stdout.flush()
+        details += [outcome.details] if outcome.details else []
     catalog.refresh(lake)
     print(summary(lake))
-    for report in REPORTS:
-        print(report)
+    print("\n".join(details))

@@ -11,7 +11,6 @@ from burstlake import demo
 @pytest.mark.slow
 def test_demo_prints_the_edison_summary_and_the_what_if(lake, shared_data, capsys, monkeypatch):
     monkeypatch.setenv("BURSTLAKE_SAMPLES", str(shared_data))
-    demo.REPORTS.clear()
     demo.run(lake)
     out = capsys.readouterr().out
     assert "job 4478544 spans 2 cabinets: c3-3 (75 nodes), c4-3 (53 nodes)" in out
