@@ -16,7 +16,7 @@ from pathlib import Path
 
 from burstlake import catalog
 from burstlake.jobs.ingest import source_module
-from burstlake.jobs.ingest.base import expand_paths, ingest
+from burstlake.jobs.ingest.base import describe, expand_paths, ingest, totals
 
 DEMO_JOB = "4478544"  # the Edison allocation that ties the Slurm, Darshan and topology samples
 
@@ -45,13 +45,7 @@ def _ingest_samples(source: str, relative: str, **options) -> Step:
             return Outcome(f"skipped: no samples at {relative}")
         module = source_module(source)
         files = expand_paths([samples / relative], getattr(module, "FILE_PATTERN", "*"))
-        reports = ingest(module.SOURCE, files, lake, options)
-        records = sum(r.records_in for r in reports)
-        landed = sum(r.landed for r in reports)
-        quarantined = sum(r.quarantined for r in reports)
-        return (
-            f"{len(files)} files, {records} records in, {landed} landed, {quarantined} quarantined"
-        )
+        return Outcome(describe(totals(ingest(module.SOURCE, files, lake, options))))
 
     step.__name__ = f"ingest {source}"
     return step
