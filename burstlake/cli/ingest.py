@@ -27,7 +27,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from burstlake.jobs.ingest.base import expand_paths, ingest
+    from burstlake.jobs.ingest.base import describe, expand_paths, ingest, totals
 
     module = source_module(args.source)
     options = {k: v for k, v in vars(args).items() if k not in ("paths", "lake", "handler")}
@@ -41,13 +41,7 @@ def run(args: argparse.Namespace) -> int:
     reports = ingest(module.SOURCE, files, args.lake, options, progress=sys.stderr.isatty())
     for report in reports:
         print(report.line())
-    total_in = sum(r.records_in for r in reports)
-    landed = sum(r.landed for r in reports)
-    quarantined = sum(r.quarantined for r in reports)
-    print(
-        f"{args.source}: {len(reports)} files, {total_in} records in, {landed} landed, "
-        f"{quarantined} quarantined"
-    )
+    print(f"{args.source}: {describe(totals(reports))}")
     unusable = [r for r in reports if r.error]
     for r in unusable:
         print(f"burstlake ingest {args.source}: {r.file}: {r.error}", file=sys.stderr)
