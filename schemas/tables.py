@@ -102,6 +102,18 @@ JOB_NODES = TableSpec(
     replace_key=("job_id", "cluster"),
 )
 
+NODE_IO_TRAFFIC = (  # per-interval volumes: a node_io row exists only where one is > 0
+    "read_bytes",
+    "write_bytes",
+    "read_ops",
+    "write_ops",
+    "osc_read_bytes",
+    "osc_write_bytes",
+    "net_rx_bytes",
+    "net_tx_bytes",
+)
+NODE_IO_GAUGES = ("cpu_load", "mem_used_bytes")  # levels riding on traffic rows
+
 NODE_IO = TableSpec(
     name="node_io",
     doc="Node × interval traffic, sparse: an absent row means no traffic in that interval.",
@@ -122,19 +134,7 @@ NODE_IO = TableSpec(
     ),
     key=("node", "ts"),
     partition_by="ts",
-    nonnegative=(
-        "interval_s",
-        "read_bytes",
-        "write_bytes",
-        "read_ops",
-        "write_ops",
-        "osc_read_bytes",
-        "osc_write_bytes",
-        "net_rx_bytes",
-        "net_tx_bytes",
-        "cpu_load",
-        "mem_used_bytes",
-    ),
+    nonnegative=("interval_s", *NODE_IO_TRAFFIC, *NODE_IO_GAUGES),
     node_columns=("node",),
     replace_key=("node", "ts"),
 )

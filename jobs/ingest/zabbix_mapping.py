@@ -19,17 +19,9 @@ from pathlib import Path
 import pyarrow as pa
 import yaml
 
-TRAFFIC = (
-    "read_bytes",
-    "write_bytes",
-    "read_ops",
-    "write_ops",
-    "osc_read_bytes",
-    "osc_write_bytes",
-    "net_rx_bytes",
-    "net_tx_bytes",
-)
-GAUGES = ("cpu_load", "mem_used_bytes")  # mean of the interval's samples; last sample
+from burstlake.schemas.tables import NODE_IO_GAUGES as GAUGES  # mean of samples; last sample
+from burstlake.schemas.tables import NODE_IO_TRAFFIC as TRAFFIC
+
 KINDS = ("counter", "rate", "gauge")
 DEFAULT_MAPPING = "zabbix_mapping.yaml"
 _IPV4 = re.compile(r"^\d+\.\d+\.\d+\.\d+$")
