@@ -7,12 +7,13 @@ import math
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pyarrow.compute as pc
 import pytest
 
 from burstlake.cli import main
 from burstlake.jobs.synth import stats
-from burstlake.jobs.synth.allocator import Allocator
+from burstlake.jobs.synth.allocator import Allocator, Policy
 from burstlake.jobs.synth.behaviour import _temper, nud
 from burstlake.jobs.synth.calibration import Calibration, calibration, parse_assignments
 from burstlake.jobs.synth.run import synthesize
@@ -88,9 +89,9 @@ def test_derived_probabilities_meet_table3() -> None:
 # --- allocator ------------------------------------------------------------------------------
 
 
-def _allocator(free: str, tree: float = 0.0) -> Allocator:
+def _allocator(free: str, **policy: float) -> Allocator:
     machine = Machine("t", nodes=len(free), nodes_per_cabinet=4, nodes_per_ion=4, days=1)
-    allocator = Allocator(machine, tree, np.random.default_rng(0))
+    allocator = Allocator(machine, Policy(**policy), np.random.default_rng(0))
     allocator.free[:] = np.array([c == "." for c in free])
     allocator.free_count = int(allocator.free.sum())
     return allocator
@@ -106,7 +107,7 @@ def test_best_fit_takes_the_smallest_consecutive_run() -> None:
 
 def test_tree_step_puts_a_job_in_its_minimal_cabinets() -> None:
     # cabinets of 4 nodes: cab0 has nodes 1-3 free, cab1 all 4, cab2 nodes 8 and 11
-    allocator = _allocator("x..." + "...." + ".xx.", tree=1.0)
+    allocator = _allocator("x..." + "...." + ".xx.", tree_fit_share=1.0)
     # 2 nodes: best fit is the cabinet with the fewest free nodes that can take it (cab2)
     assert allocator.allocate(2).tolist() == [8, 11]
     # 5 nodes need 2 cabinets: the adjacent pair cab0 + cab1, filled in node order
@@ -119,6 +120,21 @@ def test_busy_machine_falls_back_to_scattered_nodes() -> None:
     assert allocator.allocate(2) is None  # only node 6 is left
     allocator.release(np.array([0, 2]))
     assert allocator.allocate(3).tolist() == [0, 2, 6]
+
+
+def test_scatter_step_skips_the_consecutive_fit() -> None:
+    # free: nodes 0, 2 and the run 4-7; best fit would take 4-5, scattered takes the lowest
+    allocator = _allocator(".x.x....", scatter_share=1.0)
+    assert allocator.allocate(2).tolist() == [0, 2]
+
+
+def test_spread_step_draws_free_nodes_across_the_machine() -> None:
+    allocator = _allocator("." * 64, scatter_share=1.0, spread_share=1.0)
+    nodes = allocator.allocate(8)
+    assert len(set(nodes.tolist())) == 8 and (np.diff(nodes) > 0).all()
+    assert nodes.tolist() != list(range(8))  # not the lowest free nodes
+    assert allocator.free_count == 56 and not allocator.free[nodes].any()
+    assert len(set((nodes // 4).tolist())) >= 5  # 8 random nodes of 64 span many cabinets
 
 
 # --- shares -----------------------------------------------------------------------------------
@@ -293,23 +309,66 @@ def test_raw_files_ingest_to_the_same_node_io(tmp_path: Path) -> None:
     )
 
 
+def _node_distribution(lake: Path, nodes_per_cabinet: int) -> dict[str, float]:
+    """§3.3 shares over jobs started after the first day (the run starts on an empty machine,
+    where every job fits in its minimal cabinets)."""
+    jobs = read_table(lake, "jobs", ["job_id", "start"]).to_pandas()
+    late = jobs[jobs.start >= jobs.start.min() + pd.Timedelta(days=1)].job_id
+    spread = stats.cabinet_spread(lake, nodes_per_cabinet)
+    spread = spread[spread.job_id.isin(late)]
+    multi_cabinet = spread[spread.cabinets > 1]
+    return {
+        "min_cabinets_share": float(spread.in_min_cabinets.mean()),
+        "uneven_cabinets_share": float((multi_cabinet.cabinet_nud > 0.05).mean()),
+    }
+
+
+def _assert_near(figures: dict[str, float], targets: dict[str, tuple[float, float]]) -> None:
+    for name, (target, tolerance) in targets.items():
+        assert abs(figures[name] - target) <= tolerance, (name, figures[name], target)
+
+
 @pytest.mark.slow
 def test_reduced_tianhe1a_statistics_near_the_paper(tmp_path: Path) -> None:
-    """Two days of the full Tianhe-1A machine (~10k jobs). Tolerances: job shares ±5 points,
-    data-intensive ±2, its traffic share ±1, top-1 % nodes ±5, minimal cabinets ±12 (the
-    allocator lands at ~80 % vs 70.4 %). Not asserted, known weak: uneven cabinet spread (~67 %
-    vs 50.7 %) and top-20 % cabinets (~100 % vs ≈ 80 %)."""
-    synthesize("tianhe1a", lake=tmp_path, days=2, seed=1)
-    figures = stats.headline(tmp_path, 64, 10 * GIB)
-    targets = {
-        "rank0_share": (0.257, 0.05),
-        "even_share": (0.619, 0.05),
-        "data_intensive_share": (0.072, 0.02),
-        "data_intensive_traffic_share": (0.981, 0.01),
-        "low_comm_share": (0.933, 0.02),
-        "optimizable_share": (0.063, 0.02),
-        "top1_node_share": (0.908, 0.05),
-        "min_cabinets_share": (0.704, 0.12),
-    }
-    for name, (target, tolerance) in targets.items():
-        assert abs(figures[name] - target) <= tolerance, (name, figures[name])
+    """Three days of the full Tianhe-1A machine (~9k jobs; the first day fills an empty
+    machine). Tolerances: job shares ±5 points, data-intensive ±2, its traffic share ±1,
+    node distribution after the first day ±7 (70.4 % minimal cabinets, 50.7 % uneven),
+    top-1 % nodes ±6 (the biggest data-intensive jobs dominate a few days). Not asserted,
+    known weak: top-20 % cabinets (~95 % vs ≈ 80 %): a few jobs' bursts carry each heavy
+    interval."""
+    synthesize("tianhe1a", lake=tmp_path, days=3, seed=1)
+    _assert_near(
+        stats.headline(tmp_path, 64, 10 * GIB) | _node_distribution(tmp_path, 64),
+        {
+            "rank0_share": (0.257, 0.05),
+            "even_share": (0.619, 0.05),
+            "data_intensive_share": (0.072, 0.02),
+            "data_intensive_traffic_share": (0.981, 0.01),
+            "low_comm_share": (0.933, 0.02),
+            "optimizable_share": (0.063, 0.02),
+            "top1_node_share": (0.908, 0.06),
+            "min_cabinets_share": (0.704, 0.07),
+            "uneven_cabinets_share": (0.507, 0.07),
+        },
+    )
+
+
+@pytest.mark.slow
+def test_reduced_cs19_statistics_near_the_paper(tmp_path: Path) -> None:
+    """Two days of the full CS19 machine (~8.6k jobs), same tolerances as Tianhe-1A, the
+    traffic share ±3 (fewer, larger data-intensive jobs). Not asserted: top-20 % cabinets."""
+    synthesize("cs19", lake=tmp_path, days=2, seed=1)
+    _assert_near(
+        stats.headline(tmp_path, 128, 10 * GIB) | _node_distribution(tmp_path, 128),
+        {
+            "rank0_share": (0.066, 0.05),
+            "even_share": (0.529, 0.05),
+            "data_intensive_share": (0.301, 0.02),
+            "data_intensive_traffic_share": (0.910, 0.03),
+            "low_comm_share": (0.953, 0.02),
+            "optimizable_share": (0.240, 0.02),
+            "top1_node_share": (0.966, 0.06),
+            "min_cabinets_share": (0.492, 0.07),
+            "uneven_cabinets_share": (0.713, 0.07),
+        },
+    )

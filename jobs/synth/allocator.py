@@ -2,8 +2,11 @@
 
 Node selection follows Slurm on Tianhe-1A and CS19: the topology (tree) step puts a job on the
 fewest leaf switches (here cabinets), best fit; otherwise best fit on consecutive free nodes;
-when neither fits (a busy, fragmented machine) the job takes scattered free nodes. So small jobs
-mostly sit in their minimal number of cabinets and large ones spill over (Fig. 4).
+when neither fits (a busy, fragmented machine) the job takes scattered free nodes — the lowest
+ones, or free nodes spread over the machine. A share of jobs skips the consecutive step (node
+features, reservations and weights make production allocations less tidy). So small jobs mostly
+sit in their minimal number of cabinets and large ones spill over (Fig. 4), unevenly or not
+(Fig. 5).
 Scheduling is first come first served with backfill of smaller jobs; a head job that has
 waited ``max_head_wait_s`` stops the backfill until it starts.
 """
@@ -37,29 +40,47 @@ def _best_fit_run(free: np.ndarray, n: int) -> int | None:
     return int(starts[fits][np.argmin(lengths[fits])])
 
 
+@dataclass(frozen=True)
+class Policy:
+    """How often each step of node selection is taken (shares of jobs, 004 §3.3.1)."""
+
+    tree_fit_share: float = 0.0  # the topology step (fewest cabinets) first
+    scatter_share: float = 0.0  # skip the consecutive best fit: scattered nodes directly
+    spread_share: float = 0.0  # scattered jobs take free nodes spread over the machine
+
+
 class Allocator:
     """Which nodes are free, and the choice of nodes for a job of ``n`` nodes."""
 
-    def __init__(self, machine: Machine, tree_fit_share: float, rng: np.random.Generator):
+    def __init__(self, machine: Machine, policy: Policy, rng: np.random.Generator):
         self.free = np.ones(machine.nodes, dtype=bool)
         self.free_count = machine.nodes
         self.cabinet_size = machine.nodes_per_cabinet
         self.cabinet_starts = np.arange(0, machine.nodes, machine.nodes_per_cabinet)
-        self.tree_fit_share = tree_fit_share
+        self.policy = policy
         self.rng = rng
 
     def allocate(self, n: int) -> np.ndarray | None:
         """Sorted node indices for a job of ``n`` nodes, or None when too few are free."""
         if n > self.free_count:
             return None
-        nodes = self._fewest_cabinets(n) if self.rng.random() < self.tree_fit_share else None
-        if nodes is None:
+        step = self.rng.random()
+        tree, scatter = self.policy.tree_fit_share, self.policy.scatter_share
+        nodes = self._fewest_cabinets(n) if step < tree else None
+        if nodes is None and not tree <= step < tree + scatter:
             nodes = self._consecutive(n)
         if nodes is None:
-            nodes = np.flatnonzero(self.free)[:n]  # scattered: the lowest free nodes
+            nodes = self._scattered(n)
         self.free[nodes] = False
         self.free_count -= n
         return nodes
+
+    def _scattered(self, n: int) -> np.ndarray:
+        """The lowest free nodes, or (``spread_share`` of jobs) free nodes drawn at random."""
+        free = np.flatnonzero(self.free)
+        if self.rng.random() < self.policy.spread_share:
+            return np.sort(self.rng.choice(free, n, replace=False))
+        return free[:n]
 
     def release(self, nodes: np.ndarray) -> None:
         self.free[nodes] = True
@@ -117,7 +138,8 @@ def schedule(
     rng: np.random.Generator,
 ) -> Placement:
     """Run the submissions through the scheduler until the window closes."""
-    allocator = Allocator(machine, cal.tree_fit_share, rng)
+    policy = Policy(cal.tree_fit_share, cal.scatter_share, cal.spread_share)
+    allocator = Allocator(machine, policy, rng)
     start = np.full(len(jobs), -1, dtype=np.int64)
     nodes: list[np.ndarray | None] = [None] * len(jobs)
     running: list[tuple[int, int]] = []  # heap of (end, job)
