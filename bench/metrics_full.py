@@ -1,0 +1,101 @@
+"""Metrics on the whole Tianhe-1A month (SPEC §4): Spark path vs the DuckDB headline path.
+
+1. Synthesize a ``tianhe1a`` lake (``BURSTLAKE_BENCH_DAYS``, default the preset's 24 days).
+2. ``burstlake metrics`` on it (Spark local mode, every metrics table): wall time, node_io
+   rows/s, peak memory of the process tree (driver + JVM). The goal: under 5 minutes.
+3. The DuckDB headline figures (``jobs/metrics/headline_sql.py``) on the same lake: wall
+   time, rows/s, peak memory; and whether both paths agree.
+
+Each step runs in its own process tree, sampled every 0.2 s for its peak RSS.
+Results: ``bench/results/metrics_full.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+
+from bench import RESULTS
+
+SYNTH = """
+from burstlake.jobs.synth.run import synthesize
+synthesize("tianhe1a", lake={lake!r}, days={days}, seed=1)
+"""
+
+HEADLINE = """
+import json
+from burstlake.jobs.metrics.headline_sql import headline
+print(json.dumps(headline({lake!r})))
+"""
+
+GOAL_S = 300
+
+
+def _measure(command: list[str]) -> tuple[float, float, str]:
+    """(wall seconds, peak RSS MiB of the process tree, stdout) of one command."""
+    started = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    root, peak = psutil.Process(process.pid), 0
+    while process.poll() is None:
+        try:
+            tree = [root, *root.children(recursive=True)]
+            peak = max(peak, sum(p.memory_info().rss for p in tree))
+        except psutil.Error:
+            pass
+        time.sleep(0.2)
+    out, err = process.communicate()
+    if process.returncode:
+        raise RuntimeError(f"benchmark step {command[:3]} failed:\n{err[-2000:]}")
+    return time.perf_counter() - started, peak / 2**20, out
+
+
+def main() -> Path:
+    days = float(os.environ.get("BURSTLAKE_BENCH_DAYS", "24"))
+    with tempfile.TemporaryDirectory(prefix="burstlake-bench-metrics-") as tmp:
+        lake = str(Path(tmp) / "lake")
+        synth_s, _, _ = _measure([sys.executable, "-c", SYNTH.format(lake=lake, days=days)])
+        from burstlake.catalog import sql
+
+        node_io = sql(lake, "SELECT count(*) AS n FROM node_io")["n"][0].as_py()
+        cli = str(Path(sys.executable).parent / "burstlake")
+        spark_s, spark_mb, _ = _measure([cli, "metrics", "--lake", lake])
+        duck_s, duck_mb, out = _measure([sys.executable, "-c", HEADLINE.format(lake=lake)])
+        duck = json.loads(out.strip().splitlines()[-1])
+        summary = sql(lake, "SELECT figure, value FROM platform_summary").to_pylist()
+    spark_figures = {r["figure"]: r["value"] for r in summary}
+    agree = all(
+        (v is None and spark_figures[k] is None) or abs(spark_figures[k] - v) < 1e-9
+        for k, v in duck.items()
+    )
+    result = {
+        "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
+        "tianhe1a_days": days,
+        "node_io_rows": node_io,
+        "synth_s": synth_s,
+        "spark": {"wall_s": spark_s, "rows_per_s": node_io / spark_s, "peak_rss_mb": spark_mb},
+        "duckdb_headline": {
+            "wall_s": duck_s,
+            "rows_per_s": node_io / duck_s,
+            "peak_rss_mb": duck_mb,
+        },
+        "spark_over_duckdb": spark_s / duck_s,
+        "headline_agrees": agree,
+        "headline": duck,
+        "goal_spark_under_5_min": spark_s < GOAL_S,
+    }
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / "metrics_full.json"
+    path.write_text(json.dumps(result, indent=2) + "\n")
+    return path
+
+
+if __name__ == "__main__":
+    print(main())

@@ -1,0 +1,66 @@
+"""Applications: consistency and divergence of their jobs (paper 004 §6.1, §6.3, Defs. 3-4).
+
+An application is the jobs with the same user, job name and node count (``app_id``). Only
+multi-node applications with more than ``min_app_jobs`` jobs are measured, as in Figs. 10-11.
+A characteristic's consistency degree is max(p, 1 - p) over the jobs where it is known.
+Divergence is the mean Euclidean distance over all pairs of the jobs' per-node traffic-share
+vectors ordered by node_index; jobs without traffic have no share vector and are left out.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from .job_io import JOB, join_on_job
+from .settings import Settings
+
+CHARACTERISTICS = ("data_intensive", "all_rank", "low_comm")
+
+
+def consistency(flag: str) -> Column:
+    """Def. 3: max(p, 1 - p), p the share of jobs (with the flag known) that have it."""
+    p = F.avg(F.col(flag).cast("double"))
+    return F.greatest(p, F.lit(1.0) - p).alias(f"consistency_{flag}")
+
+
+def share_vectors(node_bytes: DataFrame, app_jobs: DataFrame) -> DataFrame:
+    """Per job with traffic: (app_id, job, shares), shares ordered by node_index."""
+    per_job = node_bytes.groupBy(*JOB).agg(
+        F.array_sort(F.collect_list(F.struct("node_index", "io_bytes"))).alias("items"),
+        F.sum("io_bytes").alias("total"),
+    )
+    total = F.col("total")
+    return join_on_job(per_job.where(total > 0), app_jobs.select(*JOB, "app_id")).select(
+        "app_id",
+        F.concat_ws("\u001f", "job_id", F.coalesce("cluster", F.lit(""))).alias("job"),
+        F.transform("items", lambda item: item["io_bytes"] / total).alias("shares"),
+    )
+
+
+def divergence(vectors: DataFrame) -> DataFrame:
+    """Def. 4 per application: the mean of the C(M, 2) pairwise Euclidean distances."""
+    a, b = vectors.alias("a"), vectors.alias("b")
+    pairs = a.join(b, (F.col("a.app_id") == F.col("b.app_id")) & (F.col("a.job") < F.col("b.job")))
+    squares = F.zip_with("a.shares", "b.shares", lambda x, y: (x - y) * (x - y))
+    distance = F.sqrt(F.aggregate(squares, F.lit(0.0), lambda total, v: total + v))
+    return pairs.groupBy(F.col("a.app_id").alias("app_id")).agg(F.avg(distance).alias("divergence"))
+
+
+def app_metrics(job_io: DataFrame, node_bytes: DataFrame, settings: Settings) -> DataFrame:
+    """app_metrics (SPEC §4 "Applications")."""
+    multi_node = job_io.where(F.col("nodes") > 1)
+    apps = (
+        multi_node.groupBy("app_id")
+        .agg(
+            *[F.first(c).alias(c) for c in ("user", "job_name", "nodes")],
+            F.count(F.lit(1)).alias("jobs"),
+            *[consistency(c) for c in CHARACTERISTICS],
+        )
+        .where(F.col("jobs") > settings.min_app_jobs)
+    )
+    app_jobs = multi_node.join(apps.select("app_id"), "app_id", "left_semi")
+    spread = divergence(share_vectors(node_bytes, app_jobs))
+    return apps.join(spread, "app_id", "left").withColumn(
+        "consistent_distribution", F.col("divergence") <= settings.divergence_consistent
+    )

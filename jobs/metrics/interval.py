@@ -1,0 +1,132 @@
+"""Spatial burstiness per interval (paper 004 §4.1, Fig. 8, §7.4 Fig. 15c, §7.5 Fig. 17a).
+
+In each interval with traffic: the share of the system's bytes moved by its busiest k nodes,
+cabinets and I/O nodes, with k = ⌈fraction × how many the system has⌉ (from topology, so the
+busiest 1 % of Tianhe-1A's 5,677 nodes is 57 nodes whether or not they are all active). The
+sum of the k largest values does not depend on how ties are broken. "IONs serving the busiest
+1 % of nodes" counts the distinct IONs of the busiest k *active* nodes, ties broken by node
+name. Nodes missing from topology count for the system and node shares only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from .settings import Settings, top_count
+
+
+@dataclass(frozen=True)
+class SystemSize:
+    """How many nodes, cabinets and IONs the system has (the k of each top-k)."""
+
+    nodes: int
+    cabinets: int
+    ions: int
+
+    @staticmethod
+    def of(topology: DataFrame, node_io: DataFrame) -> SystemSize:
+        """From topology; a lake without one falls back to the nodes seen in node_io."""
+        row = topology.agg(
+            F.countDistinct("node"), F.countDistinct("cabinet"), F.countDistinct("ion")
+        ).first()
+        nodes = row[0] or node_io.select("node").distinct().count()
+        return SystemSize(nodes, row[1], row[2])
+
+
+def active_traffic(node_io: DataFrame, topology: DataFrame) -> DataFrame:
+    """Node-intervals that moved bytes, with the node's cabinet and ION."""
+    read = F.coalesce(F.col("read_bytes"), F.lit(0))
+    write = F.coalesce(F.col("write_bytes"), F.lit(0))
+    place = F.broadcast(topology.select("node", "cabinet", "ion"))
+    return (
+        node_io.select(
+            "node",
+            "ts",
+            "interval_s",
+            read.alias("read"),
+            write.alias("write"),
+            (read + write).alias("io"),
+        )
+        .where(F.col("io") > 0)
+        .join(place, "node", "left")
+    )
+
+
+def level_intervals(active: DataFrame, level: str) -> DataFrame:
+    """Per interval × cabinet (or ION): read, write and io bytes."""
+    return (
+        active.where(F.col(level).isNotNull())
+        .groupBy("ts", level)
+        .agg(F.sum("read").alias("read"), F.sum("write").alias("write"), F.sum("io").alias("io"))
+    )
+
+
+def ranked(item: str) -> Column:
+    """Rank of each item within its interval, busiest first, ties by name."""
+    return F.row_number().over(Window.partitionBy("ts").orderBy(F.desc("io"), F.asc(item)))
+
+
+def top_bytes(frame: DataFrame, item: str, k: int, alias: str) -> DataFrame:
+    """Per interval, the bytes of its k busiest items (``alias``)."""
+    return (
+        frame.withColumn("rank", ranked(item))
+        .where(F.col("rank") <= k)
+        .groupBy("ts")
+        .agg(F.sum("io").alias(alias))
+    )
+
+
+def top_node_ions(active: DataFrame, k: int) -> DataFrame:
+    """Per interval, the distinct IONs serving its k busiest nodes (004 §7.5, Fig. 17a)."""
+    return (
+        active.withColumn("rank", ranked("node"))
+        .where(F.col("rank") <= k)
+        .groupBy("ts")
+        .agg(F.sum("io").alias("top_node_bytes"), F.countDistinct("ion").alias("top_node_ions"))
+    )
+
+
+@dataclass(frozen=True)
+class Intervals:
+    """interval_metrics and the per-interval cabinet and ION bytes behind it (for the loads)."""
+
+    metrics: DataFrame
+    cabinets: DataFrame
+    ions: DataFrame
+
+
+def interval_metrics(
+    node_io: DataFrame, topology: DataFrame, size: SystemSize, settings: Settings
+) -> Intervals:
+    """interval_metrics (SPEC §4 "Spatial burstiness")."""
+    active = active_traffic(node_io, topology)
+    cabinets = level_intervals(active, "cabinet")
+    ions = level_intervals(active, "ion")
+    system = active.groupBy("ts").agg(
+        F.max("interval_s").alias("interval_s"),
+        F.sum("io").alias("system_bytes"),
+        F.countDistinct("node").alias("active_nodes"),
+    )
+    k_nodes = top_count(settings.top_node_fraction, size.nodes)
+    k_cabinets = top_count(settings.top_cabinet_fraction, size.cabinets)
+    k_ions = top_count(settings.top_ion_fraction, size.ions)
+    system_bytes = F.col("system_bytes")
+    metrics = (
+        system.join(top_node_ions(active, k_nodes), "ts", "left")
+        .join(top_bytes(cabinets, "cabinet", k_cabinets, "top_cabinet_bytes"), "ts", "left")
+        .join(top_bytes(ions, "ion", k_ions, "top_ion_bytes"), "ts", "left")
+        .select(
+            "ts",
+            "interval_s",
+            "system_bytes",
+            "active_nodes",
+            (F.col("top_node_bytes") / system_bytes).alias("top_node_share"),
+            (F.col("top_cabinet_bytes") / system_bytes).alias("top_cabinet_share"),
+            (F.col("top_ion_bytes") / system_bytes).alias("top_ion_share"),
+            F.coalesce(F.col("top_node_ions"), F.lit(0)).alias("top_node_ions"),
+        )
+    )
+    return Intervals(metrics, cabinets, ions)

@@ -1,0 +1,217 @@
+"""Per-job I/O and node distribution (paper 004 §3.2, §3.3, §6.2; SPEC §4).
+
+A job's bytes are node_io read + write on its allocated nodes while it runs. An interval
+belongs to a job when its midpoint ``ts + interval_s / 2`` lies in ``[start, end)``: nodes are
+allocated exclusively (004 §2.4), so each node-interval goes to at most one job, and an interval
+cut by a job's start or end goes to whichever side holds most of it. Allocated nodes without
+node_io rows count as zero (node_io is sparse). Only jobs that ran (start < end) and have
+job_nodes rows are measured; nodes missing from topology count for the I/O distribution but
+not for the cabinets.
+
+Communication bytes are network bytes (rx + tx) minus Lustre bytes (read + write), floored at
+zero, because Lustre traffic crosses the same interconnect; null when no network counter was
+monitored, and then the job is not counted as low-communication nor optimizable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from .nud import distribution, distribution_metrics, nud, share, xlogx
+from .settings import Settings
+
+JOB = ["job_id", "cluster"]
+JOB_INFO = [*JOB, "user", "job_name", "start", "end"]
+
+
+def epoch_s(column: str) -> Column:
+    """A timestamp column as seconds since the epoch (double)."""
+    return F.unix_micros(F.col(column)) / F.lit(1e6)
+
+
+def join_on_job(left: DataFrame, right: DataFrame, how: str = "inner") -> DataFrame:
+    """Join on (job_id, cluster), cluster compared null-safely; keeps the left's key columns."""
+    right = right.withColumnRenamed("job_id", "_job_id").withColumnRenamed("cluster", "_cluster")
+    on = (left["job_id"] == right["_job_id"]) & left["cluster"].eqNullSafe(right["_cluster"])
+    return left.join(right, on, how).drop("_job_id", "_cluster")
+
+
+def allocations(jobs: DataFrame, job_nodes: DataFrame, topology: DataFrame) -> DataFrame:
+    """Job × node rows of the jobs that ran (start < end), with the run in epoch seconds and
+    the node's cabinet."""
+    ran = jobs.where(F.col("start").isNotNull() & (F.col("end") > F.col("start")))
+    alloc = join_on_job(
+        job_nodes.select(*JOB, "node", "node_index").dropDuplicates([*JOB, "node"]),
+        ran.select(*JOB_INFO),
+    )
+    cabinets = F.broadcast(topology.select("node", "cabinet"))
+    return alloc.join(cabinets, "node", "left").select(
+        *JOB_INFO,
+        "node",
+        "node_index",
+        "cabinet",
+        epoch_s("start").alias("start_s"),
+        epoch_s("end").alias("end_s"),
+    )
+
+
+def node_traffic(node_io: DataFrame) -> DataFrame:
+    """node_io as (node, ts, interval_s, mid_s, read, write, io, net), unmonitored I/O as 0."""
+    read = F.coalesce(F.col("read_bytes"), F.lit(0))
+    write = F.coalesce(F.col("write_bytes"), F.lit(0))
+    rx, tx = F.col("net_rx_bytes"), F.col("net_tx_bytes")
+    net = F.when(rx.isNull() & tx.isNull(), F.lit(None)).otherwise(
+        F.coalesce(rx, F.lit(0)) + F.coalesce(tx, F.lit(0))
+    )
+    return node_io.select(
+        "node",
+        "ts",
+        "interval_s",
+        (epoch_s("ts") + F.col("interval_s") / 2).alias("mid_s"),
+        read.alias("read"),
+        write.alias("write"),
+        (read + write).alias("io"),
+        net.alias("net"),
+    )
+
+
+def job_intervals(alloc: DataFrame, traffic: DataFrame, bucket_s: int) -> DataFrame:
+    """Allocation rows left-joined with the node_io rows whose midpoint is in the run.
+
+    The range join runs as an equi-join on (node, time bucket): each allocation is exploded
+    over the buckets its run touches. Allocations without traffic keep null traffic columns.
+    """
+    bucket = F.lit(bucket_s)
+    first, last = F.floor(F.col("start_s") / bucket), F.floor(F.col("end_s") / bucket)
+    exploded = alloc.withColumn("bucket", F.explode(F.sequence(first, last)))
+    rows = traffic.withColumn("bucket", F.floor(F.col("mid_s") / bucket)).alias("io")
+    inside = (
+        (exploded["node"] == rows["node"])
+        & (exploded["bucket"] == rows["bucket"])
+        & (rows["mid_s"] >= exploded["start_s"])
+        & (rows["mid_s"] < exploded["end_s"])
+    )
+    return exploded.join(rows, inside, "left").select(
+        exploded["*"], *[rows[c] for c in ("ts", "interval_s", "read", "write", "io", "net")]
+    )
+
+
+def job_node_bytes(joined: DataFrame) -> DataFrame:
+    """Per job × allocated node: read, write, io and network bytes (zero for silent nodes)."""
+    zero = F.lit(0)
+    return joined.groupBy(*JOB_INFO, "node", "node_index", "cabinet", "start_s", "end_s").agg(
+        F.coalesce(F.sum("read"), zero).alias("read_bytes"),
+        F.coalesce(F.sum("write"), zero).alias("write_bytes"),
+        F.coalesce(F.sum("io"), zero).alias("io_bytes"),
+        F.sum("net").alias("net_bytes"),
+    )
+
+
+def io_phases(joined: DataFrame, settings: Settings) -> DataFrame:
+    """Per job: seconds of its run in intervals where its nodes move at least the I/O-phase
+    rate (SPEC §4, temporal burstiness)."""
+    per_interval = (
+        joined.where(F.col("ts").isNotNull())
+        .groupBy(*JOB, "ts")
+        .agg(F.sum("io").alias("io"), F.max("interval_s").alias("interval_s"))
+    )
+    busy = F.col("io") >= F.col("interval_s") * F.lit(settings.io_phase_bytes_per_s)
+    return per_interval.groupBy(*JOB).agg(
+        F.sum(F.when(busy & (F.col("io") > 0), F.col("interval_s")).otherwise(0))
+        .cast("double")
+        .alias("io_phase_s")
+    )
+
+
+def per_job(node_bytes: DataFrame) -> DataFrame:
+    """Roll job × node rows up to jobs via job × cabinet: the I/O distribution over nodes and
+    the node distribution over cabinets in one pass."""
+    by_cabinet = node_bytes.groupBy(*JOB_INFO, "start_s", "end_s", "cabinet").agg(
+        F.count(F.lit(1)).alias("cabinet_nodes"),
+        F.sum("read_bytes").alias("read_bytes"),
+        F.sum("write_bytes").alias("write_bytes"),
+        *distribution(F.col("io_bytes"), "io"),
+        F.sum("net_bytes").alias("net_bytes"),
+    )
+    known = F.col("cabinet").isNotNull()
+    cabinet_nodes = F.when(known, F.col("cabinet_nodes").cast("double"))
+    return by_cabinet.groupBy(*JOB_INFO, "start_s", "end_s").agg(
+        F.sum("cabinet_nodes").alias("nodes"),
+        F.sum("io_active").alias("active_nodes"),
+        F.sum("read_bytes").alias("read_bytes"),
+        F.sum("write_bytes").alias("write_bytes"),
+        F.sum("io_total").alias("io_total"),
+        F.sum("io_xlogx").alias("io_xlogx"),
+        F.max("io_max").alias("io_max"),
+        F.sum("net_bytes").alias("net_bytes"),
+        F.count(F.when(known, 1)).alias("cabinets"),
+        F.sum(cabinet_nodes).alias("cab_total"),
+        F.sum(xlogx(cabinet_nodes)).alias("cab_xlogx"),
+    )
+
+
+@dataclass(frozen=True)
+class JobIO:
+    """The job_io_metrics rows and the job × node bytes behind them (for app divergence)."""
+
+    metrics: DataFrame
+    node_bytes: DataFrame
+
+
+def characteristics(
+    jobs: DataFrame, nodes_per_cabinet: int | None, settings: Settings
+) -> DataFrame:
+    """The job_io_metrics columns from the per-job aggregates (004 §3.2, §3.3, §6.2)."""
+    nodes, io = F.col("nodes"), F.col("io_bytes")
+    io_nud, max_share = distribution_metrics("io", nodes)
+    rank0 = F.when(max_share.isNotNull() & (nodes > 1), max_share > settings.rank0_share)
+    comm = F.when(F.col("net_bytes").isNotNull(), F.greatest(F.col("net_bytes") - io, F.lit(0)))
+    low_comm = F.when(F.col("net_bytes").isNotNull(), io > F.col("comm_bytes"))
+    data_intensive = io > F.lit(settings.data_intensive_bytes)
+    run_s = F.col("end_s") - F.col("start_s")
+    cabinet_nud = nud(F.col("cab_total"), F.col("cab_xlogx"), F.col("cabinets"))
+    app_id = F.concat_ws(
+        "|", F.coalesce("user", F.lit("")), F.coalesce("job_name", F.lit("")), nodes
+    )
+    return (
+        jobs.withColumn("io_bytes", F.col("io_total").cast("long"))
+        .withColumn("io_nud", io_nud)
+        .withColumn("max_node_share", max_share)
+        .withColumn("rank0", rank0)
+        .withColumn("all_rank", F.coalesce(~F.col("rank0"), F.lit(False)))
+        .withColumn("uneven_io", F.col("io_nud") > settings.uneven_nud)
+        .withColumn("min_cabinets", F.ceil(nodes / F.lit(nodes_per_cabinet)).cast("long"))
+        .withColumn("in_min_cabinets", F.col("cabinets") == F.col("min_cabinets"))
+        .withColumn("cabinet_nud", cabinet_nud)
+        .withColumn("uneven_nodes", F.col("cabinet_nud") > settings.uneven_nud)
+        .withColumn("comm_bytes", comm.cast("long"))
+        .withColumn("low_comm", low_comm)
+        .withColumn("data_intensive", data_intensive)
+        .withColumn(
+            "optimizable",
+            data_intensive & F.col("all_rank") & F.coalesce(F.col("low_comm"), F.lit(False)),
+        )
+        .withColumn("run_s", run_s)
+        .withColumn("io_phase_s", F.coalesce(F.col("io_phase_s"), F.lit(0.0)))
+        .withColumn("io_phase_fraction", F.least(F.lit(1.0), share(F.col("io_phase_s"), run_s)))
+        .withColumn("app_id", app_id)
+    )
+
+
+def job_io_metrics(
+    jobs: DataFrame,
+    job_nodes: DataFrame,
+    node_io: DataFrame,
+    topology: DataFrame,
+    nodes_per_cabinet: int | None,
+    settings: Settings,
+) -> JobIO:
+    """job_io_metrics (SPEC §4 "Job I/O distribution", "Node distribution", characteristics)."""
+    alloc = allocations(jobs, job_nodes, topology)
+    joined = job_intervals(alloc, node_traffic(node_io), settings.time_bucket_s)
+    node_bytes = job_node_bytes(joined)
+    jobs_io = join_on_job(per_job(node_bytes), io_phases(joined, settings), "left")
+    return JobIO(characteristics(jobs_io, nodes_per_cabinet, settings), node_bytes)

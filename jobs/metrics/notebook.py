@@ -1,0 +1,37 @@
+"""Execute the analyst notebook ``notebooks/spatial_burstiness.ipynb`` on a lake (nbclient)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+from burstlake.lake import lake_path
+
+NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "spatial_burstiness.ipynb"
+
+
+def render_notebook(
+    lake: str | os.PathLike | None, out_path: str | os.PathLike, timeout_s: int = 600
+) -> Path:
+    """Run the notebook against ``lake`` (its ``BURSTLAKE_LAKE``) and save it with outputs.
+
+    Raises nbclient's CellExecutionError, naming the failing cell, if a cell fails.
+    """
+    if not NOTEBOOK.exists():
+        raise FileNotFoundError(f"notebook not found: {NOTEBOOK} (run from a source checkout)")
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    out = Path(out_path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    env = os.environ | {"BURSTLAKE_LAKE": str(lake_path(lake))}
+    client = NotebookClient(
+        notebook,
+        timeout=timeout_s,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(out.parent)}},
+    )
+    client.execute(env=env)
+    nbformat.write(notebook, out)
+    return out

@@ -1,0 +1,48 @@
+"""The normalized unevenness degree as Spark column expressions (paper 004 §3.1, Defs. 1-2).
+
+For values x_1..x_n with total T > 0 and p_i = x_i / T, the entropy is
+H = -Σ p_i ln p_i = ln T - (Σ x_i ln x_i) / T, so one aggregation pass (Σ x, Σ x ln x, n)
+gives NUD = 1 - H / ln n. NUD is null when n = 1 (ln n = 0) or T = 0 (no distribution).
+Items with x = 0 add nothing to either sum: nodes without traffic only raise n.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+
+def xlogx(value: Column) -> Column:
+    """x ln x with 0 ln 0 = 0, the summand of the one-pass entropy."""
+    return F.when(value > 0, value * F.log(value)).otherwise(F.lit(0.0))
+
+
+def nud(total: Column, xlogx_sum: Column, n: Column) -> Column:
+    """NUD from Σ x, Σ x ln x and the number of possible values n; null if n <= 1 or T = 0."""
+    entropy = F.log(total) - xlogx_sum / total
+    value = F.lit(1.0) - entropy / F.log(n)
+    return F.when((n > 1) & (total > 0), F.least(F.lit(1.0), F.greatest(F.lit(0.0), value)))
+
+
+def share(part: Column, total: Column) -> Column:
+    """part / total, null when the total is zero."""
+    return F.when(total > 0, part / total)
+
+
+def distribution(value: Column, prefix: str) -> list[Column]:
+    """Aggregations over one item per row: ``<prefix>_total``, ``_xlogx``, ``_max``, ``_items``
+    (rows) and ``_active`` (rows with a positive value)."""
+    amount = value.cast("double")
+    return [
+        F.sum(amount).alias(f"{prefix}_total"),
+        F.sum(xlogx(amount)).alias(f"{prefix}_xlogx"),
+        F.max(amount).alias(f"{prefix}_max"),
+        F.count(F.lit(1)).alias(f"{prefix}_items"),
+        F.count(F.when(amount > 0, 1)).alias(f"{prefix}_active"),
+    ]
+
+
+def distribution_metrics(prefix: str, n: Column) -> tuple[Column, Column]:
+    """(NUD, max share) of the aggregates made by :func:`distribution`, over n values."""
+    total = F.col(f"{prefix}_total")
+    return nud(total, F.col(f"{prefix}_xlogx"), n), share(F.col(f"{prefix}_max"), total)

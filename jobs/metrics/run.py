@@ -1,0 +1,186 @@
+"""Run every metrics job in dependency order (SPEC §4, §6 ``burstlake metrics``).
+
+job_io_metrics → darshan_job_metrics → interval_metrics → cabinet_load, ion_load →
+app_metrics (needs job_io) → platform_summary (needs all). Each result lands in the lake as
+the ``metrics`` contribution, replacing the previous run's; the catalog is refreshed at the end.
+The same code runs in local mode (default) or on any Spark master URL.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from tqdm import tqdm
+
+from burstlake import catalog
+from burstlake.lake import lake_path
+
+from . import frames
+from .apps import app_metrics
+from .darshan_job import darshan_job_metrics
+from .interval import SystemSize, interval_metrics
+from .job_io import job_io_metrics
+from .loads import level_load
+from .platform import platform_summary
+from .settings import Settings
+
+INPUTS = ("jobs", "job_nodes", "node_io", "topology", "darshan_jobs", "darshan_rank_io")
+TABLES = (
+    "job_io_metrics",
+    "darshan_job_metrics",
+    "interval_metrics",
+    "cabinet_load",
+    "ion_load",
+    "app_metrics",
+    "platform_summary",
+)
+
+
+def cabinet_size(topology: DataFrame, settings: Settings) -> int | None:
+    """Nodes per cabinet for minimal cabinets: the setting, else the largest cabinet."""
+    if settings.nodes_per_cabinet:
+        return settings.nodes_per_cabinet
+    row = topology.groupBy("cabinet").count().agg(F.max("count")).first()
+    return row[0]
+
+
+class Pipeline:
+    """The metrics of one lake, computed lazily and kept (persisted) while later steps use them."""
+
+    def __init__(self, spark: SparkSession, lake: str | os.PathLike, settings: Settings) -> None:
+        self.spark, self.lake, self.settings = spark, lake_path(lake), settings
+        self.inputs = {name: frames.read(spark, self.lake, name) for name in INPUTS}
+        self.kept: list[DataFrame] = []
+        self.results: dict[str, DataFrame] = {}
+
+    def keep(self, frame: DataFrame) -> DataFrame:
+        self.kept.append(frame.persist(StorageLevel.MEMORY_AND_DISK))
+        return frame
+
+    def steps(self) -> list[tuple[str, Callable[[], DataFrame]]]:
+        return [
+            ("job_io_metrics", self.job_io),
+            ("darshan_job_metrics", self.darshan),
+            ("interval_metrics", self.intervals),
+            ("cabinet_load", lambda: self.load("cabinet")),
+            ("ion_load", lambda: self.load("ion")),
+            ("app_metrics", self.apps),
+            ("platform_summary", self.platform),
+        ]
+
+    def job_io(self) -> DataFrame:
+        i = self.inputs
+        result = job_io_metrics(
+            i["jobs"],
+            i["job_nodes"],
+            i["node_io"],
+            i["topology"],
+            cabinet_size(i["topology"], self.settings),
+            self.settings,
+        )
+        self.node_bytes = self.keep(result.node_bytes)
+        return self.keep(result.metrics)
+
+    def darshan(self) -> DataFrame:
+        i = self.inputs
+        return darshan_job_metrics(i["darshan_jobs"], i["darshan_rank_io"], self.settings)
+
+    def intervals(self) -> DataFrame:
+        i = self.inputs
+        size = SystemSize.of(i["topology"], i["node_io"])
+        result = interval_metrics(i["node_io"], i["topology"], size, self.settings)
+        self.per_level = {"cabinet": self.keep(result.cabinets), "ion": self.keep(result.ions)}
+        return self.keep(result.metrics)
+
+    def load(self, level: str) -> DataFrame:
+        return level_load(self.inputs["topology"], self.per_level[level], level)
+
+    def apps(self) -> DataFrame:
+        return self.keep(
+            app_metrics(self.results["job_io_metrics"], self.node_bytes, self.settings)
+        )
+
+    def platform(self) -> DataFrame:
+        r = self.results
+        return platform_summary(
+            self.spark, r["job_io_metrics"], r["interval_metrics"], r["app_metrics"], self.settings
+        )
+
+    def run(self, progress: bool) -> dict[str, int]:
+        """Compute and land every table; returns rows written per table."""
+        written: dict[str, int] = {}
+        steps = tqdm(self.steps(), desc="metrics", unit="table", disable=not progress)
+        try:
+            for name, step in steps:
+                steps.set_postfix_str(name)
+                self.results[name] = step()
+                written[name] = frames.write(self.lake, name, self.results[name])
+        finally:
+            for frame in self.kept:
+                frame.unpersist()
+        catalog.refresh(self.lake, list(TABLES))
+        return written
+
+
+def run(
+    lake: str | os.PathLike | None = None,
+    spark: SparkSession | None = None,
+    master: str | None = None,
+    settings: Settings | None = None,
+    progress: bool | None = None,
+) -> dict[str, int]:
+    """All metrics of ``lake`` on ``spark`` (or a new session on ``master``, local by default)."""
+    from burstlake.spark import session
+
+    spark = spark or session(master, app_name="burstlake-metrics")
+    show = sys.stderr.isatty() if progress is None else progress
+    return Pipeline(spark, lake_path(lake), settings or Settings()).run(show)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``burstlake metrics`` (shared with ``python -m ...metrics.run``)."""
+    parser.add_argument(
+        "--spark-master",
+        default=None,
+        help="Spark master URL, e.g. spark://host:7077 (default: local[*])",
+    )
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="override a threshold, e.g. --set data_intensive_bytes=1e9 --set rank0_share=0.9 "
+        f"(settings: {', '.join(Settings().__dataclass_fields__)})",
+    )
+    parser.add_argument("--progress", action="store_true", help="show progress even without a TTY")
+
+
+def execute(args: argparse.Namespace) -> int:
+    """Run the metrics for parsed arguments and print rows per table."""
+    settings = Settings().with_overrides(args.overrides)
+    progress = True if args.progress else None
+    written = run(args.lake, master=args.spark_master, settings=settings, progress=progress)
+    for name, rows in written.items():
+        print(f"{name}: {rows} rows")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point for spark-submit / ``python -m burstlake.jobs.metrics.run``."""
+    from burstlake.cli import add_lake_argument
+
+    parser = argparse.ArgumentParser(prog="burstlake-metrics", description=__doc__)
+    add_lake_argument(parser)
+    add_arguments(parser)
+    return execute(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

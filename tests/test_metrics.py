@@ -1,0 +1,438 @@
+"""The Spark metrics on a small hand-built lake, every expected value worked out by hand.
+
+Topology: 8 nodes cn00000..cn00007, cabinets of 4 (cab000, cab001), IONs of 2 (ion000..ion003).
+Intervals are 10 s from T0. An interval is a job's when its midpoint is in [start, end).
+
+- J1  cn0-cn3, run 5..105 s: cn0 300 + 100, cn1 200, cn2 200, cn3 silent.
+      Shares (1/2, 1/4, 1/4, 0): NUD = 1 - 1.5 ln2 / ln4 = 0.25; one cabinet.
+      cn0's row at 100 s (midpoint 105) is NOT J1's: it is J2's.
+- J2  cn0 alone, run 105..205 s: 1000 bytes; single node, so NUD and rank0 are null.
+- J3  cn3, cn4, run 0..60 s: no traffic (NUD null); 2 cabinets, 1 minimal; cabinet NUD 0.
+- J4  cn1-cn4, run 200..300 s: cn1 9600, cn2 200, cn3 200 (row at 290 s, midpoint 295),
+      cn4 silent: max share 0.96 -> rank 0. Cabinets 3 + 1 nodes: uneven.
+      cn3's row at 300 s (midpoint 305) belongs to no job.
+- J5  cn5, cn6, run 0..100 s: 6000 each, net 14000 -> comm 2000; even, optimizable;
+      I/O in 2 of its 10 intervals.
+- J6  running (no end) and J7 (no job_nodes rows): not measured.
+- J8  cn7 and "ghost" (not in topology), run 500..600 s: ghost 100 bytes -> rank 0; one known
+      cabinet. J5's cn5 is listed twice in job_nodes (a duplicate): still 2 nodes.
+- APP 7 jobs "app" of user u2 on cn6, cn7 from 1000 s, 100 s apart, 50 s each: three with
+      shares (1, 0), three with (0, 1), one silent. Divergence over the 6 with traffic: 9 of
+      15 pairs at sqrt 2. With data_intensive_bytes = 5000 two (6000 bytes) are
+      data-intensive: consistency max(2/7, 5/7).
+- Interval 400 s: cn0 500, cn4 500 (a tie for the busiest node and cabinet).
+- Darshan L1: 4 ranks, POSIX rank 0 900, rank 1 100, rank -1 1000 (shared), MPI-IO rank 0
+      5000 (above POSIX: ignored); hosts h1 (rank 0), h2 (ranks 1, 2). L2: 1 rank. L3: empty.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from burstlake import catalog
+from burstlake.jobs.metrics import frames
+from burstlake.jobs.metrics.headline_sql import headline
+from burstlake.jobs.metrics.job_io import job_io_metrics
+from burstlake.jobs.metrics.nud import distribution, distribution_metrics
+from burstlake.jobs.metrics.run import TABLES, run
+from burstlake.jobs.metrics.settings import Settings, top_count
+from burstlake.lake import contribution_ids, read_table, write_table
+from burstlake.machines import Machine
+from burstlake.schemas import spec
+
+T0 = datetime(2024, 1, 1, tzinfo=UTC)
+MACHINE = Machine("hand", nodes=8, nodes_per_cabinet=4, nodes_per_ion=2, days=1)
+SETTINGS = Settings(data_intensive_bytes=5000, io_phase_bytes_per_s=1.0)
+LN2 = math.log(2)
+
+# (job_id, user, job_name, start_s, end_s, node numbers)
+JOBS = [
+    ("1", "u1", "a", 5, 105, [0, 1, 2, 3]),
+    ("2", "u1", "b", 105, 205, [0]),
+    ("3", "u1", "c", 0, 60, [3, 4]),
+    ("4", "u1", "d", 200, 300, [1, 2, 3, 4]),
+    ("5", "u1", "e", 0, 100, [5, 6]),
+    ("6", "u1", "f", 0, None, [7]),
+    ("7", "u1", "g", 0, 100, []),
+    ("8", "u1", "h", 500, 600, [7, "ghost"]),
+    *[(f"app{j}", "u2", "app", 1000 + 100 * j, 1050 + 100 * j, [6, 7]) for j in range(7)],
+]
+
+# (ts_s, node number, read, write, net_rx, net_tx)
+NODE_IO = [
+    (0, 0, 300, 0, None, None),
+    (50, 0, 0, 100, None, None),
+    (0, 1, 200, 0, None, None),
+    (50, 2, 0, 200, None, None),
+    (100, 0, 1000, 0, None, None),
+    (200, 1, 0, 9600, None, None),
+    (250, 2, 200, 0, None, None),
+    (290, 3, 0, 200, None, None),
+    (300, 3, 0, 777, None, None),
+    (0, 5, 0, 3000, 7000, None),
+    (50, 5, 0, 3000, None, None),
+    (0, 6, 6000, 0, None, 7000),
+    (400, 0, 500, 0, None, None),
+    (400, 4, 0, 500, None, None),
+    (500, "ghost", 100, 0, None, None),
+    *[
+        (1000 + 100 * j, 6 if j < 3 else 7, 0, 6000 if j < 2 else 1000, None, None)
+        for j in range(6)
+    ],
+]
+
+# (log_id, module, rank, hostname, bytes_read, bytes_written)
+RANK_IO = [
+    ("L1", "POSIX", 0, "h1", 900, 0),
+    ("L1", "POSIX", 1, "h2", 0, 100),
+    ("L1", "POSIX", -1, None, 600, 400),
+    ("L1", "MPI-IO", 0, "h1", 5000, 0),
+    ("L1", "STDIO", 2, "h2", 0, 0),
+    ("L2", "STDIO", 0, None, 50, 0),
+]
+DARSHAN_JOBS = [("L1", "1", 4), ("L2", "2", 1), ("L3", "5", 8)]
+
+
+def at(seconds: float) -> datetime:
+    return T0 + timedelta(seconds=seconds)
+
+
+def node(i: int | str) -> str:
+    return i if isinstance(i, str) else MACHINE.node_name(i)
+
+
+def build_hand_lake(lake) -> None:
+    """Write the lake described in the module docstring."""
+    tables = {
+        "jobs": [
+            {
+                "job_id": j,
+                "cluster": "hand",
+                "user": u,
+                "job_name": n,
+                "start": at(s),
+                "end": None if e is None else at(e),
+                "nnodes": len(ns),
+            }
+            for j, u, n, s, e, ns in JOBS
+        ],
+        "job_nodes": [
+            {"job_id": j, "cluster": "hand", "node": node(i), "node_index": k}
+            for j, _, _, _, _, ns in [*JOBS, ("5", None, None, None, None, [5])]
+            for k, i in enumerate(ns)
+        ],
+        "node_io": [
+            {
+                "node": node(i),
+                "ts": at(t),
+                "interval_s": 10,
+                "read_bytes": r,
+                "write_bytes": w,
+                "net_rx_bytes": rx,
+                "net_tx_bytes": tx,
+            }
+            for t, i, r, w, rx, tx in reversed(NODE_IO)  # out of time order on purpose
+        ],
+        "darshan_jobs": [
+            {"log_id": log, "job_id": job, "nprocs": n, "partial": False}
+            for log, job, n in DARSHAN_JOBS
+        ],
+        "darshan_rank_io": [
+            {
+                "log_id": log,
+                "module": m,
+                "rank": r,
+                "hostname": h,
+                "bytes_read": br,
+                "bytes_written": bw,
+            }
+            for log, m, r, h, br, bw in RANK_IO
+        ],
+    }
+    write_table(lake, "topology", MACHINE.topology(), "topo")
+    for table, rows in tables.items():
+        write_table(lake, table, pa.Table.from_pylist(rows), "hand")
+    catalog.refresh(lake)
+
+
+def nud_of(values) -> float | None:
+    """Reference NUD with NumPy: 1 - H / ln n from the shares (None if undefined)."""
+    x = np.asarray(values, dtype=float)
+    if len(x) < 2 or x.sum() == 0:
+        return None
+    p = x[x > 0] / x.sum()
+    return 1 + float((p * np.log(p)).sum()) / math.log(len(x))
+
+
+@pytest.fixture(scope="module")
+def hand(spark, tmp_path_factory):
+    """The hand-built lake after one metrics run: (lake, {table: rows keyed by the key})."""
+    lake = tmp_path_factory.mktemp("metrics") / "lake"
+    build_hand_lake(lake)
+    written = run(lake, spark=spark, settings=SETTINGS, progress=False)
+    assert set(written) == set(TABLES)
+    return lake, written
+
+
+def rows(lake, table: str) -> dict:
+    """A metrics table as {first key column value: row dict}."""
+    key = spec(table).key[0]
+    return {r[key]: r for r in read_table(lake, table).to_pylist()}
+
+
+def test_nud_reference_values():
+    assert nud_of([1, 1, 1, 1]) == pytest.approx(0)
+    assert nud_of([5, 0, 0, 0]) == pytest.approx(1)
+    assert nud_of([2, 1, 1, 0]) == pytest.approx(0.25)
+    assert nud_of([7]) is None and nud_of([0, 0]) is None
+
+
+def test_nud_columns_agree_with_numpy(spark):
+    rng = np.random.default_rng(4)
+    vectors = {f"v{i}": rng.pareto(1.0, size=int(rng.integers(2, 40))) * 1e9 for i in range(30)}
+    vectors |= {"one": [5.0], "zero": [0.0, 0.0, 0.0], "even": [3.0] * 7, "hot": [9, 0, 0]}
+    frame = spark.createDataFrame(
+        [(k, float(x)) for k, xs in vectors.items() for x in xs], "k string, x double"
+    )
+    from pyspark.sql import functions as F
+
+    nud, top = distribution_metrics("d", F.col("d_items"))
+    got = {
+        r["k"]: (r["nud"], r["top"])
+        for r in frame.groupBy("k")
+        .agg(*distribution(F.col("x"), "d"))
+        .select("k", nud.alias("nud"), top.alias("top"))
+        .collect()
+    }
+    for k, xs in vectors.items():
+        expected = nud_of(xs)
+        if expected is None:
+            assert got[k][0] is None, k
+        else:
+            assert got[k][0] == pytest.approx(expected, abs=1e-9), k
+    assert got["hot"] == (pytest.approx(1.0), pytest.approx(1.0))
+    assert got["zero"][1] is None
+
+
+def test_top_count():
+    assert top_count(0.01, 5677) == 57
+    assert top_count(0.2, 89) == 18
+    assert top_count(0.1, 89) == 9
+    assert top_count(0.01, 8) == 1
+    assert top_count(0.2, 10) == 2  # 0.2 * 10 is 2.0000000000000004 in floating point
+
+
+def test_job_io_distribution(hand):
+    lake, _ = hand
+    jobs = rows(lake, "job_io_metrics")
+    assert set(jobs) == {"1", "2", "3", "4", "5", "8", *[f"app{j}" for j in range(7)]}
+    j1 = jobs["1"]
+    assert (j1["nodes"], j1["active_nodes"], j1["read_bytes"], j1["write_bytes"]) == (
+        4,
+        3,
+        500,
+        300,
+    )
+    assert j1["io_nud"] == pytest.approx(0.25)
+    assert j1["max_node_share"] == pytest.approx(0.5)
+    assert (j1["rank0"], j1["all_rank"], j1["uneven_io"]) == (False, True, True)
+    j2 = jobs["2"]
+    assert j2["io_bytes"] == 1000  # cn0's row at 100 s: midpoint 105 is J2's, not J1's
+    assert (j2["io_nud"], j2["rank0"], j2["uneven_io"], j2["all_rank"]) == (None, None, None, False)
+    j3 = jobs["3"]
+    assert (j3["io_bytes"], j3["io_nud"], j3["max_node_share"], j3["rank0"]) == (
+        0,
+        None,
+        None,
+        None,
+    )
+    j4 = jobs["4"]
+    assert j4["io_bytes"] == 10000  # the 777 bytes at 300 s (midpoint 305) are no job's
+    assert j4["max_node_share"] == pytest.approx(0.96)
+    assert j4["io_nud"] == pytest.approx(nud_of([9600, 200, 200, 0]))
+    assert j4["io_nud"] == pytest.approx(0.858853, abs=1e-6)
+    assert (j4["rank0"], j4["all_rank"]) == (True, False)
+    j5 = jobs["5"]
+    assert (j5["nodes"], j5["io_nud"], j5["uneven_io"], j5["all_rank"]) == (2, 0.0, False, True)
+    j8 = jobs["8"]
+    assert (j8["nodes"], j8["io_bytes"], j8["rank0"], j8["max_node_share"]) == (2, 100, True, 1.0)
+    assert (j8["cabinets"], j8["min_cabinets"], j8["in_min_cabinets"]) == (1, 1, True)
+
+
+def test_job_node_distribution_and_characteristics(hand):
+    lake, _ = hand
+    jobs = rows(lake, "job_io_metrics")
+    j1, j3, j4, j5 = jobs["1"], jobs["3"], jobs["4"], jobs["5"]
+    assert (j1["cabinets"], j1["min_cabinets"], j1["in_min_cabinets"]) == (1, 1, True)
+    assert (j1["cabinet_nud"], j1["uneven_nodes"]) == (None, None)
+    assert (j3["cabinets"], j3["min_cabinets"], j3["in_min_cabinets"]) == (2, 1, False)
+    assert (j3["cabinet_nud"], j3["uneven_nodes"]) == (0.0, False)
+    cabinet_nud = 1 + (0.75 * math.log(0.75) + 0.25 * math.log(0.25)) / LN2
+    assert j4["cabinet_nud"] == pytest.approx(cabinet_nud)
+    assert j4["cabinet_nud"] == pytest.approx(0.188722, abs=1e-6)
+    assert (j4["cabinets"], j4["min_cabinets"], j4["uneven_nodes"]) == (2, 1, True)
+    assert (j5["comm_bytes"], j5["low_comm"]) == (2000, True)
+    assert (j5["data_intensive"], j5["optimizable"]) == (True, True)
+    assert (j1["comm_bytes"], j1["low_comm"], j1["optimizable"]) == (None, None, False)
+    assert (j4["data_intensive"], j4["optimizable"]) == (True, False)  # rank 0
+    assert j5["io_phase_s"] == 20.0 and j5["io_phase_fraction"] == pytest.approx(0.2)
+    assert j5["run_s"] == 100.0 and j5["app_id"] == "u1|e|2"
+    assert jobs["app0"]["app_id"] == "u2|app|2"
+
+
+def test_interval_metrics(hand):
+    lake, _ = hand
+    intervals = {r["ts"]: r for r in read_table(lake, "interval_metrics").to_pylist()}
+    assert len(intervals) == 15  # every interval with traffic, the unowned 300 s one too
+    first = intervals[at(0)]
+    assert (first["system_bytes"], first["active_nodes"], first["top_node_ions"]) == (9500, 4, 1)
+    assert first["top_node_share"] == pytest.approx(6000 / 9500)
+    assert first["top_cabinet_share"] == pytest.approx(9000 / 9500)
+    assert first["top_ion_share"] == pytest.approx(6000 / 9500)
+    second = intervals[at(50)]
+    assert second["system_bytes"] == 3300
+    assert second["top_node_share"] == pytest.approx(3000 / 3300)
+    tie = intervals[at(400)]
+    assert (tie["top_node_share"], tie["top_cabinet_share"], tie["top_node_ions"]) == (0.5, 0.5, 1)
+    assert intervals[at(300)]["system_bytes"] == 777
+    ghost = intervals[at(500)]  # a node missing from topology: no cabinet, no ION
+    assert (ghost["top_node_share"], ghost["top_cabinet_share"], ghost["top_node_ions"]) == (
+        1.0,
+        None,
+        0,
+    )
+
+
+def test_cabinet_and_ion_load(hand):
+    lake, _ = hand
+    cabinets, ions = rows(lake, "cabinet_load"), rows(lake, "ion_load")
+    assert {k: v["io_bytes"] for k, v in cabinets.items()} == {"cab000": 13077, "cab001": 28500}
+    assert cabinets["cab000"]["share"] == pytest.approx(13077 / 41577)
+    assert cabinets["cab000"]["peak_bytes"] == 9600
+    assert cabinets["cab001"]["active_intervals"] == 9
+    assert cabinets["cab000"]["nodes"] == 4
+    assert {k: v["io_bytes"] for k, v in ions.items()} == {
+        "ion000": 11700,
+        "ion001": 1377,
+        "ion002": 6500,
+        "ion003": 22000,
+    }
+    assert sum(v["share"] for v in ions.values()) == pytest.approx(1)
+
+
+def test_app_metrics(hand):
+    lake, _ = hand
+    apps = rows(lake, "app_metrics")
+    assert set(apps) == {"u2|app|2"}  # the only multi-node application with > 5 jobs
+    app = apps["u2|app|2"]
+    assert (app["user"], app["job_name"], app["nodes"], app["jobs"]) == ("u2", "app", 2, 7)
+    assert app["divergence"] == pytest.approx(9 * math.sqrt(2) / 15)
+    assert app["consistent_distribution"] is False
+    assert app["consistency_data_intensive"] == pytest.approx(5 / 7)
+    assert app["consistency_all_rank"] == 1.0
+    assert app["consistency_low_comm"] is None  # no network counters on these nodes
+
+
+def test_darshan_job_metrics(hand):
+    lake, _ = hand
+    logs = rows(lake, "darshan_job_metrics")
+    l1 = logs["L1"]
+    assert (l1["rank_bytes"], l1["shared_bytes"], l1["ranks_with_io"]) == (1000, 1000, 2)
+    assert l1["shared_share"] == pytest.approx(0.5)
+    assert l1["rank_nud"] == pytest.approx(nud_of([900, 100, 0, 0]))
+    assert l1["rank_nud"] == pytest.approx(0.765503, abs=1e-6)
+    assert l1["max_rank_share"] == pytest.approx(0.9)
+    assert (l1["rank0"], l1["uneven_io"]) == (False, True)
+    assert l1["hosts"] == 2
+    assert l1["host_nud"] == pytest.approx(nud_of([900, 100]))
+    l2, l3 = logs["L2"], logs["L3"]
+    assert (l2["rank_bytes"], l2["rank_nud"], l2["rank0"], l2["hosts"]) == (50, None, None, 0)
+    assert (l3["rank_bytes"], l3["shared_share"], l3["rank_nud"]) == (0, None, None)
+
+
+def test_platform_summary_by_hand(hand):
+    lake, _ = hand
+    figures = rows(lake, "platform_summary")
+    # multi-node jobs with traffic: J1, J4, J5, J8 and six app jobs; rank 0: J4, J8, the six
+    assert figures["rank0_jobs"]["value"] == pytest.approx(8 / 10)
+    assert figures["rank0_jobs"]["basis"] == 10
+    assert figures["rank0_jobs"]["tianhe1a"] == pytest.approx(0.257)
+    assert figures["even_io_all_rank"]["value"] == pytest.approx(1 / 2)  # J5 of J1, J5
+    assert figures["uneven_nodes"]["value"] == pytest.approx(1 / 2)  # J4 of J3, J4
+    assert figures["optimizable_jobs"]["value"] == pytest.approx(1 / 13)
+    # grid 0..1500 s: 151 intervals; 5 at or above a third of the 9600-byte peak
+    low = figures["low_throughput_intervals"]
+    assert (low["value"], low["basis"]) == (pytest.approx(146 / 151), 151)
+    total = sum(r + w for _, _, r, w, _, _ in NODE_IO)
+    assert figures["peak_to_mean"]["value"] == pytest.approx(960 / (total / 1510))
+    assert figures["consistent_apps"]["value"] == 0.0
+
+
+def test_headline_figures_agree_with_duckdb(hand):
+    lake, _ = hand
+    figures = rows(lake, "platform_summary")
+    independent = headline(lake, SETTINGS)
+    assert len(independent) == 15
+    for name, value in independent.items():
+        assert figures[name]["value"] == pytest.approx(value, abs=1e-12), name
+
+
+def test_tables_read_back_through_lake_and_catalog(hand):
+    lake, written = hand
+    for table in TABLES:
+        assert read_table(lake, table).schema == spec(table).schema
+        assert contribution_ids(lake, table) <= {frames.SOURCE_ID}
+        (count,) = catalog.sql(lake, f"SELECT count(*) AS n FROM {table}").column("n").to_pylist()
+        assert count == written[table], table
+
+
+def test_rerun_replaces_previous_output(hand, spark):
+    lake, written = hand
+    again = run(lake, spark=spark, settings=SETTINGS, progress=False)
+    assert again == written
+    assert len(list((lake / "job_io_metrics").glob("*.parquet"))) == 1
+
+
+def test_thresholds_are_settings(hand, spark):
+    lake, _ = hand
+    frames_ = {t: frames.read(spark, lake, t) for t in ("jobs", "job_nodes", "node_io", "topology")}
+    strict = Settings(rank0_share=0.97, uneven_nud=0.3, data_intensive_bytes=20000)
+    result = job_io_metrics(
+        frames_["jobs"], frames_["job_nodes"], frames_["node_io"], frames_["topology"], 4, strict
+    ).metrics
+    got = {r["job_id"]: r for r in result.where("job_id IN ('1', '4', '5')").collect()}
+    assert got["4"]["rank0"] is False  # 0.96 is not above 0.97
+    assert got["1"]["uneven_io"] is False  # 0.25 is not above 0.3
+    assert got["5"]["data_intensive"] is False
+
+
+def test_settings_overrides():
+    s = Settings().with_overrides(
+        [
+            "rank0_share=0.9",
+            "data_intensive_bytes=1e9",
+            "darshan_modules=POSIX, STDIO",
+            "nodes_per_cabinet=64",
+        ]
+    )
+    assert (s.rank0_share, s.data_intensive_bytes) == (0.9, 10**9)
+    assert (s.darshan_modules, s.nodes_per_cabinet) == (("POSIX", "STDIO"), 64)
+    with pytest.raises(ValueError, match="NAME=VALUE"):
+        Settings().with_overrides(["rank0"])
+    with pytest.raises(ValueError, match="not a float"):
+        Settings().with_overrides(["rank0_share=high"])
+    with pytest.raises(ValueError, match=r"\(0, 1\]"):
+        Settings(rank0_share=1.5)
+
+
+def test_empty_lake(lake, spark):
+    written = run(lake, spark=spark, progress=False)
+    figures = rows(lake, "platform_summary")
+    assert written == {t: len(figures) if t == "platform_summary" else 0 for t in TABLES}
+    assert figures["rank0_jobs"]["value"] is None and figures["rank0_jobs"]["basis"] == 0
+    assert catalog.sql(lake, "SELECT count(*) AS n FROM job_io_metrics").column("n")[0].as_py() == 0

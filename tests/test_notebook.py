@@ -1,0 +1,33 @@
+"""The analyst notebook runs top to bottom on a synthesized `tiny` lake and draws its figures."""
+
+from __future__ import annotations
+
+import nbformat
+import pytest
+
+from burstlake.jobs.metrics.notebook import render_notebook
+from burstlake.jobs.metrics.run import run
+from burstlake.jobs.synth.run import synthesize
+
+
+@pytest.mark.slow
+def test_notebook_renders_every_figure(spark, lake, tmp_path):
+    synthesize("tiny", lake=lake, seed=2)
+    run(lake, spark=spark, progress=False)
+    out = render_notebook(lake, tmp_path / "out" / "spatial_burstiness.ipynb")
+    notebook = nbformat.read(out, as_version=4)
+    outputs = [o for c in notebook.cells if c.cell_type == "code" for o in c.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    images = sum("image/png" in o.get("data", {}) for o in outputs)
+    assert images == 8  # Table 3, Figs. 2, 4, 5, 7, 8, 10, 11
+    text = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
+    assert str(lake) in text
+    assert "even: " in text and "of 0 all-rank jobs" not in text
+    assert "applications" in text
+
+
+def test_notebook_needs_a_metrics_lake(lake, tmp_path):
+    from nbclient.exceptions import CellExecutionError
+
+    with pytest.raises(CellExecutionError, match="burstlake metrics"):
+        render_notebook(lake, tmp_path / "out.ipynb")
