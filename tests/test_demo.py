@@ -3,6 +3,7 @@ machine through replay (the `make demo` path, on a temporary lake)."""
 
 from __future__ import annotations
 
+import nbformat
 import pytest
 
 from burstlake import demo
@@ -19,3 +20,10 @@ def test_demo_prints_the_edison_summary_and_the_what_if(lake, shared_data, capsy
     shares = next(line for line in out.splitlines() if line.startswith("top10_ion_share "))
     block, cyclic = (float(v) for v in shares.split()[-2:])
     assert cyclic < block
+    optimizable = next(line for line in out.splitlines() if line.startswith("optimizable_jobs"))
+    assert optimizable.split()[2:4] == ["0.063", "0.24"]  # the paper's values beside the lake's
+    notebook = nbformat.read(lake / "notebooks" / "spatial_burstiness.ipynb", as_version=4)
+    images = [
+        o for c in notebook.cells for o in c.get("outputs", []) if "image/png" in o.get("data", {})
+    ]
+    assert len(images) >= 7  # Figs. 2, 4, 5, 7, 8, 10, 11
