@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 from burstlake.lake import read_table
 
@@ -42,3 +43,22 @@ def test_ingest_dag_fails_on_an_unusable_file_but_keeps_the_good_ones(run_dag, l
     assert read_table(lake, "topology").column("node").to_pylist() == ["cn1"]
     [row] = read_table(lake, "quarantine").to_pylist()
     assert row["file"].endswith("junk.csv") and row["location"] == "whole file"
+
+
+def test_ingest_zabbix_dag_lands_an_export_with_its_accounting(run_dag, lake, tmp_path):
+    _drop(tmp_path, "zabbix", Path(__file__).parent / "fixtures" / "zabbix" / "history-tags.ndjson")
+    assert run_dag("ingest_zabbix").state == "success"
+    [log] = read_table(lake, "ingest_log").to_pylist()
+    assert (log["records_in"], log["landed"], log["quarantined"]) == (31, 25, 6)
+    assert set(read_table(lake, "node_io").column("node").to_pylist()) == {"cn00001"}
+    assert read_table(lake, "quarantine").num_rows == 6
+
+
+def test_ingest_darshan_dag_lands_the_edison_logs(run_dag, lake, tmp_path, shared_data):
+    logs = sorted((shared_data / "darshan").glob("edison_*.darshan"))
+    _drop(tmp_path, "darshan", *logs)
+    assert run_dag("ingest_darshan").state == "success"
+    jobs = read_table(lake, "darshan_jobs").column("job_id").to_pylist()
+    assert jobs == ["4478544", "4478544"]
+    assert run_dag("ingest_darshan").state == "success"  # nothing new: no change
+    assert read_table(lake, "darshan_jobs").num_rows == 2
