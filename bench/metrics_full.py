@@ -23,7 +23,7 @@ from pathlib import Path
 
 import psutil
 
-from bench import RESULTS
+from bench import write_result
 
 SYNTH = """
 from burstlake.jobs.synth.run import synthesize
@@ -91,10 +91,7 @@ def main() -> Path:
         "headline": duck,
         "goal_spark_under_5_min": spark_s < GOAL_S,
     }
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / "metrics_full.json"
-    path.write_text(json.dumps(result, indent=2) + "\n")
-    return path
+    return write_result("metrics_full", result)
 
 
 if __name__ == "__main__":

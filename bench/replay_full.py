@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import RESULTS
+from bench import write_result
 
 SYNTH = """
 from burstlake.jobs.synth.run import synthesize
@@ -112,10 +112,7 @@ def main() -> Path:
         "event_replay": events,
         "goal_what_if_under_60s": intervals["what_if_s"] < 60,
     }
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / "replay_full.json"
-    path.write_text(json.dumps(result, indent=2) + "\n")
-    return path
+    return write_result("replay_full", result)
 
 
 if __name__ == "__main__":

@@ -9,14 +9,13 @@ and < 8 GB on a 2-core machine.
 
 from __future__ import annotations
 
-import json
 import resource
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-RESULTS = Path(__file__).resolve().parent / "results"
+from bench import write_result
 
 
 def main(preset: str = "tianhe1a", days: float | None = None) -> Path:
@@ -55,11 +54,7 @@ def main(preset: str = "tianhe1a", days: float | None = None) -> Path:
             **{name: float(value) for name, value in spatial.items()},
         },
     }
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    out = RESULTS / f"synth_full_{preset}.json"
-    out.write_text(json.dumps(result, indent=2) + "\n")
-    print(json.dumps(result, indent=2))
-    return out
+    return write_result(f"synth_full_{preset}", result)
 
 
 if __name__ == "__main__":

@@ -9,9 +9,7 @@ reading the same bytes, ``pyarrow.json.read_json`` alone. Size: ``BURSTLAKE_BENC
 
 from __future__ import annotations
 
-import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -20,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench import RESULTS
+from bench import write_result
 
 T0 = 1_700_000_000
 INTERVAL = 10
@@ -133,16 +131,8 @@ def main() -> Path:
         "pyarrow_json_mb_per_s": round(size_mb / arrow_s, 1),
         "pyarrow_json_peak_rss_mb": round(arrow_rss),
         "ingest_vs_pyarrow": round(ingest_s / arrow_s, 2),
-        "cpus": os.cpu_count(),
-        "load_average_1min": round(os.getloadavg()[0], 1),
-        "python": platform.python_version(),
-        "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / "zabbix_ingest.json"
-    path.write_text(json.dumps(result, indent=2) + "\n")
-    print(json.dumps(result, indent=2))
-    return path
+    return write_result("zabbix_ingest", result)
 
 
 if __name__ == "__main__":

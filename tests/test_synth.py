@@ -20,19 +20,11 @@ from burstlake.jobs.synth.run import synthesize
 from burstlake.jobs.synth.sampling import weighted_pick
 from burstlake.lake import read_table, table_files
 from burstlake.machines import Machine
+from burstlake.schemas.tables import NODE_IO_TRAFFIC
 
 GIB = 1 << 30
 SMALL = {"interval_s": 60, "min_runtime_s": 300}  # a few hours of tiny at 60 s: fast raw files
-TRAFFIC = [
-    "read_bytes",
-    "write_bytes",
-    "read_ops",
-    "write_ops",
-    "osc_read_bytes",
-    "osc_write_bytes",
-    "net_rx_bytes",
-    "net_tx_bytes",
-]
+TRAFFIC = list(NODE_IO_TRAFFIC)
 
 
 # --- calibration parameters -------------------------------------------------------------

@@ -18,19 +18,11 @@ from burstlake.jobs.ingest import zabbix
 from burstlake.jobs.ingest.base import ingest
 from burstlake.jobs.ingest.zabbix_mapping import HostNames, load_mapping, prefix_rewrite
 from burstlake.lake import read_table, write_table
+from burstlake.schemas.tables import NODE_IO_TRAFFIC
 
 FIXTURES = Path(__file__).parent / "fixtures" / "zabbix"
 T0 = 1700000000
-TRAFFIC = (
-    "read_bytes",
-    "write_bytes",
-    "read_ops",
-    "write_ops",
-    "osc_read_bytes",
-    "osc_write_bytes",
-    "net_rx_bytes",
-    "net_tx_bytes",
-)
+TRAFFIC = NODE_IO_TRAFFIC
 
 
 def _ts(offset: int) -> datetime:

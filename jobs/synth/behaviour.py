@@ -19,6 +19,7 @@ import numpy as np
 from burstlake.jobs.synth.calibration import Calibration
 from burstlake.jobs.synth.sampling import weighted_pick
 from burstlake.jobs.synth.workload import Applications
+from burstlake.schemas.tables import NODE_IO_TRAFFIC
 
 XFER_BYTES = np.array([64 << 10, 256 << 10, 1 << 20, 4 << 20])
 TEMPER_STEPS = np.linspace(0.0, 1.0, 201)[:, None]
@@ -296,16 +297,7 @@ def phases(cal: Calibration, traits: Traits, jobs: RunningJobs, behaviour: Behav
     return Phases(job, start, duration, read, io_bytes, comm).take(order)
 
 
-TRAFFIC_COLUMNS = (
-    "read_bytes",
-    "write_bytes",
-    "read_ops",
-    "write_ops",
-    "osc_read_bytes",
-    "osc_write_bytes",
-    "net_rx_bytes",
-    "net_tx_bytes",
-)
+TRAFFIC_COLUMNS = NODE_IO_TRAFFIC
 
 
 def traffic(
