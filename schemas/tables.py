@@ -163,6 +163,17 @@ DARSHAN_JOBS = TableSpec(
     replace_key=("log_id",),
 )
 
+DARSHAN_MEASURES = (  # per log × module × rank, summed from the module's Darshan counters
+    "bytes_read",
+    "bytes_written",
+    "reads",
+    "writes",
+    "opens",
+    "read_time",
+    "write_time",
+    "meta_time",
+)
+
 DARSHAN_RANK_IO = TableSpec(
     name="darshan_rank_io",
     doc="Log × module × rank totals; rank -1 holds shared-file records reduced over all ranks.",
@@ -182,16 +193,7 @@ DARSHAN_RANK_IO = TableSpec(
         ("meta_time", pa.float64(), True),
     ),
     key=("log_id", "module", "rank"),
-    nonnegative=(
-        "bytes_read",
-        "bytes_written",
-        "reads",
-        "writes",
-        "opens",
-        "read_time",
-        "write_time",
-        "meta_time",
-    ),
+    nonnegative=DARSHAN_MEASURES,
     replace_key=("log_id",),
 )
 

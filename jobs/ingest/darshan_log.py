@@ -32,16 +32,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-MEASURES = (
-    "bytes_read",
-    "bytes_written",
-    "reads",
-    "writes",
-    "opens",
-    "read_time",
-    "write_time",
-    "meta_time",
-)
+from burstlake.schemas.tables import DARSHAN_MEASURES as MEASURES
+
 TIME_MEASURES = ("read_time", "write_time", "meta_time")
 
 
