@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 
@@ -10,6 +11,7 @@ def session(master: str | None = None, app_name: str = "burstlake", shuffle_part
     """A SparkSession on ``master`` (default ``local[*]``) set up for the lake: UTC, no UI."""
     from pyspark.sql import SparkSession
 
+    logging.getLogger("py4j").setLevel(logging.WARNING)  # no INFO chatter at interpreter exit
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = (
         SparkSession.builder.master(master or "local[*]")
