@@ -31,7 +31,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from burstlake import catalog
-from burstlake.lake import ContributionWriter, delete_contribution, read_table, table_files
+from burstlake.lake import (
+    ContributionWriter,
+    delete_contribution,
+    read_table,
+    table_files,
+    write_table,
+)
+from burstlake.schemas import spec
 from burstlake.validate import validate
 
 RECORD = "_record"
@@ -148,8 +155,6 @@ def _quarantine_rows(report: FileReport, rejects: Iterable[Reject]) -> pa.Table:
         }
         for r in rejects
     ]
-    from burstlake.schemas import spec
-
     return pa.Table.from_pylist(rows, schema=spec("quarantine").schema)
 
 
@@ -199,8 +204,6 @@ def _screen(
 
 
 def _topology_nodes(lake: Path | str | None, source: Source) -> list[str] | None:
-    from burstlake.schemas import spec
-
     needs = any(spec(t).node_columns for t in source.tables)
     if not needs or not table_files(lake, "topology"):
         return None
@@ -268,8 +271,6 @@ def ingest_file(
 
 
 def _log(lake: str | os.PathLike | None, report: FileReport) -> None:
-    from burstlake.lake import write_table
-
     row = {
         "source": report.source,
         "file": report.file,
@@ -312,8 +313,8 @@ def ingest(
     )
     context = ParseContext(options=dict(options or {}), progress=bar.update)
     bar_base = 0
+    topology_nodes = _topology_nodes(lake, source)  # a source checking names never writes them
     for file in files:
-        topology_nodes = _topology_nodes(lake, source)
         reports.append(ingest_file(source, file, lake, context, topology_nodes))
         bar_base += file.stat().st_size if file.is_file() else 0
         bar.n = bar_base
