@@ -258,7 +258,9 @@ def test_cli_reports_bad_scenarios_in_one_line(tmp_path, capsys) -> None:
 @pytest.mark.slow
 def test_remapping_on_a_synthesized_tianhe1a_lake(lake) -> None:
     """004 §7.4.1 on the synthesizer's Tianhe-1A traces (one day): cyclic mapping spreads the
-    spatial bursts over more IONs (lower top-10 % share and NUD, more IONs for the busiest)."""
+    spatial bursts over more IONs (lower top-10 % share and NUD, more IONs for the busiest).
+    Paper: the top 10 % of IONs carry 58.6 % under block, 37.9 % under cyclic; over four
+    synthesized days (seed 1) 55 % and 44 %, on this day 73 % and 44 %."""
     from burstlake.jobs.synth.run import synthesize
 
     written = synthesize("tianhe1a", lake=lake, days=1, seed=3)
@@ -267,7 +269,7 @@ def test_remapping_on_a_synthesized_tianhe1a_lake(lake) -> None:
         "SELECT sum(coalesce(read_bytes, 0) + coalesce(write_bytes, 0))::DOUBLE AS b FROM node_io",
     )["b"][0].as_py()
     s = scores(run(load(SCENARIOS / "ion_remap.yaml"), lake))
-    assert s["cyclic", "top10_ion_share"] < s["block", "top10_ion_share"]
+    assert s["cyclic", "top10_ion_share"] < 0.85 * s["block", "top10_ion_share"]
     assert s["cyclic", "ion_load_nud"] < s["block", "ion_load_nud"]
     assert s["cyclic", "busiest1pct_nodes_ions"] > 1.5 * s["block", "busiest1pct_nodes_ions"]
     assert s["cyclic", "backlog_seconds"] <= s["block", "backlog_seconds"]

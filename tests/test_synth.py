@@ -16,8 +16,9 @@ from burstlake.jobs.synth import stats
 from burstlake.jobs.synth.allocator import Allocator, Policy
 from burstlake.jobs.synth.behaviour import _temper, nud
 from burstlake.jobs.synth.calibration import Calibration, calibration, parse_assignments
-from burstlake.jobs.synth.run import synthesize
+from burstlake.jobs.synth.run import build_trace, synthesize
 from burstlake.jobs.synth.sampling import weighted_pick
+from burstlake.jobs.synth.trace import traffic_days
 from burstlake.lake import read_table, table_files
 from burstlake.machines import Machine
 from burstlake.schemas.tables import NODE_IO_TRAFFIC
@@ -205,6 +206,32 @@ def test_truth_table_matches_the_data(tiny_lake: Path) -> None:
     assert '"rank0_share": 0.257' in truth.params.iloc[0]
 
 
+def test_data_intensive_jobs_sustain_io_a_few_nodes_at_a_time() -> None:
+    """The timing model (behaviour.py): data-intensive jobs keep ``writing_node_share`` of the
+    machine's nodes writing on average, each job about ``writers`` nodes at a time, and their
+    nodes' totals still follow the job's per-node shares."""
+    trace = build_trace("tiny", seed=3)
+    rows = list(traffic_days(trace))
+    job = np.concatenate([r["job"] for r in rows])
+    interval = np.concatenate([r["interval"] for r in rows])
+    slot = np.concatenate([r["slot"] for r in rows])
+    lustre = np.concatenate([r["read_bytes"] + r["write_bytes"] for r in rows])
+    b = trace.behaviour
+    writing = b.data_intensive[job] & (lustre > 0)
+    target = trace.cal.writing_node_share * trace.machine.nodes
+    assert writing.sum() / trace.intervals == pytest.approx(target, rel=0.15)
+    keys, at_once = np.unique(
+        job[writing] * trace.intervals + interval[writing], return_counts=True
+    )
+    assert 0.8 <= np.mean(at_once / b.writers[keys // trace.intervals]) <= 1.25
+    assert (b.writers[b.data_intensive] < trace.jobs.nnodes[b.data_intensive]).any()
+    # a node's bytes over the run: its share of the job's bytes (floored per phase)
+    per_slot = np.bincount(slot, weights=lustre, minlength=len(b.flat_shares))
+    owner_of_slot = np.repeat(np.arange(len(trace.jobs)), trace.jobs.nnodes)
+    expected = b.flat_shares * trace.io_bytes[owner_of_slot]
+    assert np.allclose(per_slot, expected, rtol=1e-3, atol=64 * 1024)
+
+
 def test_tiny_statistics_near_the_tianhe1a_targets(tiny_lake: Path) -> None:
     """tiny uses the Tianhe-1A shares; one day of ~800 jobs leaves a few points of noise."""
     figures = stats.headline(tiny_lake, 16, 10 * GIB)
@@ -325,9 +352,10 @@ def test_reduced_tianhe1a_statistics_near_the_paper(tmp_path: Path) -> None:
     """Three days of the full Tianhe-1A machine (~9k jobs; the first day fills an empty
     machine). Tolerances: job shares ±5 points, data-intensive ±2, its traffic share ±1,
     node distribution after the first day ±7 (70.4 % minimal cabinets, 50.7 % uneven),
-    top-1 % nodes ±6 (the biggest data-intensive jobs dominate a few days). Not asserted,
-    known weak: top-20 % cabinets (~95 % vs ≈ 80 %): a few jobs' bursts carry each heavy
-    interval."""
+    top-1 % nodes ±7 and top-20 % cabinets ±10 (≈ 80 %, read off Fig. 8): which
+    data-intensive jobs run together moves both by several points from one short run to the
+    next (the full 24 days give 91.1 % and 81.0 %, ``make bench``). The old burst-only model
+    gave 94-99 % for the cabinets."""
     synthesize("tianhe1a", lake=tmp_path, days=3, seed=1)
     _assert_near(
         stats.headline(tmp_path, 64, 10 * GIB) | _node_distribution(tmp_path, 64),
@@ -338,7 +366,8 @@ def test_reduced_tianhe1a_statistics_near_the_paper(tmp_path: Path) -> None:
             "data_intensive_traffic_share": (0.981, 0.01),
             "low_comm_share": (0.933, 0.02),
             "optimizable_share": (0.063, 0.02),
-            "top1_node_share": (0.908, 0.06),
+            "top1_node_share": (0.908, 0.07),
+            "top20_cabinet_share": (0.80, 0.10),
             "min_cabinets_share": (0.704, 0.07),
             "uneven_cabinets_share": (0.507, 0.07),
         },
@@ -348,7 +377,8 @@ def test_reduced_tianhe1a_statistics_near_the_paper(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_reduced_cs19_statistics_near_the_paper(tmp_path: Path) -> None:
     """Two days of the full CS19 machine (~8.6k jobs), same tolerances as Tianhe-1A, the
-    traffic share ±3 (fewer, larger data-intensive jobs). Not asserted: top-20 % cabinets."""
+    traffic share ±3 (fewer, larger data-intensive jobs). The full 29 days give 98.3 % and
+    75.8 % for the top-1 % nodes and top-20 % cabinets."""
     synthesize("cs19", lake=tmp_path, days=2, seed=1)
     _assert_near(
         stats.headline(tmp_path, 128, 10 * GIB) | _node_distribution(tmp_path, 128),
@@ -359,7 +389,8 @@ def test_reduced_cs19_statistics_near_the_paper(tmp_path: Path) -> None:
             "data_intensive_traffic_share": (0.910, 0.03),
             "low_comm_share": (0.953, 0.02),
             "optimizable_share": (0.240, 0.02),
-            "top1_node_share": (0.966, 0.06),
+            "top1_node_share": (0.966, 0.07),
+            "top20_cabinet_share": (0.80, 0.10),
             "min_cabinets_share": (0.492, 0.07),
             "uneven_cabinets_share": (0.713, 0.07),
         },

@@ -4,8 +4,18 @@ Each application has characteristics — rank-0 or all-rank I/O, even or uneven 
 all-rank job's bytes over its nodes, data-intensive or not, low communication or not — and each
 job keeps them except with probability ``flip_share`` (the consistency degree of Def. 3).
 An uneven application's heavy nodes either stay put job after job or move (the distribution
-divergence of Def. 4). A job's I/O comes in bursts: an input read at the start and a checkpoint
-write at the end of every checkpoint period, each as short as the node's Lustre rate allows.
+divergence of Def. 4).
+
+A job's I/O comes in phases: an input read at the start and a checkpoint write at the end of
+every checkpoint period. Ordinary jobs burst, each node at ``node_rate_bytes_s``. A
+data-intensive job sustains its application's per-node write rate for a large share of its run
+(its duty), a few nodes at a time: its nodes write in staggered windows, so its bytes over the
+whole run keep their per-node distribution while only a few nodes (growing as
+``n^writers_exponent``) write in any interval. Duty and writers are set so that
+``writing_node_share`` of the machine's nodes write at any moment on average; the volume is
+rate × writers × duty × run time. At any moment the machine's traffic then comes from many
+data-intensive jobs writing at comparable rates from few nodes each, spread over many cabinets:
+the top 1 % of nodes carry most of it, the top 20 % of cabinets about 80 % (004 §4.1, Fig. 8).
 Communication rides on the same intervals (gathers before rank-0 writes, halo exchanges), so
 ``net bytes − Lustre bytes`` is the job's communication volume.
 """
@@ -24,6 +34,7 @@ from burstlake.schemas.tables import NODE_IO_TRAFFIC
 XFER_BYTES = np.array([64 << 10, 256 << 10, 1 << 20, 4 << 20])
 TEMPER_STEPS = np.linspace(0.0, 1.0, 201)[:, None]
 RANK0_QUIET_SHARE = 0.5  # rank-0 jobs whose other nodes do no I/O at all
+DUTY_SPREAD = 0.5  # data-intensive jobs' I/O duty varies ± this around the common level
 
 
 @dataclass(frozen=True)
@@ -38,6 +49,7 @@ class Traits:
     read_share: np.ndarray
     checkpoint_s: np.ndarray
     xfer_bytes: np.ndarray
+    write_rate: np.ndarray  # sustained per-node bytes/s of its data-intensive jobs
 
 
 @dataclass(frozen=True)
@@ -65,6 +77,8 @@ class Behaviour:
     data_intensive: np.ndarray
     low_comm: np.ndarray
     io_bytes: np.ndarray  # intended Lustre bytes (read + write)
+    writers: np.ndarray  # nodes writing at once during an I/O phase
+    node_rate: np.ndarray  # bytes/s of each writing node during an I/O phase
     comm_bytes: np.ndarray  # intended communication bytes
     io_nud: np.ndarray  # NUD of the intended per-node shares (NaN for single-node jobs)
     max_node_share: np.ndarray
@@ -75,7 +89,8 @@ class Behaviour:
 
 @dataclass(frozen=True)
 class Phases:
-    """I/O phases: job, first interval, length in intervals, read or write, bytes."""
+    """I/O phases: job, first interval, length in intervals, read or write, bytes, and the
+    bytes a writing node moves per interval."""
 
     job: np.ndarray
     first: np.ndarray
@@ -83,6 +98,7 @@ class Phases:
     read: np.ndarray
     io_bytes: np.ndarray
     comm_bytes: np.ndarray
+    node_bytes_per_interval: np.ndarray
 
     def __len__(self) -> int:
         return len(self.job)
@@ -97,11 +113,17 @@ def _departed(p: float, flip: float) -> float:
 
 
 def _pick_by_class(
-    member: np.ndarray, weight: np.ndarray, share_given, flip: float, rng: np.random.Generator
+    member: np.ndarray,
+    weight: np.ndarray,
+    share_given,
+    flip: float,
+    rng: np.random.Generator,
+    preference: np.ndarray | None = None,
 ) -> np.ndarray:
     """A trait whose share differs inside and outside a class of apps (``share_given(bool)``)."""
-    inside = weighted_pick(member, weight, _departed(share_given(True), flip), rng)
-    return inside | weighted_pick(~member, weight, _departed(share_given(False), flip), rng)
+    p_in, p_out = (_departed(share_given(c), flip) for c in (True, False))
+    inside = weighted_pick(member, weight, p_in, rng, preference)
+    return inside | weighted_pick(~member, weight, p_out, rng, preference)
 
 
 def app_traits(cal: Calibration, apps: Applications, rng: np.random.Generator) -> Traits:
@@ -111,7 +133,9 @@ def app_traits(cal: Calibration, apps: Applications, rng: np.random.Generator) -
     rank0 = weighted_pick(multi, weight, _departed(cal.rank0_share, flip), rng)
     allrank = multi & ~rank0
     even = weighted_pick(allrank, weight, _departed(cal.even_share, flip), rng)
-    di = _pick_by_class(allrank, weight, cal.data_intensive_given, flip, rng)
+    noise = cal.data_intensive_runtime_noise * rng.standard_normal(count)
+    long_runs = np.log(apps.runtime_s) + noise  # data-intensive apps: the long-running ones
+    di = _pick_by_class(allrank, weight, cal.data_intensive_given, flip, rng, long_runs)
     low_comm = _pick_by_class(allrank & di, weight, cal.low_comm_given, flip, rng)
     return Traits(
         rank0=rank0,
@@ -122,6 +146,10 @@ def app_traits(cal: Calibration, apps: Applications, rng: np.random.Generator) -
         read_share=rng.uniform(0, cal.read_share_max, count),
         checkpoint_s=cal.checkpoint_period_s * np.exp(0.5 * rng.standard_normal(count)),
         xfer_bytes=XFER_BYTES[rng.integers(0, len(XFER_BYTES), count)],
+        write_rate=np.minimum(
+            cal.writer_rate_bytes_s * np.exp(cal.writer_rate_sigma * rng.standard_normal(count)),
+            cal.node_rate_bytes_s,
+        ),
     )
 
 
@@ -191,19 +219,57 @@ def _job_shares(
     return _temper(pattern, target, cal.uneven_nud_min, cal.allrank_max_share)
 
 
-def _volumes(cal: Calibration, di: np.ndarray, nnodes: np.ndarray, rng: np.random.Generator):
-    """Lustre bytes per job (§6.2): data-intensive jobs above the threshold with a heavy tail,
-    growing with job size; the others log-uniform over decades below it, scaled so that
-    data-intensive jobs carry ``data_intensive_traffic_share`` of all bytes."""
+def _sustained(
+    cal: Calibration,
+    jobs: RunningJobs,
+    di: np.ndarray,
+    machine_nodes: int,
+    window_s: int,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Writers at once and I/O duty per job. Ordinary jobs: all nodes, duty unused (0).
+
+    A data-intensive job keeps on average c = level × u × n^writers_exponent of its n nodes
+    writing (u uniform within ±DUTY_SPREAD, c ≤ n): ⌈c⌉ writers at once for c/⌈c⌉ of its run.
+    The common level is solved by bisection so that ``writing_node_share`` of the machine's
+    nodes write at any moment on average over the window.
+    """
+    n, run_s = jobs.nnodes.astype(np.float64), (jobs.end_s - jobs.start_s) * di
+    weight = rng.uniform(1 - DUTY_SPREAD, 1 + DUTY_SPREAD, len(n)) * n**cal.writers_exponent
+    target = cal.writing_node_share * machine_nodes * window_s
+    low, high = 0.0, float(np.max(n / weight, initial=1.0))
+    for _ in range(60):
+        level = (low + high) / 2
+        if np.sum(np.minimum(level * weight, n) * run_s) < target:
+            low = level
+        else:
+            high = level
+    concurrency = np.minimum(high * weight, n)
+    writers = np.where(di, np.ceil(concurrency), n).astype(np.int64)
+    return writers, np.where(di, concurrency / writers, 0.0)
+
+
+def _volumes(
+    cal: Calibration,
+    di: np.ndarray,
+    jobs: RunningJobs,
+    rate: np.ndarray,
+    writers: np.ndarray,
+    duty: np.ndarray,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """Lustre bytes per job (§6.2). A data-intensive job sustains ``rate`` on ``writers`` nodes
+    for its duty share of its run (at least just above the threshold); the others are
+    log-uniform over decades below the threshold, scaled so that data-intensive jobs carry
+    ``data_intensive_traffic_share`` of all bytes."""
     count, threshold = len(di), cal.data_intensive_bytes
-    size = np.maximum(nnodes / 2, 1.0) ** cal.data_intensive_size_exponent
-    spread = np.exp(cal.data_intensive_sigma * np.abs(rng.standard_normal(count)))
-    heavy = threshold * 1.01 * spread * size
+    sustained = rate * writers * duty * (jobs.end_s - jobs.start_s)
+    heavy = np.maximum(sustained, threshold * 1.01)
     light = 10.0 ** -(cal.non_di_log10_width * rng.random(count))
     share = cal.data_intensive_traffic_share
     wanted = heavy[di].sum() * (1 - share) / share if di.any() else threshold
     light *= wanted / max(light[~di].sum(), 1e-300)
-    light = np.clip(light, nnodes * float(1 << 20), 0.99 * threshold)
+    light = np.clip(light, jobs.nnodes * float(1 << 20), 0.99 * threshold)
     return np.where(di, heavy, light).astype(np.int64)
 
 
@@ -212,6 +278,8 @@ def job_behaviour(
     apps: Applications,
     traits: Traits,
     jobs: RunningJobs,
+    machine_nodes: int,
+    window_s: int,
     seed: int,
     rng: np.random.Generator,
 ) -> Behaviour:
@@ -227,7 +295,9 @@ def job_behaviour(
     uneven = multi & ~rank0 & (~traits.even[app] ^ departs())
     di = traits.data_intensive[app] ^ departs()
     low_comm = traits.low_comm[app] ^ departs()
-    io_bytes = _volumes(cal, di, jobs.nnodes, rng)
+    writers, duty = _sustained(cal, jobs, di, machine_nodes, window_s, rng)
+    node_rate = np.where(di, traits.write_rate[app], cal.node_rate_bytes_s)
+    io_bytes = _volumes(cal, di, jobs, node_rate, writers, duty, rng)
     ratio = np.where(
         low_comm,
         rng.uniform(0.01, cal.low_comm_ratio_max, count),
@@ -255,6 +325,8 @@ def job_behaviour(
         data_intensive=di,
         low_comm=low_comm,
         io_bytes=io_bytes,
+        writers=writers,
+        node_rate=node_rate,
         comm_bytes=(io_bytes * ratio).astype(np.int64),
         io_nud=degrees,
         max_node_share=peaks,
@@ -269,32 +341,42 @@ def job_behaviour(
 def phases(cal: Calibration, traits: Traits, jobs: RunningJobs, behaviour: Behaviour) -> Phases:
     """The read phase and checkpoint write phases of every job, sorted by first interval.
 
+    A job's run is cut into a read segment (its read share of the run) and one segment per
+    checkpoint period; the read phase opens the first, a write phase closes each other one.
+    A phase lasts as long as its nodes need at the job's node rate (the busiest node alone, the
+    others ``writers`` at a time), at most its segment; a phase cut short writes faster.
     Phases sit in the intervals wholly inside the job's run, leaving out its last one, so an
     interval with traffic always has its two Zabbix samples inside the run.
     """
     iv = cal.interval_s
     first = -(-jobs.start_s // iv)
-    last = -(-jobs.end_s // iv) - 2
-    span = last - first + 1
-    slots = np.clip((span * iv / traits.checkpoint_s[jobs.app]).astype(np.int64), 1, span // 2)
-    per_job = slots + 1  # one read phase, one write phase per slot
-    job = np.repeat(np.arange(len(jobs)), per_job)
-    ordinal = np.arange(len(job)) - np.repeat(np.cumsum(per_job) - per_job, per_job)
+    span = -(-jobs.end_s // iv) - 1 - first
+    periods = (span * iv / traits.checkpoint_s[jobs.app]).astype(np.int64) + 1
+    segments = np.clip(periods, 2, np.maximum(span // 2, 2))
+    job = np.repeat(np.arange(len(jobs)), segments)
+    ordinal = np.arange(len(job)) - np.repeat(np.cumsum(segments) - segments, segments)
     read = ordinal == 0
-    slot = np.maximum(ordinal - 1, 0)
-    k, length = slots[job], span[job]
-    low = first[job] + slot * length // k
-    high = first[job] + (slot + 1) * length // k
+    k = segments[job]
     read_share = traits.read_share[jobs.app][job]
+
+    def boundary(s: np.ndarray) -> np.ndarray:
+        """Segment s starts after the read share of the run, then equal write segments; each
+        segment keeps at least one interval."""
+        fraction = np.where(s == 0, 0.0, read_share + (1 - read_share) * (s - 1) / (k - 1))
+        return first[job] + np.round(fraction * (span[job] - k)).astype(np.int64) + s
+
+    low, high = boundary(ordinal), boundary(ordinal + 1)
     io = behaviour.io_bytes[job].astype(np.float64)
-    io_bytes = np.where(read, io * read_share, io * (1 - read_share) / k).astype(np.int64)
-    peak = io_bytes * behaviour.max_node_share[job]
-    need = np.ceil(peak / (cal.node_rate_bytes_s * iv)).astype(np.int64)
-    duration = np.clip(need, 1, np.maximum((high - low) // 2, 1))
+    io_bytes = np.where(read, io * read_share, io * (1 - read_share) / (k - 1)).astype(np.int64)
+    busiest = io_bytes * behaviour.max_node_share[job]
+    per_writer = np.maximum(busiest, io_bytes / behaviour.writers[job])
+    per_interval = behaviour.node_rate[job] * iv
+    duration = np.clip(np.ceil(per_writer / per_interval), 1, high - low).astype(np.int64)
+    per_interval = np.maximum(per_interval, np.ceil(per_writer / duration)).astype(np.int64)
     start = np.where(read, low, high - duration)
-    comm = behaviour.comm_bytes[job] // per_job[job]
+    comm = behaviour.comm_bytes[job] // segments[job]
     order = np.lexsort((job, start))
-    return Phases(job, start, duration, read, io_bytes, comm).take(order)
+    return Phases(job, start, duration, read, io_bytes, comm, per_interval).take(order)
 
 
 TRAFFIC_COLUMNS = NODE_IO_TRAFFIC
@@ -305,25 +387,36 @@ def traffic(
 ) -> dict[str, np.ndarray]:
     """Node × interval rows of the given phases (only rows with some traffic).
 
+    Each node writes its share of a phase at the phase's node rate, in a window of the phase
+    staggered by its position in the job, so about ``writers`` nodes write at once.
     Returns columns ``job``, ``slot`` (index into flat_nodes), ``node`` (index), ``interval``,
     the traffic columns of ``node_io`` and the gauges.
     """
     nodes = jobs.nnodes[phases.job]
-    per_phase = nodes * phases.length
-    phase = np.repeat(np.arange(len(phases)), per_phase)
-    within = np.arange(len(phase)) - np.repeat(np.cumsum(per_phase) - per_phase, per_phase)
-    length = phases.length[phase]
-    job = phases.job[phase]
-    slot = jobs.node_offset[job] + within // length
-    step = within % length
-    node_bytes = np.floor(behaviour.flat_shares[slot] * phases.io_bytes[phase]).astype(np.int64)
-    lustre = node_bytes // length + (step < node_bytes % length)
+    pair_phase = np.repeat(np.arange(len(phases)), nodes)
+    position = np.arange(len(pair_phase)) - np.repeat(np.cumsum(nodes) - nodes, nodes)
+    job = phases.job[pair_phase]
+    slot = jobs.node_offset[job] + position
+    length = phases.length[pair_phase]
+    node_bytes = np.floor(behaviour.flat_shares[slot] * phases.io_bytes[pair_phase]).astype(
+        np.int64
+    )
+    window = np.clip(-(-node_bytes // phases.node_bytes_per_interval[pair_phase]), 1, length)
+    waves = -(-jobs.nnodes[job] // behaviour.writers[job])
+    offset = position % waves * (length - window + 1) // waves
+    row_pair = np.repeat(np.arange(len(pair_phase)), window)
+    step = np.arange(len(row_pair)) - np.repeat(np.cumsum(window) - window, window)
+    per_phase = np.bincount(pair_phase, weights=window, minlength=len(phases)).astype(np.int64)
+    phase = pair_phase[row_pair]
+    job, slot = job[row_pair], slot[row_pair]
+    node_bytes, window = node_bytes[row_pair], window[row_pair]
+    lustre = node_bytes // window + (step < node_bytes % window)
     comm = phases.comm_bytes[phase] // per_phase[phase]
     keep = (lustre > 0) | (comm > 0)
     read = phases.read[phase]
     xfer = xfer_bytes[job]
     rows = {"job": job, "slot": slot, "node": jobs.flat_nodes[slot]}
-    rows["interval"] = phases.first[phase] + step
+    rows["interval"] = phases.first[phase] + offset[row_pair] + step
     rows["read_bytes"] = np.where(read, lustre, 0)
     rows["write_bytes"] = np.where(read, 0, lustre)
     rows["read_ops"] = -(-rows["read_bytes"] // xfer)

@@ -65,8 +65,8 @@ class Calibration:
     low_comm_share: float = 0.933  # of all jobs (Table 3)
     optimizable_share: float = 0.063  # data-intensive ∧ all-rank ∧ low-comm (Table 3)
     data_intensive_bytes: int = 10 * GIB  # threshold; the metrics' default too
-    data_intensive_sigma: float = 1.5  # data-intensive bytes = threshold · e^(σ|Z|) · size
-    data_intensive_size_exponent: float = 0.75  # ... · (nodes / 2)^this (§4.1: top 1 % nodes)
+    data_intensive_runtime_noise: float = 1.0  # data-intensive apps are the long-running ones:
+    # picked by log(median run time) + this × N(0, 1), largest first (assumed, not in 004)
     non_di_log10_width: float = 4.0  # other jobs' bytes: log-uniform over this many decades
     flip_share: float = 0.03  # chance a job departs from its app's characteristic (Def. 3)
     divergent_app_share: float = 0.5  # uneven apps whose heavy nodes move job to job (Def. 4)
@@ -78,7 +78,13 @@ class Calibration:
     rank0_min_share: float = 0.97  # the root's share of a rank-0 job's bytes
     read_share_max: float = 0.5  # input read phase: up to this share of a job's bytes
     checkpoint_period_s: float = 3600.0  # median time between checkpoint (write) phases
-    node_rate_bytes_s: float = 1.5e9  # a node's Lustre throughput during a burst
+    node_rate_bytes_s: float = 1.5e9  # a node's Lustre throughput in an ordinary job's burst
+    # data-intensive jobs sustain I/O (§4.1: top 1 % nodes, top 20 % cabinets at all times)
+    writer_rate_bytes_s: float = 5e7  # median per-node write rate of an application ...
+    writer_rate_sigma: float = 0.5  # ... lognormal over applications, at most node_rate
+    writers_exponent: float = 0.0  # nodes writing at once grow as n^this (n job nodes)
+    writing_node_share: float = 0.0115  # of the machine's nodes, writing data-intensive I/O
+    # at any moment on average (§4.1: the top 1 % of nodes carry 90.8 % of the traffic)
     low_comm_ratio_max: float = 0.8  # low-comm jobs: comm bytes / I/O bytes up to this
     high_comm_ratio_min: float = 1.5  # others: from this ...
     high_comm_ratio_max: float = 20.0  # ... to this
@@ -100,6 +106,10 @@ class Calibration:
             raise ValueError("calibration needs interval_s > 0 and jitter_s < interval_s / 4")
         if self.min_runtime_s < 3 * self.interval_s:
             raise ValueError("calibration min_runtime_s must cover at least 3 intervals")
+        if not 0 <= self.writers_exponent <= 1:
+            raise ValueError("calibration writers_exponent must be in [0, 1]")
+        if not 0 < self.writer_rate_bytes_s <= self.node_rate_bytes_s:
+            raise ValueError("calibration needs 0 < writer_rate_bytes_s <= node_rate_bytes_s")
         if not 0 <= self.even_nud_max < 0.05 < self.uneven_nud_min <= self.uneven_nud_max:
             raise ValueError("calibration needs even_nud_max < 0.05 < uneven_nud_min <= max")
         if self.optimizable_share > self.data_intensive_share * self.data_intensive_allrank_share:
@@ -156,8 +166,10 @@ PRESET_CALIBRATIONS: dict[str, dict[str, Any]] = {
         "data_intensive_share": 0.301,
         "data_intensive_allrank_share": 0.85,
         "data_intensive_traffic_share": 0.910,
-        "data_intensive_sigma": 1.0,
-        "data_intensive_size_exponent": 0.1,  # §4.1: top 1 % of nodes carry 96.6 %
+        "data_intensive_runtime_noise": 3.0,  # 30 % of jobs: barely longer than the rest
+        "writing_node_share": 0.008,  # §4.1: the top 1 % of nodes carry 96.6 %
+        "writer_rate_bytes_s": 1e7,  # keeps the data-intensive traffic share at 91 %
+        "writer_rate_sigma": 0.7,
         "low_comm_share": 0.953,
         "optimizable_share": 0.240,
         "cpu_load": 15.5,  # 16 cores per node

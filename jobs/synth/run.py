@@ -48,7 +48,9 @@ def build_trace(
     placement = allocator.schedule(cal, machine, submitted, window_s, streams[1])
     jobs = _running(submitted, placement, window_s)
     traits = behaviour.app_traits(cal, apps, streams[2])
-    decided = behaviour.job_behaviour(cal, apps, traits, jobs, seed, streams[2])
+    decided = behaviour.job_behaviour(
+        cal, apps, traits, jobs, machine.nodes, window_s, seed, streams[2]
+    )
     epoch = datetime.fromisoformat(cal.start_date).replace(tzinfo=UTC)
     return Trace(
         preset=preset,
