@@ -347,18 +347,11 @@ def _assert_near(figures: dict[str, float], targets: dict[str, tuple[float, floa
         assert abs(figures[name] - target) <= tolerance, (name, figures[name], target)
 
 
-@pytest.mark.slow
-def test_reduced_tianhe1a_statistics_near_the_paper(tmp_path: Path) -> None:
-    """Three days of the full Tianhe-1A machine (~9k jobs; the first day fills an empty
-    machine). Tolerances: job shares ±5 points, data-intensive ±2, its traffic share ±1,
-    node distribution after the first day ±7 (70.4 % minimal cabinets, 50.7 % uneven),
-    top-1 % nodes ±7 and top-20 % cabinets ±10 (≈ 80 %, read off Fig. 8): which
-    data-intensive jobs run together moves both by several points from one short run to the
-    next (the full 24 days give 91.1 % and 81.0 %, ``make bench``). The old burst-only model
-    gave 94-99 % for the cabinets."""
-    synthesize("tianhe1a", lake=tmp_path, days=3, seed=1)
-    _assert_near(
-        stats.headline(tmp_path, 64, 10 * GIB) | _node_distribution(tmp_path, 64),
+REDUCED_PRESETS = {
+    # preset: (days, nodes per cabinet, {figure: (paper value, tolerance)})
+    "tianhe1a": (
+        3,
+        64,
         {
             "rank0_share": (0.257, 0.05),
             "even_share": (0.619, 0.05),
@@ -371,17 +364,10 @@ def test_reduced_tianhe1a_statistics_near_the_paper(tmp_path: Path) -> None:
             "min_cabinets_share": (0.704, 0.07),
             "uneven_cabinets_share": (0.507, 0.07),
         },
-    )
-
-
-@pytest.mark.slow
-def test_reduced_cs19_statistics_near_the_paper(tmp_path: Path) -> None:
-    """Two days of the full CS19 machine (~8.6k jobs), same tolerances as Tianhe-1A, the
-    traffic share ±3 (fewer, larger data-intensive jobs). The full 29 days give 98.3 % and
-    75.8 % for the top-1 % nodes and top-20 % cabinets."""
-    synthesize("cs19", lake=tmp_path, days=2, seed=1)
-    _assert_near(
-        stats.headline(tmp_path, 128, 10 * GIB) | _node_distribution(tmp_path, 128),
+    ),
+    "cs19": (
+        2,
+        128,
         {
             "rank0_share": (0.066, 0.05),
             "even_share": (0.529, 0.05),
@@ -394,4 +380,22 @@ def test_reduced_cs19_statistics_near_the_paper(tmp_path: Path) -> None:
             "min_cabinets_share": (0.492, 0.07),
             "uneven_cabinets_share": (0.713, 0.07),
         },
-    )
+    ),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("preset", sorted(REDUCED_PRESETS))
+def test_reduced_preset_statistics_near_the_paper(preset: str, tmp_path: Path) -> None:
+    """Three days of the full Tianhe-1A machine (~9k jobs; the first day fills an empty
+    machine) or two of CS19 (~8.6k jobs). Tolerances: job shares ±5 points, data-intensive
+    ±2, its traffic share ±1 (CS19 ±3: fewer, larger data-intensive jobs), node distribution
+    after the first day ±7 (Tianhe-1A: 70.4 % minimal cabinets, 50.7 % uneven), top-1 % nodes
+    ±7 and top-20 % cabinets ±10 (≈ 80 %, read off Fig. 8): which data-intensive jobs run
+    together moves both by several points from one short run to the next. The full presets
+    give 91.1 % and 81.0 % (Tianhe-1A, 24 days) and 98.3 % and 75.8 % (CS19, 29 days),
+    ``make bench``; the old burst-only model gave 94-99 % for the cabinets."""
+    days, per_cabinet, targets = REDUCED_PRESETS[preset]
+    synthesize(preset, lake=tmp_path, days=days, seed=1)
+    figures = stats.headline(tmp_path, per_cabinet, 10 * GIB)
+    _assert_near(figures | _node_distribution(tmp_path, per_cabinet), targets)

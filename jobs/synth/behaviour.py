@@ -34,7 +34,7 @@ from burstlake.schemas.tables import NODE_IO_TRAFFIC
 XFER_BYTES = np.array([64 << 10, 256 << 10, 1 << 20, 4 << 20])
 TEMPER_STEPS = np.linspace(0.0, 1.0, 201)[:, None]
 RANK0_QUIET_SHARE = 0.5  # rank-0 jobs whose other nodes do no I/O at all
-DUTY_SPREAD = 0.5  # data-intensive jobs' I/O duty varies ± this around the common level
+DUTY_SPREAD = 0.5  # a data-intensive job's writing nodes vary ± this around the common level
 
 
 @dataclass(frozen=True)

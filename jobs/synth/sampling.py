@@ -16,8 +16,8 @@ def weighted_pick(
 
     Systematic sampling: the expected share of *jobs* with the trait is ``share`` with far less
     spread than independent draws per app, which matters when a few apps run most jobs.
-    With ``preference``, apps are taken in decreasing order of it instead (break ties and add
-    randomness in the caller).
+    With ``preference``, apps are taken in decreasing order of it instead (ties in random
+    order; the caller adds any noise).
     """
     picked = np.zeros(len(weight), dtype=bool)
     members = rng.permutation(np.flatnonzero(eligible))
