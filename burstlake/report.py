@@ -1,0 +1,376 @@
+"""One self-contained HTML report of a lake: its figures beside the papers' and every what-if.
+
+The report is a single file with its images inline (PNG, base64) and no script or network
+reference, so that it can be mailed to a colleague. It reads only lake tables:
+
+- ``platform_summary`` beside the values of paper 004 (Table 3, §3–§6);
+- ``interval_metrics``: top-1 % node, top-20 % cabinet and top-10 % ION shares over time
+  (004 §4.1, Fig. 8);
+- ``node_io`` with ``topology``: a cabinet × time traffic heatmap (the view behind 004 Fig. 7–8);
+- ``cabinet_load`` and ``ion_load`` (004 Fig. 7);
+- ``job_io_metrics``: the I/O NUD of all-rank jobs (004 Fig. 2);
+- ``replay_scores``: each scenario's policies side by side (004 §7.4, Fig. 15; papers 000, 001).
+
+A section whose table is empty says which command fills it instead of drawing an empty axis.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import matplotlib
+import matplotlib.ticker
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from burstlake import lake as lake_io
+
+log = logging.getLogger(__name__)
+
+# Heatmaps are binned to at most this many time columns and cabinet (or node) rows, so that the
+# report stays a few hundred kilobytes whatever the length of the trace.
+MAX_TIME_BINS = 240
+MAX_ROWS = 120
+# Policies' bars per scenario: metrics beyond this many are listed in the table only.
+MAX_SCORE_PANELS = 12
+
+
+@dataclass(frozen=True)
+class Section:
+    """One figure (or table) of the report with its caption."""
+
+    key: str
+    title: str
+    caption: str
+    png: bytes | None = None  # the figure, if there is data to draw
+    table_html: str = ""  # an HTML table shown under the figure
+    empty: str = ""  # why there is nothing to show, and what fills it
+
+
+def _read(lake: Path, table: str) -> pd.DataFrame:
+    return lake_io.read_table(lake, table).to_pandas()
+
+
+def _png(fig: plt.Figure) -> bytes:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=96, bbox_inches="tight")
+    plt.close(fig)
+    return buffer.getvalue()
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None or pd.isna(value) else f"{100 * value:.1f} %"
+
+
+def _row(*cells: object) -> str:
+    return "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
+
+
+def _value(value: float | None, unit: str) -> str:
+    if value is None or pd.isna(value):
+        return "–"
+    return _pct(value) if unit == "fraction" else f"{value:.3g}"
+
+
+def platform_section(lake: Path) -> Section:
+    """The platform summary beside the values paper 004 measured (Table 3, §3–§6)."""
+    title = "Platform summary beside paper 004"
+    caption = (
+        "The lake's headline figures next to what Yu et al. measured on Tianhe-1A and CS19 "
+        "(paper 004, §3.2–§6.2 and Table 3). The bars show the figures the paper gives a value "
+        "for; the table lists every figure with the number of jobs, intervals or applications "
+        "it is computed over."
+    )
+    summary = _read(lake, "platform_summary")
+    if summary.empty:
+        return Section(
+            "platform", title, caption, empty="no platform summary: run `burstlake metrics`"
+        )
+    rows = "".join(
+        _row(
+            html.escape(r.description),
+            html.escape(r.section),
+            _value(r.value, r.unit),
+            _value(r.tianhe1a, r.unit),
+            _value(r.cs19, r.unit),
+            int(r.basis),
+        )
+        for r in summary.itertuples()
+    )
+    table = (
+        "<table><thead><tr><th>figure</th><th>004</th><th>this lake</th><th>Tianhe-1A</th>"
+        f"<th>CS19</th><th>over</th></tr></thead><tbody>{rows}</tbody></table>"
+    )
+    fractions = summary[
+        (summary.unit == "fraction") & (summary.tianhe1a.notna() | summary.cs19.notna())
+    ]
+    fig, ax = plt.subplots(figsize=(9, 0.35 * len(fractions) + 1.2))
+    y = np.arange(len(fractions))
+    for offset, column, label in (
+        (-0.27, "value", "this lake"),
+        (0, "tianhe1a", "Tianhe-1A"),
+        (0.27, "cs19", "CS19"),
+    ):
+        ax.barh(
+            y + offset, fractions[column].astype(float).fillna(0) * 100, height=0.27, label=label
+        )
+    ax.set_yticks(y, fractions.figure)
+    ax.invert_yaxis()
+    ax.set_xlabel("% of jobs, intervals or traffic")
+    ax.legend(loc="lower right")
+    return Section("platform", title, caption, png=_png(fig), table_html=table)
+
+
+def burstiness_section(lake: Path) -> Section:
+    """Top-k shares per interval over time (004 §4.1, Fig. 8)."""
+    title = "Spatial burstiness over time"
+    caption = (
+        "Per interval with traffic: the share of system traffic carried by the busiest 1 % of "
+        "nodes, 20 % of cabinets and 10 % of I/O nodes (paper 004 §4.1 and §7.4; the cabinet "
+        "line mirrors Fig. 8, where the top 20 % of cabinets carry about 80 % at all times)."
+    )
+    frame = _read(lake, "interval_metrics").sort_values("ts")
+    if frame.empty:
+        return Section("burstiness", title, caption, empty="no intervals: run `burstlake metrics`")
+    fig, ax = plt.subplots(figsize=(10, 3.6))
+    for column, label in (
+        ("top_node_share", "top 1 % nodes"),
+        ("top_cabinet_share", "top 20 % cabinets"),
+        ("top_ion_share", "top 10 % I/O nodes"),
+    ):
+        if frame[column].notna().any():
+            ax.plot(frame.ts, frame[column] * 100, lw=0.8, label=label)
+    ax.set_ylim(0, 101)
+    ax.set_ylabel("% of system traffic")
+    ax.legend(loc="lower left", ncol=3)
+    fig.autofmt_xdate()
+    return Section("burstiness", title, caption, png=_png(fig))
+
+
+def heatmap_section(lake: Path) -> Section:
+    """Traffic per cabinet (or node, without a topology) and time bin."""
+    title = "Traffic heatmap"
+    traffic = lake_io.read_table(
+        lake, "node_io", columns=["node", "ts", "read_bytes", "write_bytes"]
+    ).to_pandas()
+    topology = _read(lake, "topology")[["node", "cabinet"]].drop_duplicates("node")
+    level = "cabinet" if not topology.empty else "node"
+    caption = (
+        f"Bytes read and written per {level} and time bin, log scale: where and when the "
+        "traffic happens. Spatially bursty I/O shows as a few bright rows at any moment "
+        "(paper 004 §4.1, the view behind Figs. 7 and 8)."
+    )
+    if traffic.empty:
+        return Section(
+            "heatmap", title, caption, empty="no node_io: ingest Zabbix or run `burstlake synth`"
+        )
+    traffic["bytes"] = traffic.read_bytes.fillna(0) + traffic.write_bytes.fillna(0)
+    if level == "cabinet":
+        traffic = traffic.merge(topology, on="node", how="left")
+        traffic["cabinet"] = traffic.cabinet.fillna("(no topology)")
+    start, end = traffic.ts.min(), traffic.ts.max()
+    span = max((end - start).total_seconds(), 1.0)
+    bins = min(MAX_TIME_BINS, max(1, traffic.ts.nunique()))
+    traffic["bin"] = np.minimum(
+        ((traffic.ts - start).dt.total_seconds() / span * bins).astype(int), bins - 1
+    )
+    totals = traffic.groupby(level)["bytes"].sum().sort_values(ascending=False)
+    rows = totals.index[:MAX_ROWS]
+    grid = (
+        traffic[traffic[level].isin(rows)]
+        .pivot_table(index=level, columns="bin", values="bytes", aggfunc="sum", fill_value=0)
+        .reindex(index=sorted(rows), columns=range(bins), fill_value=0)
+    )
+    fig, ax = plt.subplots(figsize=(10, min(8, 1.5 + 0.06 * len(grid))))
+    image = ax.imshow(
+        np.log10(grid.to_numpy(dtype=float) + 1),
+        aspect="auto",
+        interpolation="nearest",
+        cmap="magma",
+        extent=(0, span / 3600, len(grid), 0),
+    )
+    ax.set_xlabel(f"hours since {start:%Y-%m-%d %H:%M} UTC")
+    ax.set_ylabel(f"{level} ({len(grid)} of {len(totals)}, by name)")
+    if len(grid) <= 40:
+        ax.set_yticks(np.arange(len(grid)) + 0.5, grid.index)
+    fig.colorbar(image, ax=ax, label="log10 bytes per bin")
+    return Section("heatmap", title, caption, png=_png(fig))
+
+
+def loads_section(lake: Path) -> Section:
+    """Total traffic per cabinet and per I/O node, busiest first (004 Fig. 7)."""
+    title = "Cabinet and I/O-node loads"
+    caption = (
+        "Share of all traffic per cabinet and per I/O node over the whole trace, busiest first "
+        "(paper 004 Fig. 7: a few cabinets carry most of the I/O)."
+    )
+    loads = [(level, _read(lake, f"{level}_load")) for level in ("cabinet", "ion")]
+    loads = [(level, frame) for level, frame in loads if not frame.empty]
+    if not loads:
+        return Section("loads", title, caption, empty="no loads: run `burstlake metrics`")
+    fig, axes = plt.subplots(1, len(loads), figsize=(10, 3.4), squeeze=False)
+    for ax, (level, frame) in zip(axes[0], loads, strict=True):
+        shares = frame.share.fillna(0).sort_values(ascending=False).to_numpy() * 100
+        ax.bar(np.arange(1, len(shares) + 1), shares, width=1.0)
+        ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+        ax.set_title(f"{len(shares)} {'cabinets' if level == 'cabinet' else 'I/O nodes'}")
+        ax.set_xlabel(f"{level} rank, busiest first")
+        ax.set_ylabel("% of traffic")
+    return Section("loads", title, caption, png=_png(fig))
+
+
+def nud_section(lake: Path) -> Section:
+    """Distribution of the I/O NUD of all-rank jobs (004 Fig. 2)."""
+    title = "I/O distribution of all-rank jobs"
+    caption = (
+        "Histogram of the I/O traffic NUD of multi-node all-rank jobs; jobs right of the dashed "
+        "line (NUD > 0.05) have uneven I/O (paper 004 §3.2.2, Fig. 2)."
+    )
+    jobs = _read(lake, "job_io_metrics")
+    nuds = jobs.loc[jobs.all_rank.fillna(False), "io_nud"].dropna() if not jobs.empty else []
+    if len(nuds) == 0:
+        return Section("nud", title, caption, empty="no all-rank jobs with traffic in the lake")
+    fig, ax = plt.subplots(figsize=(10, 3.2))
+    ax.hist(nuds, bins=np.linspace(0, 1, 41))
+    ax.axvline(0.05, ls="--", color="k", lw=1)
+    ax.set_xlabel("I/O NUD")
+    ax.set_ylabel("jobs")
+    return Section("nud", title, caption, png=_png(fig))
+
+
+def scenario_sections(lake: Path) -> list[Section]:
+    """One section per replay scenario: its policies side by side, a panel per score."""
+    scores = _read(lake, "replay_scores")
+    if scores.empty:
+        return [
+            Section(
+                "replay",
+                "What-if replays",
+                "Scores of the replayed what-ifs (paper 004 §7.4, Fig. 15; 000 §5; 001 §IV).",
+                empty="no replay scores: run `burstlake replay`",
+            )
+        ]
+    sections = []
+    for scenario, frame in scores.groupby("scenario", sort=True):
+        policies = list(dict.fromkeys(frame.policy))
+        metrics = list(dict.fromkeys(frame.metric))
+        shown = metrics[:MAX_SCORE_PANELS]
+        columns = min(4, len(shown))
+        rows = -(-len(shown) // columns)
+        fig, axes = plt.subplots(rows, columns, figsize=(2.6 * columns, 2.3 * rows), squeeze=False)
+        for ax, metric in zip(axes.flat, shown, strict=False):
+            values = frame[frame.metric == metric].set_index("policy").reindex(policies)
+            ax.bar(
+                range(len(policies)),
+                values.value.astype(float).fillna(0),
+                color=[f"C{i}" for i in range(len(policies))],
+            )
+            ax.set_xticks(range(len(policies)), policies, rotation=30, ha="right", fontsize=8)
+            unit = values.unit.dropna().iloc[0] if values.unit.notna().any() else ""
+            ax.set_title(f"{metric}" + (f" ({unit})" if unit else ""), fontsize=9)
+        for ax in list(axes.flat)[len(shown) :]:
+            ax.set_visible(False)
+        fig.tight_layout()
+        wide = frame.pivot_table(
+            index="metric", columns="policy", values="value", aggfunc="first"
+        ).reindex(index=metrics, columns=policies)
+        body = "".join(
+            f"<tr><td>{html.escape(m)}</td>"
+            + "".join(f"<td>{'–' if pd.isna(v) else f'{v:.4g}'}</td>" for v in wide.loc[m])
+            + "</tr>"
+            for m in metrics
+        )
+        head = "".join(f"<th>{html.escape(p)}</th>" for p in policies)
+        topology = ", ".join(sorted(frame.topology.unique()))
+        caption = (
+            f"Scenario <b>{html.escape(str(scenario))}</b> on {html.escape(topology)}: each panel "
+            "compares the policies on one score (ION shares and loads as in paper 004 §7.4 and "
+            "Fig. 15; slowdowns, latencies and interference factors as in papers 000 §5 and "
+            "001 §IV)."
+        )
+        sections.append(
+            Section(
+                f"replay-{scenario}",
+                f"What-if: {scenario}",
+                caption,
+                png=_png(fig),
+                table_html=f"<table><thead><tr><th>score</th>{head}</tr></thead>"
+                f"<tbody>{body}</tbody></table>",
+            )
+        )
+    return sections
+
+
+BUILDERS: tuple[Callable[[Path], Section | list[Section]], ...] = (
+    platform_section,
+    burstiness_section,
+    heatmap_section,
+    loads_section,
+    nud_section,
+    scenario_sections,
+)
+
+STYLE = """
+body{font:14px/1.45 system-ui,sans-serif;max-width:1100px;margin:2em auto;color:#222}
+h1{font-size:1.6em}h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #ccc}
+figure{margin:0}figcaption{color:#444;margin:.4em 0 1em}img{max-width:100%}
+table{border-collapse:collapse;font-size:12px;margin:.5em 0}
+td,th{border:1px solid #ddd;padding:2px 6px;text-align:right}td:first-child{text-align:left}
+.empty{color:#a40;font-style:italic}
+"""
+
+
+def render(lake: str | os.PathLike | None, sections: list[Section] | None = None) -> str:
+    """The report of ``lake`` as one HTML string."""
+    root = lake_io.lake_path(lake)
+    if sections is None:
+        sections = []
+        for builder in BUILDERS:
+            built = builder(root)
+            sections += built if isinstance(built, list) else [built]
+    parts = []
+    for s in sections:
+        body = (
+            f'<img alt="{html.escape(s.title)}" data-figure="{html.escape(s.key)}" '
+            f'src="data:image/png;base64,{base64.b64encode(s.png).decode()}">'
+            if s.png
+            else f'<p class="empty">{html.escape(s.empty)}</p>'
+        )
+        parts.append(
+            f'<section id="{html.escape(s.key)}"><h2>{html.escape(s.title)}</h2><figure>{body}'
+            f"<figcaption>{s.caption}</figcaption></figure>{s.table_html}</section>"
+        )
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        f"<title>burstlake report: {html.escape(root.name)}</title><style>{STYLE}</style>"
+        f"</head><body><h1>burstlake report</h1><p>Lake <code>{html.escape(str(root))}</code>, "
+        f"written {stamp}. Figures cite the papers they mirror.</p>{''.join(parts)}"
+        "</body></html>"
+    )
+
+
+def write(lake: str | os.PathLike | None, out: str | os.PathLike | None = None) -> Path:
+    """Write the report (default ``<lake>/report.html``) and return its path."""
+    root = lake_io.lake_path(lake)
+    if not root.is_dir():
+        raise FileNotFoundError(f"no lake at {root}")
+    target = Path(out) if out is not None else root / "report.html"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    text = render(root)
+    partial = target.with_name(f".{target.name}.partial")
+    partial.write_text(text, encoding="utf-8")
+    partial.replace(target)
+    log.info("report written to %s (%d kB)", target, len(text) // 1024)
+    return target
