@@ -1,4 +1,4 @@
-"""Scores of a replay (SPEC §5, paper 004 §4.1, §5.2, §7.4): how evenly the forwarding targets
+"""Scores of a replay (paper 004 §4.1, §5.2, §7.4): how evenly the forwarding targets
 carry the traffic, how much was delayed, and what it cost jobs."""
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ def busiest_node_ions(rows: Rows, topology: Topology) -> list[Score]:
 
 
 class JobTime:
-    """Per job, the intervals it had bytes pending: its I/O time (004 §7.2; SPEC §5)."""
+    """Per job, the intervals it had bytes pending: its I/O time (004 §7.2)."""
 
     def __init__(self, jobs: int) -> None:
         self.busy = np.zeros(jobs)

@@ -1,5 +1,5 @@
 """``burstlake synth --preset tianhe1a|cs19|tiny [--days N] [--seed S] [--lake DIR | --raw DIR]``
-(SPEC §6, issue 4)."""
+(paper 004 calibration; docs/design.md, "Synthesizer")."""
 
 from __future__ import annotations
 

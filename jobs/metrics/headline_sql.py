@@ -1,4 +1,5 @@
-"""The headline figures of SPEC §4 straight from the raw lake tables in DuckDB SQL.
+"""The headline figures of paper 004 (§3.2, §3.3, §4.1, §6.2) from the raw lake tables, in DuckDB
+SQL.
 
 A second, independent implementation of what the Spark jobs compute (same definitions and
 thresholds, different engine and formulas: entropy from shares instead of the one-pass
@@ -12,7 +13,7 @@ import os
 
 from burstlake.catalog import connect
 
-from .settings import Settings, top_count
+from .settings import MetricSettings, top_count
 
 JOBS_SQL = """
 WITH ran AS (
@@ -123,9 +124,9 @@ FROM topology
 """
 
 
-def headline(lake: str | os.PathLike | None, settings: Settings | None = None) -> dict:
-    """Figure name -> value of the SPEC §4 headline figures, from the raw tables."""
-    settings = settings or Settings()
+def headline(lake: str | os.PathLike | None, settings: MetricSettings | None = None) -> dict:
+    """Figure name -> value of the paper 004 headline figures, from the raw tables."""
+    settings = settings or MetricSettings()
     con = connect(lake)
     try:
         nodes, cabinets, ions, per_cabinet = con.execute(SIZE_SQL).fetchone()
