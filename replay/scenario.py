@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,7 @@ WORKLOADS = {
     "ior": {"source", "nodes", "bytes_per_node", "request_bytes", "gap_s"},
 }
 
-SCENARIOS = Path(__file__).resolve().parent / "scenarios"
+SCENARIOS = resources.files(__package__).joinpath("scenarios")  # package data (pyproject.toml)
 
 Progress = Callable[[int], None] | None
 
