@@ -82,8 +82,14 @@ def compute_metrics(lake: Path, samples: Path | None) -> Outcome:
         con.close()
     return Outcome(
         ", ".join(f"{n} {table}" for table, n in written.items()),
-        "platform summary (paper 004 §3, §4.1, §6.2, Table 3); this lake holds two machines, "
-        "Edison's sample topology and the synthetic tiny one, so machine-wide shares count both:\n"
+        "platform summary (paper 004 §3, §4.1, §6.2, Table 3)"
+        + (
+            "; this lake holds two machines, Edison's sample topology and the synthetic tiny "
+            "one, so machine-wide shares count both"
+            if samples
+            else ""
+        )
+        + ":\n"
         + format_table(columns, rows, len(rows)),
     )
 

@@ -33,7 +33,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="override one calibration parameter (repeatable; after --params)",
+        help="override one calibration parameter (repeatable; after --params); uneven_nud and "
+        "data_intensive_bytes are the metrics thresholds synth_truth's labels follow: give "
+        "`burstlake metrics --set` the same values",
     )
     parser.add_argument("--progress", action="store_true", help="show progress even without a TTY")
     parser.set_defaults(handler=run)

@@ -1,10 +1,12 @@
 """The headline figures of paper 004 (§3.2, §3.3, §4.1, §6.2) from the raw lake tables, in DuckDB
 SQL.
 
-A second, independent implementation of what the Spark jobs compute (same definitions and
-thresholds, different engine and formulas: entropy from shares instead of the one-pass
-Σ x ln x), used to cross-check them and as the fast path of ``bench/metrics_full.py``.
-Figure names match ``platform_summary.figure``.
+Deliberately a second, independent implementation of what the Spark jobs compute: the same
+definitions and thresholds (:class:`MetricSettings`), but another engine and other formulas
+(entropy from shares instead of the one-pass Σ x ln x of :mod:`.nud`), so that a mistake in
+either shows up as a disagreement. It must not import the Spark path. It cross-checks the
+metrics in the tests and is the fast path of ``bench/metrics_full.py``. Figure names match
+``platform_summary.figure`` (docs/design.md, "Metrics").
 """
 
 from __future__ import annotations
