@@ -60,7 +60,7 @@ def test_library_never_imports_the_cli_nor_prints() -> None:
 
 def test_a_missing_subcommand_module_fails_loudly(monkeypatch) -> None:
     monkeypatch.setattr(cli, "COMMANDS", (*cli.COMMANDS, "nosuchcommand"))
-    with pytest.raises(ModuleNotFoundError, match="burstlake.cli.nosuchcommand"):
+    with pytest.raises(ModuleNotFoundError, match=r"burstlake\.cli\.nosuchcommand"):
         cli.build_parser()
 
 

@@ -49,7 +49,8 @@ def test_wheel_installs_and_runs_outside_the_checkout(tmp_path: Path) -> None:
     _run(sys.executable, "-m", "venv", venv, cwd=tmp_path)
     python = venv / "bin" / "python"
     _run(python, "-m", "pip", "install", "-q", "--no-deps", "--no-index", wheel, cwd=tmp_path)
-    site = _run(python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))", cwd=tmp_path)
+    purelib = "import sysconfig; print(sysconfig.get_path('purelib'))"
+    site = _run(python, "-c", purelib, cwd=tmp_path)
     (Path(site.strip()) / "dev-dependencies.pth").write_text(sysconfig.get_path("purelib") + "\n")
 
     outside = tmp_path / "elsewhere"
