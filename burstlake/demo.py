@@ -1,22 +1,27 @@
 """``burstlake demo``: the main job end to end on the embedded defaults.
 
-Ingests the real samples when they sit beside the checkout (``../shared/data``, or
-``$BURSTLAKE_SAMPLES``) and prints a summary from DuckDB. Each step is a function of
-``(lake, samples)``; a step whose input is absent says so and is skipped.
+Ingests the real samples when they are present (``$BURSTLAKE_SAMPLES``, or ``../shared/data``
+seen from the working directory, beside a development checkout), synthesizes the rest, and
+returns a summary from DuckDB. Each step is a function of ``(lake, samples)``; a step whose
+input is absent says so and is skipped. Progress lines go to a callback (``logging`` by
+default; ``burstlake demo`` prints them). The stages are those of docs/design.md.
 """
 
 from __future__ import annotations
 
+import logging
 import os
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from burstlake import catalog
+from burstlake.formatting import format_table
 from burstlake.jobs.ingest import source_module
 from burstlake.jobs.ingest.base import describe, expand_paths, ingest, totals
+
+log = logging.getLogger(__name__)
 
 DEMO_JOB = "4478544"  # the Edison allocation that ties the Slurm, Darshan and topology samples
 
@@ -30,9 +35,9 @@ class Outcome:
 
 
 def samples_path() -> Path | None:
-    """The real input samples, if present: ``$BURSTLAKE_SAMPLES`` or ``../shared/data``."""
-    candidates = [os.environ.get("BURSTLAKE_SAMPLES")]
-    candidates.append(str(Path(__file__).resolve().parents[2] / "shared" / "data"))
+    """The real input samples, if present: ``$BURSTLAKE_SAMPLES``, else ``../shared/data`` from
+    the working directory (beside a checkout). The installed package never needs them."""
+    candidates = [os.environ.get("BURSTLAKE_SAMPLES"), str(Path.cwd().parent / "shared" / "data")]
     return next((Path(c) for c in candidates if c and Path(c).is_dir()), None)
 
 
@@ -60,8 +65,8 @@ def synth_tiny(lake: Path, samples: Path | None) -> Outcome:
 
 
 def compute_metrics(lake: Path, samples: Path | None) -> Outcome:
-    """The Spark metrics (SPEC §4) of the whole lake, and its headline figures vs the paper."""
-    from burstlake.cli.sql import format_table
+    """The Spark metrics (paper 004 §3, §4, §6) of the whole lake, and its headline figures
+    beside the paper's."""
     from burstlake.jobs.metrics.run import run as metrics
 
     written = metrics(lake, progress=False)
@@ -77,8 +82,14 @@ def compute_metrics(lake: Path, samples: Path | None) -> Outcome:
         con.close()
     return Outcome(
         ", ".join(f"{n} {table}" for table, n in written.items()),
-        "platform summary (SPEC §4, paper 004 Table 3); this lake holds two machines, Edison's "
-        "sample topology and the synthetic tiny one, so machine-wide shares count both:\n"
+        "platform summary (paper 004 §3, §4.1, §6.2, Table 3)"
+        + (
+            "; this lake holds two machines, Edison's sample topology and the synthetic tiny "
+            "one, so machine-wide shares count both"
+            if samples
+            else ""
+        )
+        + ":\n"
         + format_table(columns, rows, len(rows)),
     )
 
@@ -94,7 +105,6 @@ def replay_ion_mapping(lake: Path, samples: Path | None) -> Outcome:
     """Block vs cyclic ION mapping (004 §5.1) replayed on the tiny machine's traffic."""
     import dataclasses
 
-    from burstlake.cli.sql import format_table
     from burstlake.replay.scenario import SCENARIOS, comparison, load
     from burstlake.replay.scenario import run as replay
 
@@ -153,17 +163,16 @@ def summary(lake: Path) -> str:
     )
 
 
-def run(lake: Path) -> None:
-    """Run every demo step into ``lake`` and print the summary."""
+def run(lake: Path, progress: Callable[[str], None] = log.info) -> str:
+    """Run every demo step into ``lake``, reporting one line per step to ``progress``; return
+    the summary and each step's details."""
     samples = samples_path()
-    print(f"burstlake demo → {lake} (samples: {samples or 'none found'})")
+    progress(f"burstlake demo → {lake} (samples: {samples or 'none found'})")
     details = []
     for step in STEPS:
         started = time.monotonic()
         outcome = step(lake, samples)
-        print(f"  {step.__name__:<22} {outcome.line}  [{time.monotonic() - started:.1f}s]")
-        sys.stdout.flush()
+        progress(f"  {step.__name__:<22} {outcome.line}  [{time.monotonic() - started:.1f}s]")
         details += [outcome.details] if outcome.details else []
     catalog.refresh(lake)
-    print(summary(lake))
-    print("\n".join(details))
+    return "\n".join([summary(lake), *details])

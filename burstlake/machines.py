@@ -1,4 +1,4 @@
-"""Machine presets with I/O forwarding (paper 004 §2.1, §5.2; SPEC §5): one definition shared by
+"""Machine presets with I/O forwarding (paper 004 §2.1, §5.2): one definition shared by
 the trace synthesizer and the replay engine, and their ``topology`` rows.
 
 Node ``i`` (0-based) is named ``cn%05d``; cabinets hold ``nodes_per_cabinet`` consecutive nodes;
@@ -54,7 +54,7 @@ class Machine:
         return divmod(board, self.board_columns)
 
     def topology(self) -> pa.Table:
-        """The machine's ``topology`` rows (SPEC §3) under its default block ION mapping."""
+        """The machine's ``topology`` rows under its default block ION mapping."""
         rows = []
         for i in range(self.nodes):
             board = self.board_of(i)

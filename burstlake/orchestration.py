@@ -1,16 +1,21 @@
-"""Airflow wiring shared by the DAG files in ``dags/`` (which stay one-liners).
+"""Airflow wiring shared by the DAG files in ``dags/`` (docs/design.md, "Orchestration").
 
-Each lake table is an Airflow Asset named ``lake.<table>`` (one lake per Airflow deployment,
-so the name alone identifies it): ingest tasks declare the tables they write as outlets, so
-downstream DAGs (metrics, replay) are scheduled on data, not on the clock. The lake and drop
-directories come from ``$BURSTLAKE_LAKE`` and ``$BURSTLAKE_DROP`` (defaults ``./lake``,
-``./drop``).
+The DAG files are small: each ingest DAG is one call to :func:`ingest_dag`; the ``metrics`` and
+``replay`` DAGs define their few tasks in their own file and take the arguments every burstlake
+DAG shares from :func:`dag_arguments`. Each lake table is an Airflow Asset named
+``lake.<table>`` (one lake per Airflow deployment, so the name alone identifies it): a task
+declares the tables it writes as outlets, and downstream DAGs (metrics, replay) are scheduled
+on the tables they read, not on the clock. The lake and drop directories come from
+``$BURSTLAKE_LAKE`` and ``$BURSTLAKE_DROP`` (defaults ``./lake``, ``./drop``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 import pendulum
-from airflow.sdk import DAG, Asset, dag, task
+from airflow.sdk import DAG, Asset, AssetAny, dag, task
 
 START = pendulum.datetime(2024, 1, 1, tz="UTC")
 
@@ -20,6 +25,24 @@ def lake_asset(table: str) -> Asset:
     return Asset(name=f"lake.{table}")
 
 
+def on_update(tables: Iterable[str]) -> AssetAny:
+    """A schedule: run when any one of these lake tables is updated."""
+    return AssetAny(*[lake_asset(table) for table in tables])
+
+
+def dag_arguments(dag_id: str, schedule: Any, doc_md: str, *tags: str) -> dict[str, Any]:
+    """The ``@dag`` arguments every burstlake DAG shares: no backfill, one run at a time."""
+    return {
+        "dag_id": dag_id,
+        "schedule": schedule,
+        "start_date": START,
+        "catchup": False,
+        "max_active_runs": 1,
+        "tags": ["burstlake", *tags],
+        "doc_md": doc_md,
+    }
+
+
 def ingest_dag(source: str, schedule: str = "@hourly") -> DAG:
     """DAG ``ingest_<source>``: land new files from ``<drop>/<source>/`` in the lake."""
     from burstlake.jobs.ingest import source_module
@@ -27,13 +50,13 @@ def ingest_dag(source: str, schedule: str = "@hourly") -> DAG:
     tables = source_module(source).SOURCE.tables
 
     @dag(
-        dag_id=f"ingest_{source}",
-        schedule=schedule,
-        start_date=START,
-        catchup=False,
-        max_active_runs=1,
-        tags=["burstlake", "ingest"],
-        doc_md=f"Land new `{source}` files from the drop directory in the lake (SPEC §2, §3).",
+        **dag_arguments(
+            f"ingest_{source}",
+            schedule,
+            f"Every hour, land new `{source}` files from the drop directory in the lake "
+            "(docs/design.md, Ingest).",
+            "ingest",
+        )
     )
     def pipeline() -> None:
         @task

@@ -59,16 +59,6 @@ def _describe(result) -> str:
     return f"{config.type}({args})"
 
 
-def _exception(info: dict | None) -> str | None:
-    """The message of an exception GX caught while running an expectation, if any."""
-    if not info:
-        return None
-    if info.get("raised_exception"):
-        return str(info.get("exception_message"))
-    nested = [v for v in info.values() if isinstance(v, dict) and v.get("raised_exception")]
-    return str(nested[0].get("exception_message")) if nested else None
-
-
 def _gates(expectations: list) -> tuple[list, dict[int, object]]:
     """Split off the per-value range checks: (suite to run now, gate index -> range check)."""
     import great_expectations.expectations as gxe

@@ -1,6 +1,7 @@
-"""Airflow DAG `ingest_slurm`: land new slurm files from the drop directory.
+"""Airflow DAG `ingest_slurm`: runs every hour and lands the new slurm files of
+`$BURSTLAKE_DROP/slurm/` in the lake (a no-op on files it has seen).
 
-The DAG is built by burstlake.orchestration.ingest_dag; this file only names the source.
+Built by burstlake.orchestration.ingest_dag; this file only names the source.
 """
 
 from burstlake.orchestration import ingest_dag

@@ -1,6 +1,7 @@
-"""Airflow DAG `ingest_topology`: land new topology files from the drop directory.
+"""Airflow DAG `ingest_topology`: runs every hour and lands the new topology files of
+`$BURSTLAKE_DROP/topology/` in the lake (a no-op on files it has seen).
 
-The DAG is built by burstlake.orchestration.ingest_dag; this file only names the source.
+Built by burstlake.orchestration.ingest_dag; this file only names the source.
 """
 
 from burstlake.orchestration import ingest_dag

@@ -1,29 +1,28 @@
-"""Airflow DAG `metrics`: whenever ingest (or the synthesizer) updates a lake table the metrics
-read, recompute every metrics table with Spark (SPEC §4) and mark them updated for `replay`.
+"""Airflow DAG `metrics`: runs whenever ingest (or the synthesizer) updates a lake table the
+metrics read (burstlake.schemas.metrics.INPUTS), recomputes every metrics table with Spark
+(paper 004 §3, §4, §6) and marks them updated.
 
 Spark runs in local mode unless ``$BURSTLAKE_SPARK_MASTER`` names a cluster."""
 
 from __future__ import annotations
 
-from airflow.sdk import AssetAny, dag, task
+from airflow.sdk import dag, task
 
-from burstlake.orchestration import START, lake_asset
-from burstlake.schemas import metrics
-
-INPUTS = ("jobs", "job_nodes", "node_io", "topology", "darshan_jobs", "darshan_rank_io")
+from burstlake.orchestration import dag_arguments, lake_asset, on_update
+from burstlake.schemas.metrics import INPUTS, NAMES
 
 
 @dag(
-    dag_id="metrics",
-    schedule=AssetAny(*[lake_asset(table) for table in INPUTS]),
-    start_date=START,
-    catchup=False,
-    max_active_runs=1,
-    tags=["burstlake", "metrics"],
-    doc_md="Recompute the burstiness metrics of the lake (SPEC §4, paper 004 §3, §4, §6).",
+    **dag_arguments(
+        "metrics",
+        on_update(INPUTS),
+        "When an input table changes, recompute the burstiness metrics of the lake "
+        "(paper 004 §3, §4, §6; docs/design.md, Metrics).",
+        "metrics",
+    )
 )
 def metrics_dag() -> None:
-    @task(outlets=[lake_asset(spec.name) for spec in metrics.TABLES])
+    @task(outlets=[lake_asset(table) for table in NAMES])
     def compute_metrics() -> dict[str, int]:
         import os
 

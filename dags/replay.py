@@ -1,22 +1,24 @@
-"""Airflow DAG `replay`: after the metrics jobs update the lake, replay every scenario in
-``$BURSTLAKE_SCENARIOS`` (default: the shipped examples) and write ``replay_scores`` (SPEC §5)."""
+"""Airflow DAG `replay`: runs whenever a lake table the replay reads (node_io, jobs, job_nodes,
+topology: burstlake.schemas.replay.INPUTS) is updated, replays every scenario in
+``$BURSTLAKE_SCENARIOS`` (default: the examples shipped with the package) and writes
+``replay_scores`` (docs/design.md, Replay)."""
 
 from __future__ import annotations
 
 from airflow.sdk import dag, task
 
-from burstlake.orchestration import START, lake_asset
-from burstlake.schemas import metrics
+from burstlake.orchestration import dag_arguments, lake_asset, on_update
+from burstlake.schemas.replay import INPUTS
 
 
 @dag(
-    dag_id="replay",
-    schedule=[lake_asset(spec.name) for spec in metrics.TABLES] or None,
-    start_date=START,
-    catchup=False,
-    max_active_runs=1,
-    tags=["burstlake", "replay"],
-    doc_md="Replay the lake's traces under each scenario's what-if policies (SPEC §5).",
+    **dag_arguments(
+        "replay",
+        on_update(INPUTS),
+        "When a replay input changes, replay the lake's traces under each scenario's what-if "
+        "policies (docs/design.md, Replay).",
+        "replay",
+    )
 )
 def replay() -> None:
     @task

@@ -1,14 +1,11 @@
-"""Replay scenarios (SPEC §5, §6): a YAML file naming the workload, the topology, the policies to
-compare and the time window. ``run`` replays the workload under each policy and writes one
-``replay_scores`` row per policy and metric (source_id = scenario, so a re-run replaces them).
+"""Replay scenarios (docs/design.md, "Replay"): a YAML file naming the workload, the topology, the
+policies to compare and the time window. ``run`` replays the workload under each policy and
+writes one ``replay_scores`` row per policy and metric (source_id = scenario, so a re-run
+replaces them).
 
-```yaml
-name: ion_remap
-workload: {source: lake, window: {start: 2018-01-01, end: 2018-01-08}}   # or source: ior
-topology: {name: tianhe1a, capacities: {ion: 1.5e9}}
-policies: [block, cyclic]
-```
-"""
+```yaml name: ion_remap workload: {source: lake, window: {start: 2018-01-01, end: 2018-01-08}} #
+or source: ior topology: {name: tianhe1a, capacities: {ion: 1.5e9}} policies: [block, cyclic]
+```"""
 
 from __future__ import annotations
 
@@ -17,6 +14,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +38,7 @@ WORKLOADS = {
     "ior": {"source", "nodes", "bytes_per_node", "request_bytes", "gap_s"},
 }
 
-SCENARIOS = Path(__file__).resolve().parent / "scenarios"
+SCENARIOS = resources.files(__package__).joinpath("scenarios")  # package data (pyproject.toml)
 
 Progress = Callable[[int], None] | None
 

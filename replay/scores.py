@@ -1,4 +1,4 @@
-"""Scores of a replay (SPEC §5, paper 004 §4.1, §5.2, §7.4): how evenly the forwarding targets
+"""Scores of a replay (paper 004 §4.1, §5.2, §7.4): how evenly the forwarding targets
 carry the traffic, how much was delayed, and what it cost jobs."""
 
 from __future__ import annotations
@@ -8,12 +8,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from burstlake.jobs.metrics.nud import nud_of
+from burstlake.jobs.metrics.settings import MetricSettings, top_count
 from burstlake.replay.events import Timeline
 from burstlake.replay.graph import Topology
 from burstlake.replay.intervals import Rows, Solved
 
-TOP_ION_FRACTION = 0.10  # top 10 % of IONs (004 §7.4.1, Fig. 15c)
-BUSIEST_NODE_FRACTION = 0.01  # busiest 1 % of compute nodes (004 §4.1)
+THRESHOLDS = MetricSettings()  # top 10 % of IONs (004 §7.4.1), busiest 1 % of nodes (§4.1)
 
 
 @dataclass(frozen=True)
@@ -24,13 +25,9 @@ class Score:
 
 
 def nud(values: np.ndarray) -> float | None:
-    """Normalized uneven distribution 1 − H(X)/log n (004 Def. 2); None for n = 1 or no total."""
-    values = np.asarray(values, dtype=np.float64)
-    total = values.sum()
-    if len(values) < 2 or total <= 0:
-        return None
-    p = values[values > 0] / total
-    return float(1.0 + (p * np.log(p)).sum() / math.log(len(values)))
+    """The NUD of 004 Def. 2 (:func:`~burstlake.jobs.metrics.nud.nud_of`); None where undefined."""
+    degree = nud_of(values)
+    return None if math.isnan(degree) else degree
 
 
 def _distribution(name: str, values: np.ndarray, unit: str) -> list[Score]:
@@ -48,7 +45,7 @@ class IonLoad:
     def __init__(self, topology: Topology) -> None:
         self.ion_of = topology.ion_of
         self.ions = len(topology.ions)
-        self.top = max(1, math.ceil(TOP_ION_FRACTION * self.ions))
+        self.top = top_count(THRESHOLDS.top_ion_fraction, self.ions)
         self.totals = np.zeros(self.ions)
         self.top_bytes: list[np.ndarray] = []
         self.all_bytes: list[np.ndarray] = []
@@ -94,7 +91,7 @@ def busiest_node_ions(rows: Rows, topology: Topology) -> list[Score]:
     (004 §4.1, §7.5): mean and distribution over intervals with traffic."""
     keep = rows.bytes > 0
     t, node, traffic = rows.t[keep], rows.node[keep], rows.bytes[keep]
-    k = max(1, math.ceil(BUSIEST_NODE_FRACTION * len(topology.nodes)))
+    k = top_count(THRESHOLDS.top_node_fraction, len(topology.nodes))
     order = np.lexsort((-traffic, t))
     t, node = t[order], node[order]
     first = np.searchsorted(t, t, side="left")
@@ -110,7 +107,7 @@ def busiest_node_ions(rows: Rows, topology: Topology) -> list[Score]:
 
 
 class JobTime:
-    """Per job, the intervals it had bytes pending: its I/O time (004 §7.2; SPEC §5)."""
+    """Per job, the intervals it had bytes pending: its I/O time (004 §7.2)."""
 
     def __init__(self, jobs: int) -> None:
         self.busy = np.zeros(jobs)

@@ -1,6 +1,6 @@
-"""What the replay drivers consume (SPEC §5): node-interval demand from the lake's ``node_io``
-(attributed to jobs through ``jobs`` and ``job_nodes``) and synthetic request streams such as
-the IOR runs of paper 004 §7.2.1."""
+"""What the replay drivers consume (docs/design.md, "Replay"): node-interval demand from the lake's
+``node_io`` (attributed to jobs through ``jobs`` and ``job_nodes``) and synthetic request
+streams such as the IOR runs of paper 004 §7.2.1."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The lake contract: one Arrow schema per table (SPEC §3) and the expectations on them."""
+"""The lake contract: one Arrow schema per table and the expectations on them (docs/design.md,
+"The lake")."""
 
 from __future__ import annotations
 

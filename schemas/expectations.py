@@ -1,4 +1,5 @@
-"""Great Expectations suites for the lake tables, derived from their TableSpecs (SPEC §3).
+"""Great Expectations suites for the lake tables, derived from their TableSpecs (docs/design.md,
+"The lake").
 
 Each table gets: required columns not null, count and byte columns >= 0, time pairs ordered
 (earlier <= later where both are known), and node-name columns in ``topology`` when a topology

@@ -1,4 +1,5 @@
-"""Arrow schemas of the metrics tables (SPEC §4): written by the Spark jobs in jobs/metrics.
+"""Arrow schemas of the metrics tables (paper 004 §3, §4, §6; docs/design.md, "Metrics"):
+written by the Spark jobs in jobs/metrics, which read the lake tables named in :data:`INPUTS`.
 
 Shares and NUDs are fractions in [0, 1]. A null NUD or flag means "undefined": a single-node
 job, a job without traffic, a job whose nodes sit in one cabinet (paper 004 §3.1, Def. 2).
@@ -139,7 +140,7 @@ APP_METRICS = TableSpec(
 
 PLATFORM_SUMMARY = TableSpec(
     name="platform_summary",
-    doc="The lake's headline figures (SPEC §4, 004 Table 3) beside the paper's values.",
+    doc="The lake's headline figures (004 §3, §4.1, §6.2, Table 3) beside the paper's values.",
     schema=_schema(
         ("figure", STR, False),
         ("section", STR, False),  # where in paper 004 the figure is defined
@@ -163,3 +164,16 @@ TABLES: tuple[TableSpec, ...] = (
     APP_METRICS,
     PLATFORM_SUMMARY,
 )
+
+NAMES: tuple[str, ...] = tuple(spec.name for spec in TABLES)
+"""The metrics tables in dependency order: what ``burstlake metrics`` writes."""
+
+INPUTS: tuple[str, ...] = (
+    "jobs",
+    "job_nodes",
+    "node_io",
+    "topology",
+    "darshan_jobs",
+    "darshan_rank_io",
+)
+"""The lake tables the metrics read: the metrics DAG runs when any of them changes."""

@@ -1,4 +1,5 @@
-"""Arrow schema of replay_scores (SPEC §5): written by the replay engine (burstlake.replay).
+"""Arrow schema of replay_scores (docs/design.md, "Replay"): written by the replay engine
+(burstlake.replay), which reads the lake tables named in :data:`INPUTS`.
 
 One row per scenario × policy × metric; a re-run of a scenario replaces its rows (the writer's
 source_id is the scenario name)."""
@@ -11,7 +12,7 @@ from .tables import TS, TableSpec, _schema
 
 REPLAY_SCORES = TableSpec(
     name="replay_scores",
-    doc="What-if scores: one row per scenario, policy and metric (SPEC §5).",
+    doc="What-if scores: one row per scenario, policy and metric (docs/design.md, Replay).",
     schema=_schema(
         ("scenario", pa.string(), False),
         ("policy", pa.string(), False),
@@ -27,3 +28,7 @@ REPLAY_SCORES = TableSpec(
 )
 
 TABLES: tuple[TableSpec, ...] = (REPLAY_SCORES,)
+
+INPUTS: tuple[str, ...] = ("node_io", "jobs", "job_nodes", "topology")
+"""The lake tables a replay reads (replay/workload.py, replay/topologies): the replay DAG runs
+when any of them changes."""

@@ -23,8 +23,8 @@ SYNTH_TRUTH = TableSpec(
         ("user", pa.string(), True),
         ("job_name", pa.string(), True),
         ("nnodes", pa.int64(), False),
-        ("rank0", pa.bool_(), True),  # max node share > 0.95 (004 §3.2.1); null: 1 node
-        ("uneven", pa.bool_(), True),  # io NUD > 0.05 (004 §3.2.2); null: 1 node
+        ("rank0", pa.bool_(), True),  # max node share > rank0_share (004 §3.2.1); null: 1 node
+        ("uneven", pa.bool_(), True),  # io_nud > uneven_nud (004 §3.2.2); null: 1 node
         ("data_intensive", pa.bool_(), False),  # io_bytes above the threshold (004 §6.2)
         ("low_comm", pa.bool_(), False),  # io_bytes > comm_bytes (004 §6.2)
         ("optimizable", pa.bool_(), False),  # data-intensive ∧ all-rank ∧ low-comm

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from burstlake.jobs.metrics.run import INPUTS, TABLES
 from burstlake.lake import read_table
+from burstlake.schemas.metrics import INPUTS
+from burstlake.schemas.metrics import NAMES as TABLES
 from tests.test_metrics import build_hand_lake
 
 

@@ -8,6 +8,24 @@ import pyarrow as pa
 
 from burstlake.lake import read_table, write_table
 from burstlake.machines import machine
+from burstlake.schemas.replay import INPUTS
+
+
+def test_replay_dag_is_scheduled_on_the_tables_it_reads(airflow_db):
+    from airflow.dag_processing.dagbag import DagBag
+
+    from tests.conftest import REPO
+
+    dag = DagBag(dag_folder=str(REPO / "dags")).get_dag("replay")
+    condition = dag.timetable.asset_condition  # any one updated input triggers a run
+    assert type(condition).__name__ == "AssetAny"
+    assert {asset.name for asset in condition.objects} == {
+        "lake.node_io",
+        "lake.jobs",
+        "lake.job_nodes",
+        "lake.topology",
+    }
+    assert {f"lake.{t}" for t in INPUTS} == {asset.name for asset in condition.objects}
 
 
 def test_replay_dag_writes_scores_for_every_scenario(run_dag, lake, tmp_path, monkeypatch):

@@ -10,10 +10,11 @@ from burstlake import demo
 
 
 @pytest.mark.slow
-def test_demo_prints_the_edison_summary_and_the_what_if(lake, shared_data, capsys, monkeypatch):
+def test_demo_reports_the_edison_summary_and_the_what_if(lake, shared_data, monkeypatch):
     monkeypatch.setenv("BURSTLAKE_SAMPLES", str(shared_data))
-    demo.run(lake)
-    out = capsys.readouterr().out
+    lines: list[str] = []
+    report = demo.run(lake, progress=lines.append)
+    out = "\n".join([*lines, report])
     assert "job 4478544 spans 2 cabinets: c3-3 (75 nodes), c4-3 (53 nodes)" in out
     assert "its Darshan logs: vpicio_uni in step vpicio_uni, dbscan_read in step dbscan_read" in out
     assert "15 files, 2563 records in, 2563 landed, 0 quarantined" in out

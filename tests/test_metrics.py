@@ -40,14 +40,14 @@ from burstlake.jobs.metrics.headline_sql import headline
 from burstlake.jobs.metrics.job_io import job_io_metrics
 from burstlake.jobs.metrics.nud import distribution, distribution_metrics
 from burstlake.jobs.metrics.run import TABLES, run
-from burstlake.jobs.metrics.settings import Settings, top_count
+from burstlake.jobs.metrics.settings import MetricSettings, top_count
 from burstlake.lake import contribution_ids, read_table, write_table
 from burstlake.machines import Machine
 from burstlake.schemas import spec
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 MACHINE = Machine("hand", nodes=8, nodes_per_cabinet=4, nodes_per_ion=2, days=1)
-SETTINGS = Settings(data_intensive_bytes=5000, io_phase_bytes_per_s=1.0)
+SETTINGS = MetricSettings(data_intensive_bytes=5000, io_phase_bytes_per_s=1.0)
 LN2 = math.log(2)
 
 # (job_id, user, job_name, start_s, end_s, node numbers)
@@ -401,7 +401,7 @@ def test_rerun_replaces_previous_output(hand, spark):
 def test_thresholds_are_settings(hand, spark):
     lake, _ = hand
     frames_ = {t: frames.read(spark, lake, t) for t in ("jobs", "job_nodes", "node_io", "topology")}
-    strict = Settings(rank0_share=0.97, uneven_nud=0.3, data_intensive_bytes=20000)
+    strict = MetricSettings(rank0_share=0.97, uneven_nud=0.3, data_intensive_bytes=20000)
     result = job_io_metrics(
         frames_["jobs"], frames_["job_nodes"], frames_["node_io"], frames_["topology"], 4, strict
     ).metrics
@@ -412,7 +412,7 @@ def test_thresholds_are_settings(hand, spark):
 
 
 def test_settings_overrides():
-    s = Settings().with_overrides(
+    s = MetricSettings().with_overrides(
         [
             "rank0_share=0.9",
             "data_intensive_bytes=1e9",
@@ -423,11 +423,11 @@ def test_settings_overrides():
     assert (s.rank0_share, s.data_intensive_bytes) == (0.9, 10**9)
     assert (s.darshan_modules, s.nodes_per_cabinet) == (("POSIX", "STDIO"), 64)
     with pytest.raises(ValueError, match="NAME=VALUE"):
-        Settings().with_overrides(["rank0"])
+        MetricSettings().with_overrides(["rank0"])
     with pytest.raises(ValueError, match="not a float"):
-        Settings().with_overrides(["rank0_share=high"])
+        MetricSettings().with_overrides(["rank0_share=high"])
     with pytest.raises(ValueError, match=r"\(0, 1\]"):
-        Settings(rank0_share=1.5)
+        MetricSettings(rank0_share=1.5)
 
 
 def test_empty_lake(lake, spark):

@@ -1,5 +1,5 @@
-"""Scenarios end to end (SPEC §5, §6): lake in, replay_scores out, block vs cyclic ION mapping
-on spatially bursty traces (paper 004 §7.4.1), job slowdown against the job alone."""
+"""Scenarios end to end (docs/design.md, Replay): lake in, replay_scores out, block vs cyclic ION
+mapping on spatially bursty traces (paper 004 §7.4.1), job slowdown against the job alone."""
 
 from __future__ import annotations
 

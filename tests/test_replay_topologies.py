@@ -1,4 +1,4 @@
-"""Topologies as data and the ION mapping policies (paper 004 §5, 000 §3, 003; SPEC §5)."""
+"""Topologies as data and the ION mapping policies (paper 004 §5, 000 §3, 003)."""
 
 from __future__ import annotations
 

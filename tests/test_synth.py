@@ -12,9 +12,11 @@ import pyarrow.compute as pc
 import pytest
 
 from burstlake.cli import main
+from burstlake.jobs.metrics.nud import nud_of
+from burstlake.jobs.metrics.settings import MetricSettings
 from burstlake.jobs.synth import stats
-from burstlake.jobs.synth.allocator import Allocator, Policy
-from burstlake.jobs.synth.behaviour import _temper, nud
+from burstlake.jobs.synth.allocator import Allocator, AllocatorPolicy
+from burstlake.jobs.synth.behaviour import _temper
 from burstlake.jobs.synth.calibration import Calibration, calibration, parse_assignments
 from burstlake.jobs.synth.run import build_trace, synthesize
 from burstlake.jobs.synth.sampling import weighted_pick
@@ -50,11 +52,30 @@ def test_calibration_layers_preset_yaml_and_set(tmp_path: Path) -> None:
         ({"rank0_share": 1.5}, "must be in [0, 1]"),
         ({"jitter_s": 5.0}, "jitter_s < interval_s / 4"),
         ({"optimizable_share": 0.5}, "no job mix can reach it"),
+        ({"uneven_nud": 0.2}, "even_nud_max < uneven_nud < uneven_nud_min"),
+        ({"allrank_max_share": 0.96}, "allrank_max_share < the metrics' rank0_share"),
     ],
 )
 def test_bad_calibration_is_a_clear_error(overrides: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]")):
         calibration("tianhe1a", overrides=overrides)
+
+
+def test_thresholds_come_from_the_metric_settings() -> None:
+    """One definition of each threshold: the synthesizer's defaults are MetricSettings', and
+    ``--set uneven_nud=...`` moves synth_truth's uneven label with it (004 §3.2.2)."""
+    defaults = MetricSettings()
+    cal = calibration("tiny")
+    assert cal.uneven_nud == defaults.uneven_nud
+    assert cal.data_intensive_bytes == defaults.data_intensive_bytes
+    assert cal.metric_settings() == defaults
+    moved = calibration("tiny", overrides={"uneven_nud": "0.08"})
+    assert moved.metric_settings() == MetricSettings(uneven_nud=0.08)
+    for overrides, threshold in (({}, defaults.uneven_nud), ({"uneven_nud": 0.08}, 0.08)):
+        b = build_trace("tiny", days=0.5, seed=2, overrides=overrides).behaviour
+        multi = ~np.isnan(b.io_nud)
+        assert (b.uneven[multi] == (b.io_nud[multi] > threshold)).all()
+        assert not b.uneven[~multi].any()
 
 
 def test_bad_params_file_and_assignment(tmp_path: Path) -> None:
@@ -84,7 +105,7 @@ def test_derived_probabilities_meet_table3() -> None:
 
 def _allocator(free: str, **policy: float) -> Allocator:
     machine = Machine("t", nodes=len(free), nodes_per_cabinet=4, nodes_per_ion=4, days=1)
-    allocator = Allocator(machine, Policy(**policy), np.random.default_rng(0))
+    allocator = Allocator(machine, AllocatorPolicy(**policy), np.random.default_rng(0))
     allocator.free[:] = np.array([c == "." for c in free])
     allocator.free_count = int(allocator.free.sum())
     return allocator
@@ -134,19 +155,19 @@ def test_spread_step_draws_free_nodes_across_the_machine() -> None:
 
 
 def test_nud_of_known_distributions() -> None:
-    assert nud(np.array([0.25, 0.25, 0.25, 0.25])) == pytest.approx(0.0)
-    assert nud(np.array([1.0, 0.0])) == pytest.approx(1.0)
+    assert nud_of(np.array([0.25, 0.25, 0.25, 0.25])) == pytest.approx(0.0)
+    assert nud_of(np.array([1.0, 0.0])) == pytest.approx(1.0)
     h = -(0.9 * math.log(0.9) + 0.1 * math.log(0.1))
-    assert nud(np.array([0.9, 0.1])) == pytest.approx(1 - h / math.log(2))
-    assert stats.nud(np.array([9.0, 1.0])) == pytest.approx(1 - h / math.log(2))
-    assert math.isnan(stats.nud(np.array([5.0])))
+    assert nud_of(np.array([0.9, 0.1])) == pytest.approx(1 - h / math.log(2))
+    assert nud_of(np.array([9.0, 1.0])) == pytest.approx(1 - h / math.log(2))
+    assert math.isnan(nud_of(np.array([5.0])))
 
 
 def test_temper_hits_the_bounds() -> None:
     p = np.array([0.97, 0.01, 0.01, 0.01])
     mixed = _temper(p, nud_max=0.3, nud_min=0.1, share_max=0.85)
     assert mixed.sum() == pytest.approx(1.0)
-    assert 0.1 <= nud(mixed) <= 0.3
+    assert 0.1 <= nud_of(mixed) <= 0.3
     assert mixed.max() <= 0.85
 
 
@@ -190,7 +211,7 @@ def test_lake_tables_have_the_contract_and_agree(tiny_lake: Path) -> None:
 
 def test_truth_table_matches_the_data(tiny_lake: Path) -> None:
     truth = read_table(tiny_lake, "synth_truth").to_pandas().set_index("job_id")
-    measured = stats.job_labels(stats.job_bytes(tiny_lake), 10 * GIB).set_index("job_id")
+    measured = stats.job_labels(stats.job_bytes(tiny_lake)).set_index("job_id")
     assert len(truth) == len(measured)
     both = truth.join(measured, rsuffix="_m")
     assert (both.io_bytes == both.io_bytes_m).all()
@@ -234,14 +255,14 @@ def test_data_intensive_jobs_sustain_io_a_few_nodes_at_a_time() -> None:
 
 def test_tiny_statistics_near_the_tianhe1a_targets(tiny_lake: Path) -> None:
     """tiny uses the Tianhe-1A shares; one day of ~800 jobs leaves a few points of noise."""
-    figures = stats.headline(tiny_lake, 16, 10 * GIB)
+    figures = stats.calibration_figures(tiny_lake, 16)
     targets = {
-        "rank0_share": (0.257, 0.08),
-        "even_share": (0.619, 0.08),
-        "data_intensive_share": (0.072, 0.03),
-        "data_intensive_traffic_share": (0.981, 0.02),
-        "low_comm_share": (0.933, 0.03),
-        "optimizable_share": (0.063, 0.03),
+        "rank0_jobs": (0.257, 0.08),
+        "even_io_all_rank": (0.619, 0.08),
+        "data_intensive_jobs": (0.072, 0.03),
+        "data_intensive_traffic": (0.981, 0.02),
+        "low_comm_jobs": (0.933, 0.03),
+        "optimizable_jobs": (0.063, 0.03),
     }
     for name, (target, tolerance) in targets.items():
         assert abs(figures[name] - target) <= tolerance, (name, figures[name])
@@ -337,8 +358,8 @@ def _node_distribution(lake: Path, nodes_per_cabinet: int) -> dict[str, float]:
     spread = spread[spread.job_id.isin(late)]
     multi_cabinet = spread[spread.cabinets > 1]
     return {
-        "min_cabinets_share": float(spread.in_min_cabinets.mean()),
-        "uneven_cabinets_share": float((multi_cabinet.cabinet_nud > 0.05).mean()),
+        "in_min_cabinets": float(spread.in_min_cabinets.mean()),
+        "uneven_nodes": float((multi_cabinet.cabinet_nud > MetricSettings().uneven_nud).mean()),
     }
 
 
@@ -353,32 +374,32 @@ REDUCED_PRESETS = {
         3,
         64,
         {
-            "rank0_share": (0.257, 0.05),
-            "even_share": (0.619, 0.05),
-            "data_intensive_share": (0.072, 0.02),
-            "data_intensive_traffic_share": (0.981, 0.01),
-            "low_comm_share": (0.933, 0.02),
-            "optimizable_share": (0.063, 0.02),
-            "top1_node_share": (0.908, 0.07),
-            "top20_cabinet_share": (0.80, 0.10),
-            "min_cabinets_share": (0.704, 0.07),
-            "uneven_cabinets_share": (0.507, 0.07),
+            "rank0_jobs": (0.257, 0.05),
+            "even_io_all_rank": (0.619, 0.05),
+            "data_intensive_jobs": (0.072, 0.02),
+            "data_intensive_traffic": (0.981, 0.01),
+            "low_comm_jobs": (0.933, 0.02),
+            "optimizable_jobs": (0.063, 0.02),
+            "top_node_share": (0.908, 0.07),
+            "top_cabinet_share": (0.80, 0.10),
+            "in_min_cabinets": (0.704, 0.07),
+            "uneven_nodes": (0.507, 0.07),
         },
     ),
     "cs19": (
         2,
         128,
         {
-            "rank0_share": (0.066, 0.05),
-            "even_share": (0.529, 0.05),
-            "data_intensive_share": (0.301, 0.02),
-            "data_intensive_traffic_share": (0.910, 0.03),
-            "low_comm_share": (0.953, 0.02),
-            "optimizable_share": (0.240, 0.02),
-            "top1_node_share": (0.966, 0.07),
-            "top20_cabinet_share": (0.80, 0.10),
-            "min_cabinets_share": (0.492, 0.07),
-            "uneven_cabinets_share": (0.713, 0.07),
+            "rank0_jobs": (0.066, 0.05),
+            "even_io_all_rank": (0.529, 0.05),
+            "data_intensive_jobs": (0.301, 0.02),
+            "data_intensive_traffic": (0.910, 0.03),
+            "low_comm_jobs": (0.953, 0.02),
+            "optimizable_jobs": (0.240, 0.02),
+            "top_node_share": (0.966, 0.07),
+            "top_cabinet_share": (0.80, 0.10),
+            "in_min_cabinets": (0.492, 0.07),
+            "uneven_nodes": (0.713, 0.07),
         },
     ),
 }
@@ -397,5 +418,5 @@ def test_reduced_preset_statistics_near_the_paper(preset: str, tmp_path: Path) -
     ``make bench``; the old burst-only model gave 94-99 % for the cabinets."""
     days, per_cabinet, targets = REDUCED_PRESETS[preset]
     synthesize(preset, lake=tmp_path, days=days, seed=1)
-    figures = stats.headline(tmp_path, per_cabinet, 10 * GIB)
+    figures = stats.calibration_figures(tmp_path, per_cabinet)
     _assert_near(figures | _node_distribution(tmp_path, per_cabinet), targets)

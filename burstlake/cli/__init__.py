@@ -1,5 +1,8 @@
-"""The ``burstlake`` command (SPEC §6). Each subcommand lives in its own module here and
-registers itself with ``register(subparsers)``; its handler returns the exit code."""
+"""The ``burstlake`` command: a thin layer over the library (docs/design.md, "Layers").
+
+Each subcommand lives in its own module here and registers itself with
+``register(subparsers)``; its handler returns the exit code. The CLI imports the library,
+never the reverse, and is the only place that prints."""
 
 from __future__ import annotations
 
@@ -24,13 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
-        try:
-            module = importlib.import_module(f"burstlake.cli.{name}")
-        except ModuleNotFoundError as err:
-            if err.name != f"burstlake.cli.{name}":
-                raise
-            continue
-        module.register(subparsers)
+        importlib.import_module(f"burstlake.cli.{name}").register(subparsers)
     return parser
 
 

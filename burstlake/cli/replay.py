@@ -1,4 +1,5 @@
-"""``burstlake replay --scenario FILE.yaml``: compare what-if policies on a replay (SPEC §5, §6)."""
+"""``burstlake replay --scenario FILE.yaml``: compare what-if policies on a replay
+(docs/design.md, "Replay")."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from burstlake.cli.sql import format_table
+    from burstlake.formatting import format_table
     from burstlake.replay.scenario import comparison, load
     from burstlake.replay.scenario import run as run_scenario
 

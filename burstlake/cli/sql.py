@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from burstlake.cli import add_lake_argument
+from burstlake.formatting import format_table
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -18,17 +19,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--max-rows", type=int, default=40, help="rows to print (default 40)")
     add_lake_argument(parser)
     parser.set_defaults(handler=run)
-
-
-def format_table(columns: list[str], rows: list[tuple], total: int) -> str:
-    """A plain aligned text table, with a footer when rows were cut."""
-    cells = [[("NULL" if v is None else str(v)) for v in row] for row in rows]
-    widths = [max([len(c), *(len(r[i]) for r in cells)]) for i, c in enumerate(columns)]
-    line = lambda values: "  ".join(v.ljust(w) for v, w in zip(values, widths, strict=True))  # noqa: E731
-    out = [line(columns), line(["-" * w for w in widths]), *map(line, cells)]
-    if total > len(rows):
-        out.append(f"({total} rows, {len(rows)} shown)")
-    return "\n".join(out)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,5 +1,5 @@
 """``burstlake synth --preset tianhe1a|cs19|tiny [--days N] [--seed S] [--lake DIR | --raw DIR]``
-(SPEC §6, issue 4)."""
+(paper 004 calibration; docs/design.md, "Synthesizer")."""
 
 from __future__ import annotations
 
@@ -33,7 +33,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="override one calibration parameter (repeatable; after --params)",
+        help="override one calibration parameter (repeatable; after --params); uneven_nud and "
+        "data_intensive_bytes are the metrics thresholds synth_truth's labels follow: give "
+        "`burstlake metrics --set` the same values",
     )
     parser.add_argument("--progress", action="store_true", help="show progress even without a TTY")
     parser.set_defaults(handler=run)

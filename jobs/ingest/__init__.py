@@ -1,4 +1,5 @@
-"""Ingest: one module per input source (SPEC §2), all landing through :mod:`.base`.
+"""Ingest: one module per input source, all landing through :mod:`.base` (docs/design.md,
+"Sources").
 
 Each source module defines ``SOURCE`` (a :class:`~burstlake.jobs.ingest.base.Source`) and
 ``add_arguments(parser)`` for its command-line options, which arrive as the parse options.

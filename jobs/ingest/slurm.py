@@ -34,30 +34,10 @@ import pyarrow as pa
 from burstlake.jobs.ingest import hostlist
 from burstlake.jobs.ingest.base import RECORD, Batch, ParseContext, Reject, Source, UnusableInput
 from burstlake.schemas import spec
+from burstlake.schemas.sources import SACCT_TEXT_FIELDS as TEXT_FIELDS
 
 BATCH_RECORDS = 50_000
 NULL_TIMES = frozenset({"", "unknown", "none", "n/a", "(null)"})
-# sacct header name (lower case) -> lake column; JobID wins over JobIDRaw when both are there.
-TEXT_FIELDS = {
-    "jobid": "job_id",
-    "jobidraw": "job_id_raw",
-    "jobname": "job_name",
-    "user": "user",
-    "uid": "uid",
-    "account": "account",
-    "partition": "partition",
-    "cluster": "cluster",
-    "submit": "submit",
-    "eligible": "eligible",
-    "start": "start",
-    "end": "end",
-    "reqcpus": "req_cpus",
-    "alloccpus": "alloc_cpus",
-    "nnodes": "nnodes",
-    "nodelist": "nodelist",
-    "state": "state",
-    "exitcode": "exit_code",
-}
 JOB_COLUMNS = spec("jobs").schema.names
 STEP_COLUMNS = spec("job_steps").schema.names
 NODE_COLUMNS = (*spec("job_nodes").schema.names, RECORD)

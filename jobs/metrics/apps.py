@@ -13,7 +13,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from .job_io import JOB, join_on_job
-from .settings import Settings
+from .settings import MetricSettings
 
 CHARACTERISTICS = ("data_intensive", "all_rank", "low_comm")
 
@@ -47,8 +47,8 @@ def divergence(vectors: DataFrame) -> DataFrame:
     return pairs.groupBy(F.col("a.app_id").alias("app_id")).agg(F.avg(distance).alias("divergence"))
 
 
-def app_metrics(job_io: DataFrame, node_bytes: DataFrame, settings: Settings) -> DataFrame:
-    """app_metrics (SPEC §4 "Applications")."""
+def app_metrics(job_io: DataFrame, node_bytes: DataFrame, settings: MetricSettings) -> DataFrame:
+    """app_metrics: consistency (004 Def. 3) and divergence (Def. 4) per application (§6.1)."""
     multi_node = job_io.where(F.col("nodes") > 1)
     apps = (
         multi_node.groupBy("app_id")

@@ -1,4 +1,4 @@
-"""I/O distribution of a Darshan log over its ranks and hosts (paper 004 §3.2; SPEC §4).
+"""I/O distribution of a Darshan log over its ranks and hosts (paper 004 §3.2).
 
 Bytes are read + written in the modules that reach the file system (``darshan_modules``,
 POSIX, STDIO and DAOS by default: MPI-IO, HDF5 and PnetCDF sit above them and would count the
@@ -15,12 +15,12 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from .nud import distribution, distribution_metrics, share
-from .settings import Settings
+from .settings import MetricSettings
 
 LOG = "log_id"
 
 
-def log_bytes(rank_io: DataFrame, settings: Settings) -> DataFrame:
+def log_bytes(rank_io: DataFrame, settings: MetricSettings) -> DataFrame:
     """(log_id, rank, hostname, bytes) of the file-system-level modules."""
     moved = F.coalesce(F.col("bytes_read"), F.lit(0)) + F.coalesce(F.col("bytes_written"), F.lit(0))
     return rank_io.where(F.col("module").isin(*settings.darshan_modules)).select(
@@ -35,7 +35,7 @@ def over(moved: DataFrame, item: str, prefix: str) -> DataFrame:
 
 
 def darshan_job_metrics(
-    darshan_jobs: DataFrame, rank_io: DataFrame, settings: Settings
+    darshan_jobs: DataFrame, rank_io: DataFrame, settings: MetricSettings
 ) -> DataFrame:
     """darshan_job_metrics: per log, rank and host distributions and the shared bytes."""
     moved = log_bytes(rank_io, settings)

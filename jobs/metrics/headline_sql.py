@@ -1,9 +1,12 @@
-"""The headline figures of SPEC §4 straight from the raw lake tables in DuckDB SQL.
+"""The headline figures of paper 004 (§3.2, §3.3, §4.1, §6.2) from the raw lake tables, in DuckDB
+SQL.
 
-A second, independent implementation of what the Spark jobs compute (same definitions and
-thresholds, different engine and formulas: entropy from shares instead of the one-pass
-Σ x ln x), used to cross-check them and as the fast path of ``bench/metrics_full.py``.
-Figure names match ``platform_summary.figure``.
+Deliberately a second, independent implementation of what the Spark jobs compute: the same
+definitions and thresholds (:class:`MetricSettings`), but another engine and other formulas
+(entropy from shares instead of the one-pass Σ x ln x of :mod:`.nud`), so that a mistake in
+either shows up as a disagreement. It must not import the Spark path. It cross-checks the
+metrics in the tests and is the fast path of ``bench/metrics_full.py``. Figure names match
+``platform_summary.figure`` (docs/design.md, "Metrics").
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import os
 
 from burstlake.catalog import connect
 
-from .settings import Settings, top_count
+from .settings import MetricSettings, top_count
 
 JOBS_SQL = """
 WITH ran AS (
@@ -123,9 +126,9 @@ FROM topology
 """
 
 
-def headline(lake: str | os.PathLike | None, settings: Settings | None = None) -> dict:
-    """Figure name -> value of the SPEC §4 headline figures, from the raw tables."""
-    settings = settings or Settings()
+def headline(lake: str | os.PathLike | None, settings: MetricSettings | None = None) -> dict:
+    """Figure name -> value of the paper 004 headline figures, from the raw tables."""
+    settings = settings or MetricSettings()
     con = connect(lake)
     try:
         nodes, cabinets, ions, per_cabinet = con.execute(SIZE_SQL).fetchone()

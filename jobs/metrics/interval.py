@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from .settings import Settings, top_count
+from .settings import MetricSettings, top_count
 
 
 @dataclass(frozen=True)
@@ -99,9 +99,9 @@ class Intervals:
 
 
 def interval_metrics(
-    node_io: DataFrame, topology: DataFrame, size: SystemSize, settings: Settings
+    node_io: DataFrame, topology: DataFrame, size: SystemSize, settings: MetricSettings
 ) -> Intervals:
-    """interval_metrics (SPEC §4 "Spatial burstiness")."""
+    """interval_metrics: spatial burstiness per interval (004 §4.1, §7.4, §7.5)."""
     active = active_traffic(node_io, topology)
     cabinets = level_intervals(active, "cabinet")
     ions = level_intervals(active, "ion")

@@ -1,4 +1,4 @@
-"""Per-job I/O and node distribution (paper 004 §3.2, §3.3, §6.2; SPEC §4).
+"""Per-job I/O and node distribution (paper 004 §3.2, §3.3, §6.2).
 
 A job's bytes are node_io read + write on its allocated nodes while it runs. An interval
 belongs to a job when its midpoint ``ts + interval_s / 2`` lies in ``[start, end)``: nodes are
@@ -21,7 +21,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from .nud import distribution, distribution_metrics, nud, share, xlogx
-from .settings import Settings
+from .settings import MetricSettings
 
 JOB = ["job_id", "cluster"]
 JOB_INFO = [*JOB, "user", "job_name", "start", "end"]
@@ -110,9 +110,9 @@ def job_node_bytes(joined: DataFrame) -> DataFrame:
     )
 
 
-def io_phases(joined: DataFrame, settings: Settings) -> DataFrame:
+def io_phases(joined: DataFrame, settings: MetricSettings) -> DataFrame:
     """Per job: seconds of its run in intervals where its nodes move at least the I/O-phase
-    rate (SPEC §4, temporal burstiness)."""
+    rate (temporal burstiness, 004 §1)."""
     per_interval = (
         joined.where(F.col("ts").isNotNull())
         .groupBy(*JOB, "ts")
@@ -162,7 +162,7 @@ class JobIO:
 
 
 def characteristics(
-    jobs: DataFrame, nodes_per_cabinet: int | None, settings: Settings
+    jobs: DataFrame, nodes_per_cabinet: int | None, settings: MetricSettings
 ) -> DataFrame:
     """The job_io_metrics columns from the per-job aggregates (004 §3.2, §3.3, §6.2)."""
     nodes, io = F.col("nodes"), F.col("io_bytes")
@@ -207,9 +207,9 @@ def job_io_metrics(
     node_io: DataFrame,
     topology: DataFrame,
     nodes_per_cabinet: int | None,
-    settings: Settings,
+    settings: MetricSettings,
 ) -> JobIO:
-    """job_io_metrics (SPEC §4 "Job I/O distribution", "Node distribution", characteristics)."""
+    """job_io_metrics: I/O distribution (004 §3.2), node distribution (§3.3), traits (§6.2)."""
     alloc = allocations(jobs, job_nodes, topology)
     joined = job_intervals(alloc, node_traffic(node_io), settings.time_bucket_s)
     node_bytes = job_node_bytes(joined)

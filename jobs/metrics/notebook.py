@@ -1,8 +1,12 @@
-"""Execute the analyst notebook ``notebooks/spatial_burstiness.ipynb`` on a lake (nbclient)."""
+"""Execute the analyst notebook ``notebooks/spatial_burstiness.ipynb`` on a lake (nbclient).
+
+The notebook is package data of ``burstlake.notebooks``, read through importlib.resources, so
+an installed burstlake finds it without a checkout (docs/design.md, "Packaging")."""
 
 from __future__ import annotations
 
 import os
+from importlib import resources
 from pathlib import Path
 
 import nbformat
@@ -10,7 +14,7 @@ from nbclient import NotebookClient
 
 from burstlake.lake import lake_path
 
-NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "spatial_burstiness.ipynb"
+NOTEBOOK = resources.files("burstlake.notebooks").joinpath("spatial_burstiness.ipynb")
 
 
 def render_notebook(
@@ -20,9 +24,9 @@ def render_notebook(
 
     Raises nbclient's CellExecutionError, naming the failing cell, if a cell fails.
     """
-    if not NOTEBOOK.exists():
-        raise FileNotFoundError(f"notebook not found: {NOTEBOOK} (run from a source checkout)")
-    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    if not NOTEBOOK.is_file():
+        raise FileNotFoundError(f"notebook not found: {NOTEBOOK} (reinstall burstlake)")
+    notebook = nbformat.reads(NOTEBOOK.read_text(encoding="utf-8"), as_version=4)
     out = Path(out_path)
     out.parent.mkdir(parents=True, exist_ok=True)
     env = os.environ | {"BURSTLAKE_LAKE": str(lake_path(lake))}

@@ -1,4 +1,8 @@
-"""The normalized unevenness degree as Spark column expressions (paper 004 §3.1, Defs. 1-2).
+"""The normalized unevenness degree, NUD = 1 − H(X)/ln n (paper 004 §3.1, Defs. 1-2).
+
+The one definition of the NUD in burstlake: :func:`nud_of` for NumPy arrays (the synthesizer
+and its calibration checks use it) and :func:`nud` for Spark columns (the metrics jobs). The
+DuckDB SQL of :mod:`.headline_sql` is the deliberate independent cross-check.
 
 For values x_1..x_n with total T > 0 and p_i = x_i / T, the entropy is
 H = -Σ p_i ln p_i = ln T - (Σ x_i ln x_i) / T, so one aggregation pass (Σ x, Σ x ln x, n)
@@ -8,8 +12,25 @@ Items with x = 0 add nothing to either sum: nodes without traffic only raise n.
 
 from __future__ import annotations
 
+import numpy as np
 from pyspark.sql import Column
 from pyspark.sql import functions as F
+
+
+def nud_of(values: np.ndarray) -> np.ndarray | float:
+    """NUD of the distribution(s) along the last axis of ``values`` (NaN for n = 1 or T = 0).
+
+    ``values`` are amounts or shares (they are normalised here); a 1-D input gives a float.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    n = values.shape[-1]
+    total = values.sum(axis=-1, keepdims=True)
+    p = values / np.where(total > 0, total, 1.0)
+    entropy = -np.sum(p * np.log(np.where(p > 0, p, 1.0)), axis=-1)
+    defined = (n > 1) & (total[..., 0] > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        degree = np.where(defined, 1 - entropy / np.log(max(n, 1)), np.nan)
+    return float(degree) if degree.ndim == 0 else degree
 
 
 def xlogx(value: Column) -> Column:

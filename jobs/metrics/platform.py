@@ -1,4 +1,4 @@
-"""The lake's headline figures beside the paper's (SPEC §4; paper 004 §3, §4.1, §6.2, Table 3).
+"""The lake's headline figures beside the paper's (paper 004 §3, §4.1, §6.2, Table 3).
 
 Each :class:`Figure` is one aggregate over one metrics table (jobs, intervals or applications)
 with the number of rows it is over (``basis``) and the paper's Tianhe-1A / CS19 values where it
@@ -18,7 +18,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from burstlake.schemas import spec
 
-from .settings import Settings
+from .settings import MetricSettings
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ def mean_of(flag: str, where: Column | None = None) -> tuple[Column, Column]:
     return F.avg(F.when(known, F.col(flag).cast("double"))), F.count(F.when(known, 1))
 
 
-def job_figures(settings: Settings) -> list[Figure]:
+def job_figures(settings: MetricSettings) -> list[Figure]:
     """Job-level figures of 004 §3.2, §3.3 and Table 3."""
     multi = F.col("nodes") > 1
     traffic_share = F.sum(F.when(F.col("data_intensive"), F.col("io_bytes"))) / F.sum("io_bytes")
@@ -119,7 +119,7 @@ def job_figures(settings: Settings) -> list[Figure]:
         ),
         (
             "io_phase_fraction",
-            "SPEC 4",
+            "1",
             "mean fraction of a job's run spent in I/O phases",
             (F.avg("io_phase_fraction"), F.count("io_phase_fraction")),
             None,
@@ -161,7 +161,7 @@ def share_figures(column: str, what: str, section: str, weighted: tuple) -> list
     return figures
 
 
-def interval_figures(settings: Settings) -> list[Figure]:
+def interval_figures(settings: MetricSettings) -> list[Figure]:
     """Spatial (004 §4.1, §7.4, §7.5) and temporal burstiness figures."""
     ts_s = F.unix_micros(F.col("ts")) / F.lit(1e6)
     step = F.min("interval_s")
@@ -201,7 +201,7 @@ def interval_figures(settings: Settings) -> list[Figure]:
         ),
         Figure(
             "peak_to_mean",
-            "SPEC 4",
+            "1",
             "peak over mean system throughput",
             F.max(rate) / mean_rate,
             grid.cast("long"),
@@ -210,7 +210,7 @@ def interval_figures(settings: Settings) -> list[Figure]:
     ]
 
 
-def app_figures(settings: Settings) -> list[Figure]:
+def app_figures(settings: MetricSettings) -> list[Figure]:
     """Application figures of 004 §6.3 (Figs. 10, 11)."""
     value, basis = mean_of("consistent_distribution")
     figures = [
@@ -264,7 +264,7 @@ def platform_summary(
     job_io: DataFrame,
     intervals: DataFrame,
     apps: DataFrame,
-    settings: Settings,
+    settings: MetricSettings,
 ) -> DataFrame:
     """platform_summary: one row per figure."""
     jobs = job_io.withColumn("even_io", F.when(F.col("all_rank"), ~F.col("uneven_io")))

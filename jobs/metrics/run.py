@@ -8,7 +8,6 @@ The same code runs in local mode (default) or on any Spark master URL.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from collections.abc import Callable
@@ -20,6 +19,8 @@ from tqdm import tqdm
 
 from burstlake import catalog
 from burstlake.lake import lake_path
+from burstlake.schemas.metrics import INPUTS
+from burstlake.schemas.metrics import NAMES as TABLES
 
 from . import frames
 from .apps import app_metrics
@@ -28,21 +29,10 @@ from .interval import SystemSize, interval_metrics
 from .job_io import job_io_metrics
 from .loads import level_load
 from .platform import platform_summary
-from .settings import Settings
-
-INPUTS = ("jobs", "job_nodes", "node_io", "topology", "darshan_jobs", "darshan_rank_io")
-TABLES = (
-    "job_io_metrics",
-    "darshan_job_metrics",
-    "interval_metrics",
-    "cabinet_load",
-    "ion_load",
-    "app_metrics",
-    "platform_summary",
-)
+from .settings import MetricSettings
 
 
-def cabinet_size(topology: DataFrame, settings: Settings) -> int | None:
+def cabinet_size(topology: DataFrame, settings: MetricSettings) -> int | None:
     """Nodes per cabinet for minimal cabinets: the setting, else the largest cabinet."""
     if settings.nodes_per_cabinet:
         return settings.nodes_per_cabinet
@@ -53,7 +43,9 @@ def cabinet_size(topology: DataFrame, settings: Settings) -> int | None:
 class Pipeline:
     """The metrics of one lake, computed lazily and kept (persisted) while later steps use them."""
 
-    def __init__(self, spark: SparkSession, lake: str | os.PathLike, settings: Settings) -> None:
+    def __init__(
+        self, spark: SparkSession, lake: str | os.PathLike, settings: MetricSettings
+    ) -> None:
         self.spark, self.lake, self.settings = spark, lake_path(lake), settings
         self.inputs = {name: frames.read(spark, self.lake, name) for name in INPUTS}
         self.kept: list[DataFrame] = []
@@ -132,7 +124,7 @@ def run(
     lake: str | os.PathLike | None = None,
     spark: SparkSession | None = None,
     master: str | None = None,
-    settings: Settings | None = None,
+    settings: MetricSettings | None = None,
     progress: bool | None = None,
 ) -> dict[str, int]:
     """All metrics of ``lake`` on ``spark`` (or a new session on ``master``, local by default)."""
@@ -140,47 +132,4 @@ def run(
 
     spark = spark or session(master, app_name="burstlake-metrics")
     show = sys.stderr.isatty() if progress is None else progress
-    return Pipeline(spark, lake_path(lake), settings or Settings()).run(show)
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of ``burstlake metrics`` (shared with ``python -m ...metrics.run``)."""
-    parser.add_argument(
-        "--spark-master",
-        default=None,
-        help="Spark master URL, e.g. spark://host:7077 (default: local[*])",
-    )
-    parser.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="override a threshold, e.g. --set data_intensive_bytes=1e9 --set rank0_share=0.9 "
-        f"(settings: {', '.join(Settings().__dataclass_fields__)})",
-    )
-    parser.add_argument("--progress", action="store_true", help="show progress even without a TTY")
-
-
-def execute(args: argparse.Namespace) -> int:
-    """Run the metrics for parsed arguments and print rows per table."""
-    settings = Settings().with_overrides(args.overrides)
-    progress = True if args.progress else None
-    written = run(args.lake, master=args.spark_master, settings=settings, progress=progress)
-    for name, rows in written.items():
-        print(f"{name}: {rows} rows")
-    return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Entry point for spark-submit / ``python -m burstlake.jobs.metrics.run``."""
-    from burstlake.cli import add_lake_argument
-
-    parser = argparse.ArgumentParser(prog="burstlake-metrics", description=__doc__)
-    add_lake_argument(parser)
-    add_arguments(parser)
-    return execute(parser.parse_args(argv))
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return Pipeline(spark, lake_path(lake), settings or MetricSettings()).run(show)

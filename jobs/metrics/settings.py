@@ -1,4 +1,4 @@
-"""Thresholds of the metrics, with the papers' defaults (SPEC §4, paper 004 §3, §4, §6)."""
+"""Thresholds of the metrics, with the papers' defaults (paper 004 §3, §4, §6)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ GIB = 1 << 30
 
 
 @dataclass(frozen=True)
-class Settings:
+class MetricSettings:
     """Every threshold the metrics use; the defaults are the paper's where it gives one."""
 
     rank0_share: float = 0.95
@@ -47,7 +47,7 @@ class Settings:
         if self.time_bucket_s <= 0 or (self.nodes_per_cabinet or 1) <= 0:
             raise ValueError("metrics settings time_bucket_s and nodes_per_cabinet must be > 0")
 
-    def with_overrides(self, pairs: list[str]) -> Settings:
+    def with_overrides(self, pairs: list[str]) -> MetricSettings:
         """These settings with ``NAME=VALUE`` overrides, each typed like its default."""
         names = [f.name for f in fields(self)]
         changes: dict[str, object] = {}

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from burstlake.jobs.synth.calibration import Calibration
-from burstlake.jobs.synth.workload import Submissions
+from burstlake.jobs.synth.submissions import Submissions
 from burstlake.machines import Machine
 
 
@@ -41,7 +41,7 @@ def _best_fit_run(free: np.ndarray, n: int) -> int | None:
 
 
 @dataclass(frozen=True)
-class Policy:
+class AllocatorPolicy:
     """How often each step of node selection is taken (shares of jobs, 004 §3.3.1)."""
 
     tree_fit_share: float = 0.0  # the topology step (fewest cabinets) first
@@ -52,7 +52,7 @@ class Policy:
 class Allocator:
     """Which nodes are free, and the choice of nodes for a job of ``n`` nodes."""
 
-    def __init__(self, machine: Machine, policy: Policy, rng: np.random.Generator):
+    def __init__(self, machine: Machine, policy: AllocatorPolicy, rng: np.random.Generator):
         self.free = np.ones(machine.nodes, dtype=bool)
         self.free_count = machine.nodes
         self.cabinet_size = machine.nodes_per_cabinet
@@ -138,7 +138,7 @@ def schedule(
     rng: np.random.Generator,
 ) -> Placement:
     """Run the submissions through the scheduler until the window closes."""
-    policy = Policy(cal.tree_fit_share, cal.scatter_share, cal.spread_share)
+    policy = AllocatorPolicy(cal.tree_fit_share, cal.scatter_share, cal.spread_share)
     allocator = Allocator(machine, policy, rng)
     start = np.full(len(jobs), -1, dtype=np.int64)
     nodes: list[np.ndarray | None] = [None] * len(jobs)

@@ -26,9 +26,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from burstlake.jobs.metrics.nud import nud_of
 from burstlake.jobs.synth.calibration import Calibration
 from burstlake.jobs.synth.sampling import weighted_pick
-from burstlake.jobs.synth.workload import Applications
+from burstlake.jobs.synth.submissions import Applications
 from burstlake.schemas.tables import NODE_IO_TRAFFIC
 
 XFER_BYTES = np.array([64 << 10, 256 << 10, 1 << 20, 4 << 20])
@@ -153,14 +154,6 @@ def app_traits(cal: Calibration, apps: Applications, rng: np.random.Generator) -
     )
 
 
-def nud(shares: np.ndarray) -> np.ndarray:
-    """NUD = 1 − H/log n over the last axis (004 Def. 2)."""
-    n = shares.shape[-1]
-    safe = np.where(shares > 0, shares, 1.0)
-    entropy = -np.sum(shares * np.log(safe), axis=-1)
-    return 1 - entropy / np.log(n)
-
-
 def _temper(p: np.ndarray, nud_max: float, nud_min: float, share_max: float) -> np.ndarray:
     """Mix ``p`` with the uniform distribution: the most uneven mix with NUD ≤ ``nud_max`` and
     max share ≤ ``share_max``, or the least uneven with NUD ≥ ``nud_min`` if that is none.
@@ -169,7 +162,7 @@ def _temper(p: np.ndarray, nud_max: float, nud_min: float, share_max: float) -> 
     max share both grow with the mixing weight.
     """
     mixes = (1 - TEMPER_STEPS) / len(p) + TEMPER_STEPS * p
-    degrees = nud(mixes)
+    degrees = nud_of(mixes)
     within = (mixes.max(axis=1) <= share_max) & (degrees <= nud_max)
     best = int(np.flatnonzero(within)[-1]) if within.any() else 0
     if degrees[best] < nud_min:
@@ -317,8 +310,8 @@ def job_behaviour(
         shares.append(vector)
         peaks[j] = vector.max()
         if n > 1:
-            degrees[j] = nud(vector)
-    uneven = multi & (degrees > 0.05)
+            degrees[j] = nud_of(vector)
+    uneven = multi & (degrees > cal.uneven_nud)
     return Behaviour(
         rank0=rank0,
         uneven=uneven,

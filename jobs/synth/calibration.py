@@ -2,7 +2,7 @@
 
 A :class:`Calibration` holds the workload, allocator, I/O-behaviour and raw-output parameters.
 Each machine preset has its defaults (:data:`PRESET_CALIBRATIONS`): the job-level shares are the
-reference values paper 004 measured on Tianhe-1A and CS19 (SPEC §4: §3.2 rank-0 and even I/O,
+reference values paper 004 measured on Tianhe-1A and CS19 (§3.2 rank-0 and even I/O,
 §6.2 Table 3 data-intensive, low-communication and optimizable jobs, and the data-intensive
 share of traffic); the allocator and burst parameters are tuned so that the node distribution
 (§3.3, Fig. 4) and spatial burstiness (§4.1) land near the paper's figures. ``tiny`` uses the
@@ -21,7 +21,9 @@ from typing import Any
 
 import yaml
 
-GIB = 1 << 30
+from burstlake.jobs.metrics.settings import GIB, MetricSettings
+
+THRESHOLDS = MetricSettings()  # the metrics' defaults: one definition of each threshold
 
 
 @dataclass(frozen=True)
@@ -58,23 +60,26 @@ class Calibration:
 
     # --- I/O behaviour (004 §3.2, §6.2, §6.3) ----------------------------------------------
     rank0_share: float = 0.257  # of multi-node jobs (§3.2.1)
-    even_share: float = 0.619  # of all-rank jobs: NUD <= 0.05 (§3.2.2)
+    even_share: float = 0.619  # of all-rank jobs: NUD <= uneven_nud (§3.2.2)
     data_intensive_share: float = 0.072  # of all jobs (Table 3)
     data_intensive_allrank_share: float = 0.92  # of data-intensive jobs: multi-node all-rank
     data_intensive_traffic_share: float = 0.981  # of all bytes (§6.2)
     low_comm_share: float = 0.933  # of all jobs (Table 3)
     optimizable_share: float = 0.063  # data-intensive ∧ all-rank ∧ low-comm (Table 3)
-    data_intensive_bytes: int = 10 * GIB  # threshold; the metrics' default too
+    data_intensive_bytes: int = THRESHOLDS.data_intensive_bytes  # the metrics' threshold
+    uneven_nud: float = THRESHOLDS.uneven_nud  # the metrics' threshold: synth_truth.uneven is
+    # io_nud above it; run ``burstlake metrics --set uneven_nud=...`` with the same value
     data_intensive_runtime_noise: float = 1.0  # data-intensive apps are the long-running ones:
     # picked by log(median run time) + this × N(0, 1), largest first (assumed, not in 004)
     non_di_log10_width: float = 4.0  # other jobs' bytes: log-uniform over this many decades
     flip_share: float = 0.03  # chance a job departs from its app's characteristic (Def. 3)
     divergent_app_share: float = 0.5  # uneven apps whose heavy nodes move job to job (Def. 4)
-    even_nud_max: float = 0.03  # even jobs' NUD stays below (metric threshold 0.05)
+    even_nud_max: float = 0.03  # even jobs' NUD stays below (and below uneven_nud)
     uneven_nud_min: float = 0.1  # uneven jobs' NUD stays above
     uneven_nud_max: float = 0.6
     aggregator_share_max: float = 0.3  # uneven jobs: share of nodes that carry most bytes
-    allrank_max_share: float = 0.85  # no node of an all-rank job carries more (rank-0: > 0.95)
+    allrank_max_share: float = 0.85  # no node of an all-rank job carries more (below the
+    # metrics' rank0_share, 0.95, above which a job is rank-0)
     rank0_min_share: float = 0.97  # the root's share of a rank-0 job's bytes
     read_share_max: float = 0.5  # input read phase: up to this share of a job's bytes
     checkpoint_period_s: float = 3600.0  # median time between checkpoint (write) phases
@@ -91,7 +96,7 @@ class Calibration:
     cpu_load: float = 11.5  # gauge on busy nodes (12 cores), mean of a job's
     mem_used_bytes: int = 8 * GIB  # gauge on busy nodes, mean of a job's
 
-    # --- raw output: Zabbix export imperfections (SPEC §2) -------------------------------
+    # --- raw output: Zabbix export imperfections (docs/design.md, Sources) -----------------
     jitter_s: float = 1.0  # sample clocks within ± this of the grid (< interval / 4)
     reset_share: float = 0.05  # nodes rebooted (counters reset) once per day, when idle
     gap_share: float = 0.05  # nodes missing a run of samples per day, when idle
@@ -110,13 +115,28 @@ class Calibration:
             raise ValueError("calibration writers_exponent must be in [0, 1]")
         if not 0 < self.writer_rate_bytes_s <= self.node_rate_bytes_s:
             raise ValueError("calibration needs 0 < writer_rate_bytes_s <= node_rate_bytes_s")
-        if not 0 <= self.even_nud_max < 0.05 < self.uneven_nud_min <= self.uneven_nud_max:
-            raise ValueError("calibration needs even_nud_max < 0.05 < uneven_nud_min <= max")
+        nuds = (self.even_nud_max, self.uneven_nud, self.uneven_nud_min, self.uneven_nud_max)
+        if not 0 <= nuds[0] < nuds[1] < nuds[2] <= nuds[3]:
+            raise ValueError(
+                "calibration needs even_nud_max < uneven_nud < uneven_nud_min <= uneven_nud_max "
+                f"(got {', '.join(map(str, nuds))})"
+            )
+        if not self.allrank_max_share < THRESHOLDS.rank0_share < self.rank0_min_share:
+            raise ValueError(
+                "calibration needs allrank_max_share < the metrics' rank0_share "
+                f"({THRESHOLDS.rank0_share}) < rank0_min_share"
+            )
         if self.optimizable_share > self.data_intensive_share * self.data_intensive_allrank_share:
             raise ValueError(
                 "calibration optimizable_share exceeds data_intensive_share × "
                 "data_intensive_allrank_share: no job mix can reach it"
             )
+
+    def metric_settings(self) -> MetricSettings:
+        """The metrics thresholds the trace's ``synth_truth`` labels follow."""
+        return dataclasses.replace(
+            THRESHOLDS, uneven_nud=self.uneven_nud, data_intensive_bytes=self.data_intensive_bytes
+        )
 
     def to_json(self) -> str:
         """The parameters as one JSON object (kept with the run's ground truth)."""

@@ -1,6 +1,6 @@
 """``synthesize``: a machine-wide trace with known answers, into the lake or as raw files.
 
-Order of work (each step its own module): applications and submissions (workload), the
+Order of work (each step its own module): applications and submissions (submissions), the
 Slurm-like scheduler and allocator, per-job I/O behaviour and phases, then the writers. Every
 random draw comes from a NumPy Generator seeded from ``seed`` (one stream per step), so the
 same preset, seed and parameters give byte-identical tables.
@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from burstlake.jobs.synth import allocator, behaviour, workload
+from burstlake.jobs.synth import allocator, behaviour, submissions
 from burstlake.jobs.synth.calibration import Calibration, calibration
 from burstlake.jobs.synth.trace import DAY_S, Trace
 from burstlake.jobs.synth.writers import check_raw_size, write_lake, write_raw
@@ -43,8 +43,8 @@ def build_trace(
     if seed < 0:
         raise ValueError(f"--seed must be >= 0, not {seed}")
     streams = _streams(seed)
-    apps = workload.applications(cal, machine, streams[0])
-    submitted = workload.submissions(cal, machine, apps, window_s, streams[0])
+    apps = submissions.applications(cal, machine, streams[0])
+    submitted = submissions.submissions(cal, machine, apps, window_s, streams[0])
     placement = allocator.schedule(cal, machine, submitted, window_s, streams[1])
     jobs = _running(submitted, placement, window_s)
     traits = behaviour.app_traits(cal, apps, streams[2])
@@ -77,7 +77,7 @@ def _window_s(machine: Machine, cal: Calibration, days: float | None) -> int:
 
 
 def _running(
-    submitted: workload.Submissions, placement: allocator.Placement, window_s: int
+    submitted: submissions.Submissions, placement: allocator.Placement, window_s: int
 ) -> behaviour.RunningJobs:
     """The jobs that started and ended inside the window, in submission order."""
     end = placement.start_s + submitted.runtime_s

@@ -1,13 +1,16 @@
 """A small NumPy/pandas reading of paper 004's headline figures, for calibration checks only.
 
 Independent of the Spark metrics (jobs/metrics): it reads a lake's ``jobs``, ``job_nodes``,
-``node_io`` and ``topology`` and returns the SPEC §4 figures the synthesizer is calibrated to.
-Definitions: NUD = 1 − H/log n (Def. 2); rank-0 when the max node share > 0.95 (§3.2.1);
-uneven when NUD > 0.05 (§3.2.2, §3.3.2); minimal cabinets ⌈N / nodes per cabinet⌉ (§3.3.1);
-data-intensive above a byte threshold, low-communication when I/O bytes > net − Lustre bytes,
-optimizable = data-intensive ∧ all-rank ∧ low-comm (§6.2); top 1 % nodes and top 20 % cabinets
-per interval, traffic-weighted (§4.1). A job's bytes are the ``node_io`` rows of its nodes with
-``ts`` in [start, end).
+``node_io`` and ``topology`` and returns the figures the synthesizer is calibrated to, under the
+names of ``platform_summary.figure`` (docs/design.md, "Metrics"). It shares the definitions of
+the metrics, not their code paths: the NUD of :mod:`burstlake.jobs.metrics.nud` (004 Def. 2)
+and the thresholds of :class:`~burstlake.jobs.metrics.settings.MetricSettings` — rank-0 above
+``rank0_share`` (§3.2.1), uneven above ``uneven_nud`` (§3.2.2, §3.3.2), minimal cabinets
+⌈N / nodes per cabinet⌉ (§3.3.1), data-intensive above ``data_intensive_bytes``,
+low-communication when I/O bytes > net − Lustre bytes, optimizable = data-intensive ∧ all-rank
+∧ low-comm (§6.2), the busiest ``top_node_fraction`` of nodes and ``top_cabinet_fraction`` of
+cabinets per interval, traffic-weighted (§4.1). A job's bytes are the ``node_io`` rows of its
+nodes with ``ts`` in [start, end).
 """
 
 from __future__ import annotations
@@ -18,16 +21,9 @@ import os
 import numpy as np
 import pandas as pd
 
+from burstlake.jobs.metrics.nud import nud_of
+from burstlake.jobs.metrics.settings import MetricSettings, top_count
 from burstlake.lake import read_table
-
-
-def nud(shares: np.ndarray) -> float:
-    """NUD of one distribution (NaN for n = 1 or zero total)."""
-    total = shares.sum()
-    if len(shares) < 2 or total <= 0:
-        return math.nan
-    p = shares[shares > 0] / total
-    return float(1 + np.sum(p * np.log(p)) / math.log(len(shares)))
 
 
 def _frames(lake: str | os.PathLike) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
@@ -56,15 +52,16 @@ def job_bytes(lake: str | os.PathLike) -> pd.DataFrame:
     return out.sort_values(["job_id", "node_index"]).reset_index(drop=True)
 
 
-def job_labels(per_node: pd.DataFrame, data_intensive_bytes: int) -> pd.DataFrame:
+def job_labels(per_node: pd.DataFrame, settings: MetricSettings | None = None) -> pd.DataFrame:
     """Per job: total bytes, NUD, max node share and the §3.2 / §6.2 labels."""
+    settings = settings or MetricSettings()
     rows = []
     for job_id, group in per_node.groupby("job_id", sort=True):
         shares = group["io"].to_numpy(dtype=np.float64)
         total, n = shares.sum(), len(shares)
         peak = shares.max() / total if total > 0 else math.nan
-        degree = nud(shares)
-        rank0 = None if n < 2 or total <= 0 else bool(peak > 0.95)
+        degree = nud_of(shares)
+        rank0 = None if n < 2 or total <= 0 else bool(peak > settings.rank0_share)
         rows.append(
             {
                 "job_id": job_id,
@@ -74,11 +71,11 @@ def job_labels(per_node: pd.DataFrame, data_intensive_bytes: int) -> pd.DataFram
                 "io_nud": degree,
                 "max_node_share": peak,
                 "rank0": rank0,
-                "uneven": None if math.isnan(degree) else bool(degree > 0.05),
+                "uneven": None if math.isnan(degree) else bool(degree > settings.uneven_nud),
             }
         )
     labels = pd.DataFrame(rows)
-    labels["data_intensive"] = labels.io_bytes > data_intensive_bytes
+    labels["data_intensive"] = labels.io_bytes > settings.data_intensive_bytes
     labels["low_comm"] = labels.io_bytes > labels.comm_bytes
     labels["optimizable"] = labels.data_intensive & (labels.rank0 == False) & labels.low_comm  # noqa: E712
     return labels
@@ -101,53 +98,56 @@ def cabinet_spread(lake: str | os.PathLike, nodes_per_cabinet: int) -> pd.DataFr
                 "nnodes": n,
                 "cabinets": spanned,
                 "in_min_cabinets": spanned == math.ceil(n / nodes_per_cabinet),
-                "cabinet_nud": nud(per_cabinet.to_numpy(dtype=np.float64)),
+                "cabinet_nud": nud_of(per_cabinet.to_numpy(dtype=np.float64)),
             }
         )
     return pd.DataFrame(rows)
 
 
-def spatial_shares(lake: str | os.PathLike) -> dict[str, float]:
+def spatial_shares(
+    lake: str | os.PathLike, settings: MetricSettings | None = None
+) -> dict[str, float]:
     """Traffic-weighted share of the busiest 1 % of nodes and 20 % of cabinets (§4.1), and the
     median over intervals with traffic of the latter (Fig. 8 plots it interval by interval)."""
+    settings = settings or MetricSettings()
     io = read_table(lake, "node_io", ["node", "ts", "read_bytes", "write_bytes"]).to_pandas()
     topology = read_table(lake, "topology", ["node", "cabinet"]).to_pandas()
     io["bytes"] = io.read_bytes + io.write_bytes
     io = io[io.bytes > 0].merge(topology, on="node")
-    top_nodes = math.ceil(0.01 * len(topology))
-    top_cabinets = math.ceil(0.2 * topology.cabinet.nunique())
+    top_nodes = top_count(settings.top_node_fraction, len(topology))
+    top_cabinets = top_count(settings.top_cabinet_fraction, topology.cabinet.nunique())
     total = io.bytes.sum()
     node_top = io.sort_values("bytes", ascending=False).groupby("ts").head(top_nodes).bytes.sum()
     cabinets = io.groupby(["ts", "cabinet"], as_index=False).bytes.sum()
     busiest = cabinets.sort_values("bytes", ascending=False).groupby("ts").head(top_cabinets)
     per_interval = busiest.groupby("ts").bytes.sum() / cabinets.groupby("ts").bytes.sum()
     return {
-        "top1_node_share": node_top / total,
-        "top20_cabinet_share": busiest.bytes.sum() / total,
-        "top20_cabinet_median": float(per_interval.median()),
+        "top_node_share": node_top / total,
+        "top_cabinet_share": busiest.bytes.sum() / total,
+        "top_cabinet_share_median": float(per_interval.median()),
     }
 
 
-def headline(
-    lake: str | os.PathLike, nodes_per_cabinet: int, data_intensive_bytes: int
+def calibration_figures(
+    lake: str | os.PathLike, nodes_per_cabinet: int, settings: MetricSettings | None = None
 ) -> dict[str, float]:
-    """The SPEC §4 reference figures of a lake, as fractions."""
-    labels = job_labels(job_bytes(lake), data_intensive_bytes)
+    """The paper 004 reference figures of a lake, as fractions, keyed like
+    ``platform_summary.figure`` (and :func:`~burstlake.jobs.metrics.headline_sql.headline`)."""
+    settings = settings or MetricSettings()
+    labels = job_labels(job_bytes(lake), settings)
     multi = labels[labels.nnodes > 1]
     allrank = multi[multi.rank0 == False]  # noqa: E712
     spread = cabinet_spread(lake, nodes_per_cabinet)
     multi_cabinet = spread[spread.cabinets > 1]
     di = labels.data_intensive
     return {
-        "rank0_share": float((multi.rank0 == True).mean()),  # noqa: E712
-        "even_share": float((allrank.uneven == False).mean()),  # noqa: E712
-        "min_cabinets_share": float(spread.in_min_cabinets.mean()),
-        "uneven_cabinets_share": float((multi_cabinet.cabinet_nud > 0.05).mean()),
-        "data_intensive_share": float(di.mean()),
-        "data_intensive_traffic_share": float(
-            labels.io_bytes[di].sum() / max(labels.io_bytes.sum(), 1)
-        ),
-        "low_comm_share": float(labels.low_comm.mean()),
-        "optimizable_share": float(labels.optimizable.mean()),
-        **spatial_shares(lake),
+        "rank0_jobs": float((multi.rank0 == True).mean()),  # noqa: E712
+        "even_io_all_rank": float((allrank.uneven == False).mean()),  # noqa: E712
+        "in_min_cabinets": float(spread.in_min_cabinets.mean()),
+        "uneven_nodes": float((multi_cabinet.cabinet_nud > settings.uneven_nud).mean()),
+        "data_intensive_jobs": float(di.mean()),
+        "data_intensive_traffic": float(labels.io_bytes[di].sum() / max(labels.io_bytes.sum(), 1)),
+        "low_comm_jobs": float(labels.low_comm.mean()),
+        "optimizable_jobs": float(labels.optimizable.mean()),
+        **spatial_shares(lake, settings),
     }

@@ -1,4 +1,4 @@
-"""A synthesized trace and its lake tables (SPEC §3): jobs, job_nodes, node_io, synth_truth.
+"""A synthesized trace and its lake tables: jobs, job_nodes, node_io, synth_truth.
 
 The rows are the ones ingest would land from the raw files: the same schema, job ids, node
 names and compressed node lists. ``node_io`` comes out one UTC day at a time, sorted by
@@ -23,7 +23,7 @@ from burstlake.jobs.synth.behaviour import (
     traffic,
 )
 from burstlake.jobs.synth.calibration import Calibration
-from burstlake.jobs.synth.workload import Applications, user_name, user_uid
+from burstlake.jobs.synth.submissions import Applications, user_name, user_uid
 from burstlake.machines import Machine
 from burstlake.schemas import spec
 

@@ -36,16 +36,10 @@ from burstlake.jobs.synth.trace import (
 )
 from burstlake.lake import ContributionWriter, write_table
 from burstlake.machines import Machine
+from burstlake.schemas.sources import SYNTH_SACCT_COLUMNS as SACCT_COLUMNS
+from burstlake.schemas.sources import SYNTH_SACCT_FIELDS as SACCT_FIELDS
 
 SOURCE_ID = "synth"
-SACCT_FIELDS = (
-    "JobIDRaw", "JobName", "User", "UID", "Account", "Partition", "Submit", "Eligible", "Start",
-    "End", "ReqCPUS", "AllocCPUS", "NNodes", "NodeList", "State", "ExitCode", "Cluster",
-)  # fmt: skip
-SACCT_COLUMNS = (
-    "job_id", "job_name", "user", "uid", "account", "partition", "submit", "eligible", "start",
-    "end", "req_cpus", "alloc_cpus", "nnodes", "nodelist", "state", "exit_code", "cluster",
-)  # fmt: skip
 TOPOLOGY_COLUMNS = ("node", "cabinet", "ion", "switch", "row", "col")
 ZABBIX_FILES = 4
 MAX_RAW_SAMPLES = 200_000_000

@@ -1,6 +1,6 @@
-"""What-if policies by name (SPEC §5). A policy transforms the machine or the demand and leaves
-the engine alone: ``apply(topology, demand) -> (topology, demand)``. A module registers its
-policies with :func:`register`; scenarios name them (``cyclic``) or give settings
+"""What-if policies by name (docs/design.md, "Policies"). A policy transforms the machine or the
+demand and leaves the engine alone: ``apply(topology, demand) -> (topology, demand)``. A module
+registers its policies with :func:`register`; scenarios name them (``cyclic``) or give settings
 (``{name: file, path: map.csv}``)."""
 
 from __future__ import annotations

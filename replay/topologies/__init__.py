@@ -1,6 +1,6 @@
-"""Topology builders by name (SPEC §5): the forwarding presets of burstlake.machines
-(``tianhe1a``, ``cs19``, ``tiny``), the fat-tree ``cab1296``, the torus ``mira512``, and
-``lake`` (the lake's own ``topology`` table)."""
+"""Topology builders by name (docs/design.md, "Replay"): the forwarding presets of
+burstlake.machines (``tianhe1a``, ``cs19``, ``tiny``), the fat-tree ``cab1296``, the torus
+``mira512``, and ``lake`` (the lake's own ``topology`` table)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Three-level fat-tree of fixed-radix switches with deterministic D-mod-k routing (paper 000
-§2.3, §3.1; SPEC §5).
+§2.3, §3.1).
 
 Each leaf switch has ``radix/2`` host ports and ``radix/2 · taper`` uplinks; ``radix/2`` leaves
 form a pod whose aggregation switch ``u`` takes uplink ``u`` of every leaf; core switch

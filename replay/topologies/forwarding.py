@@ -1,4 +1,4 @@
-"""I/O forwarding machines (paper 004 §2.1, §5; SPEC §5): compute nodes behind I/O nodes (IONs)
+"""I/O forwarding machines (paper 004 §2.1, §5): compute nodes behind I/O nodes (IONs)
 in front of the storage servers.
 
 Resources: each compute node's injection (``tx``) and ejection (``rx``) link, each ION's

@@ -1,4 +1,4 @@
-"""5-D torus with bridge nodes (IBM BG/Q, paper 003; SPEC §5): compute nodes reach their I/O
+"""5-D torus with bridge nodes (IBM BG/Q, paper 003): compute nodes reach their I/O
 node through a *bridge node*, a compute node with an extra link to the ION.
 
 Preset ``mira512``: one 4×4×4×4×2 midplane, 512 nodes in A,B,C,D,E order (E fastest), 8
