@@ -10,10 +10,13 @@ export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 
 .PHONY: venv browser demo test test-fast bench lint airflow clean
 
+# pip's and setuptools' chatter goes to .venv/install.log; it is shown only if the install fails.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@echo "installing burstlake and its dependencies into $(VENV) (log: $(VENV)/install.log)"
+	@{ $(BIN)/python -m pip install --upgrade pip && \
+	   $(BIN)/python -m pip install -e '.[dev]'; } > $(VENV)/install.log 2>&1 || \
+	 { tail -n 40 $(VENV)/install.log; exit 1; }
 	touch $(STAMP)
 
 venv: $(STAMP)

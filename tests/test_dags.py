@@ -30,7 +30,9 @@ def test_ingest_topology_dag_lands_the_drop_directory_once(run_dag, lake, tmp_pa
     _drop(tmp_path, "topology", shared_data / "topology" / "edison.xtdb2proc.gz")
     assert run_dag("ingest_topology").state == "success"
     assert read_table(lake, "topology").num_rows == 499
-    assert run_dag("ingest_topology").state == "success"  # rerun: nothing new to land
+    rerun = run_dag("ingest_topology")  # nothing new to land: no asset event downstream
+    assert rerun.state == "success"
+    assert rerun.get_task_instance("land").state == "skipped"
     assert read_table(lake, "topology").num_rows == 499
     assert read_table(lake, "ingest_log").num_rows == 1
 

@@ -28,3 +28,15 @@ def test_demo_reports_the_edison_summary_and_the_what_if(lake, shared_data, monk
         o for c in notebook.cells for o in c.get("outputs", []) if "image/png" in o.get("data", {})
     ]
     assert len(images) >= 7  # Figs. 2, 4, 5, 7, 8, 10, 11
+    # The HTML report is written into the lake, with the what-if the demo replayed.
+    assert f"write_report           wrote {lake / 'report.html'}" in out
+    assert 'data-figure="replay-demo_ion_remap"' in (lake / "report.html").read_text()
+
+
+def test_summary_without_samples_leaves_out_the_sample_job(lake):
+    from burstlake.jobs.synth.run import synthesize
+
+    synthesize("tiny", lake=lake, seed=0, days=0.2)
+    text = demo.summary(lake)
+    assert text.startswith(f"lake {lake}: ")
+    assert demo.DEMO_JOB not in text and "cabinets" not in text
