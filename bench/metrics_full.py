@@ -1,4 +1,4 @@
-"""Metrics on the whole Tianhe-1A month (SPEC §4): Spark path vs the DuckDB headline path.
+"""Metrics on the whole Tianhe-1A month (paper 004 §3, §4, §6): Spark vs the DuckDB headline.
 
 1. Synthesize a ``tianhe1a`` lake (``BURSTLAKE_BENCH_DAYS``, default the preset's 24 days).
 2. ``burstlake metrics`` on it (Spark local mode, every metrics table): wall time, node_io
@@ -15,15 +15,11 @@ from __future__ import annotations
 import json
 import os
 import platform
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-import psutil
-
-from bench import write_result
+from bench import measure, write_result
 
 SYNTH = """
 from burstlake.jobs.synth.run import synthesize
@@ -39,35 +35,17 @@ print(json.dumps(headline({lake!r})))
 GOAL_S = 300
 
 
-def _measure(command: list[str]) -> tuple[float, float, str]:
-    """(wall seconds, peak RSS MiB of the process tree, stdout) of one command."""
-    started = time.perf_counter()
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    root, peak = psutil.Process(process.pid), 0
-    while process.poll() is None:
-        try:
-            tree = [root, *root.children(recursive=True)]
-            peak = max(peak, sum(p.memory_info().rss for p in tree))
-        except psutil.Error:
-            pass
-        time.sleep(0.2)
-    out, err = process.communicate()
-    if process.returncode:
-        raise RuntimeError(f"benchmark step {command[:3]} failed:\n{err[-2000:]}")
-    return time.perf_counter() - started, peak / 2**20, out
-
-
 def main() -> Path:
     days = float(os.environ.get("BURSTLAKE_BENCH_DAYS", "24"))
     with tempfile.TemporaryDirectory(prefix="burstlake-bench-metrics-") as tmp:
         lake = str(Path(tmp) / "lake")
-        synth_s, _, _ = _measure([sys.executable, "-c", SYNTH.format(lake=lake, days=days)])
+        synth_s, _, _ = measure([sys.executable, "-c", SYNTH.format(lake=lake, days=days)])
         from burstlake.catalog import sql
 
         node_io = sql(lake, "SELECT count(*) AS n FROM node_io")["n"][0].as_py()
         cli = str(Path(sys.executable).parent / "burstlake")
-        spark_s, spark_mb, _ = _measure([cli, "metrics", "--lake", lake])
-        duck_s, duck_mb, out = _measure([sys.executable, "-c", HEADLINE.format(lake=lake)])
+        spark_s, spark_mb, _ = measure([cli, "metrics", "--lake", lake])
+        duck_s, duck_mb, out = measure([sys.executable, "-c", HEADLINE.format(lake=lake)])
         duck = json.loads(out.strip().splitlines()[-1])
         summary = sql(lake, "SELECT figure, value FROM platform_summary").to_pylist()
     spark_figures = {r["figure"]: r["value"] for r in summary}
