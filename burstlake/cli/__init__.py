@@ -7,7 +7,7 @@ import argparse
 import importlib
 import sys
 
-COMMANDS = ("ingest", "synth", "metrics", "replay", "sql", "demo")
+COMMANDS = ("ingest", "synth", "metrics", "replay", "flows", "sql", "demo")
 
 
 def add_lake_argument(parser: argparse.ArgumentParser) -> None:
