@@ -28,6 +28,7 @@ from burstlake.replay.solver import (
 )
 
 SAME_INSTANT = 1e-12  # events closer than this fraction of the clock happen together
+RATE_CHANGE = 1e-13  # a re-solved rate closer than this (relative) to the old one is kept
 SETTLED_MARGIN = 1e-9  # rounding guard on the level below which rates are known not to change
 EVENTS_PER_CALL = 50_000  # compiled events between two progress reports
 
@@ -157,7 +158,7 @@ class _State:
         return tuple(self.__dict__.values())
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _advance(  # pragma: no cover - compiled
     budget, stream, size, gap, indptr, indices, entry_flow, capacity,
     start, end, moved, rate, since, finish, fheap, fpos, arrival, aheap, apos,
@@ -259,7 +260,7 @@ def _advance(  # pragma: no cover - compiled
         fill(part, indptr, indices, residual, unbounded, solved, local)
         for f in part:  # only flows whose rate changed get a new finish time
             r = solved[f]
-            if r == rate[f]:
+            if abs(r - rate[f]) <= RATE_CHANGE * r:
                 continue
             if r <= 0:
                 return -1
@@ -278,7 +279,7 @@ def _advance(  # pragma: no cover - compiled
 
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _join_level(capacity, first, after, entry_flow, rate, reached, stamp):  # pragma: no cover
     """The fill level at which a resource saturates once this event's new flows (``reached``
     this ``stamp``, rate 0) join its flows of known rates: t with sum(min(rate, t)) + new * t

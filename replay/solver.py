@@ -101,7 +101,7 @@ def check(paths: Paths, capacity: np.ndarray, cap: np.ndarray) -> None:
         raise ValueError("a flow crossing no resource needs a finite rate cap")
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def fill(flows, indptr, indices, capacity, cap, rate, local):  # pragma: no cover - compiled
     """Write the max-min fair rate of each flow in ``flows`` into ``rate[flow]``.
 
@@ -206,7 +206,7 @@ def fill(flows, indptr, indices, capacity, cap, rate, local):  # pragma: no cove
 # finish and arrival times.
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def sift_up(heap, pos, key, i):  # pragma: no cover - compiled
     item = heap[i]
     while i > 0:
@@ -220,7 +220,7 @@ def sift_up(heap, pos, key, i):  # pragma: no cover - compiled
     pos[item] = i
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def sift_down(heap, pos, key, i, size):  # pragma: no cover - compiled
     item = heap[i]
     while True:
@@ -238,7 +238,7 @@ def sift_down(heap, pos, key, i, size):  # pragma: no cover - compiled
     pos[item] = i
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def heap_push(heap, pos, key, size, item):  # pragma: no cover - compiled
     heap[size] = item
     pos[item] = size
@@ -246,7 +246,7 @@ def heap_push(heap, pos, key, size, item):  # pragma: no cover - compiled
     return size + 1
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def heap_update(heap, pos, key, size, item):  # pragma: no cover - compiled
     """Restore the order after ``key[item]`` changed."""
     i = pos[item]
@@ -254,7 +254,7 @@ def heap_update(heap, pos, key, size, item):  # pragma: no cover - compiled
     sift_down(heap, pos, key, pos[item], size)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def heap_remove(heap, pos, key, size, item):  # pragma: no cover - compiled
     i = pos[item]
     pos[item] = -1
