@@ -29,7 +29,8 @@ CONFIG = [
 
 
 def main(source: str, target: str) -> None:
-    document = json.loads(open(source).read())
+    with open(source) as text:
+        document = json.load(text)
     setup = time.perf_counter()
     engine = Engine(["simgrid-flows", *CONFIG])
     zone = NetZone.create_full_zone("flows")

@@ -56,7 +56,7 @@ def generate(flows: int, hosts: int, leaves: int, spines: int, seed: int = 0) ->
     leaf_of = np.arange(hosts) % leaves
     src = rng.integers(0, hosts, flows)
     # a destination on another leaf: 4-link routes, as between racks of a fat-tree
-    dst = (src + leaves * rng.integers(0, hosts // leaves, flows) + rng.integers(1, leaves, flows))
+    dst = src + leaves * rng.integers(0, hosts // leaves, flows) + rng.integers(1, leaves, flows)
     dst %= hosts
     size = rng.integers(1_000_000, 45_000_000, flows)
     start = np.sort(rng.uniform(0, 1e-5 * flows, flows))

@@ -226,7 +226,9 @@ def _advance(  # pragma: no cover - compiled
         for i in range(flows):  # a start saturates its resources no lower than this
             for e in range(indptr[component[i]], indptr[component[i] + 1]):
                 link = indices[e]
-                level = _join_level(capacity[link], head[link], after, entry_flow, rate, reached, stamp)
+                level = _join_level(
+                    capacity[link], head[link], after, entry_flow, rate, reached, stamp
+                )
                 settled = min(settled, level)
         settled *= 1 - SETTLED_MARGIN
         # the component: flows in flight at or above ``settled`` reachable from the touched
@@ -276,7 +278,6 @@ def _advance(  # pragma: no cover - compiled
     counters[0], counters[1], counters[4] = fsize, asize, stamp
     counters[2] += done
     return done
-
 
 
 @njit(cache=True, error_model="numpy")

@@ -73,7 +73,9 @@ def parse(document: object) -> FlowSet:
     names, capacities = [], []
     for name, bandwidth in document["links"].items():
         if not _number(bandwidth) or not bandwidth > 0 or not math.isfinite(bandwidth):
-            raise ValueError(f"link {name!r}: capacity must be a positive number, got {bandwidth!r}")
+            raise ValueError(
+                f"link {name!r}: capacity must be a positive number, got {bandwidth!r}"
+            )
         names.append(name)
         capacities.append(float(bandwidth))
     index = {name: i for i, name in enumerate(names)}
@@ -115,7 +117,9 @@ def finish_times(flows: FlowSet) -> tuple[np.ndarray, float]:
     started = time.perf_counter()
     timeline = simulate(requests, flows.capacity)
     wall = time.perf_counter() - started
-    log.info("%d flows over %d links: %d events in %.3f s", n, len(flows.names), timeline.events, wall)
+    log.info(
+        "%d flows over %d links: %d events in %.3f s", n, len(flows.names), timeline.events, wall
+    )
     return timeline.end, wall
 
 
