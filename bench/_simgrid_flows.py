@@ -67,13 +67,14 @@ def main(source: str, target: str) -> None:
     from simgrid import Actor
 
     Actor.create("launcher", first_host, launcher)
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     engine.run()
-    wall = time.perf_counter() - started
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu
     result = {
         "simgrid": simgrid.simgrid_version,
         "finish": [c.finish_time for c in comms],
         "wall_s": wall,
+        "cpu_s": cpu,
         "setup_s": started - setup,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
