@@ -262,10 +262,10 @@ def _advance(  # pragma: no cover - compiled
         fill(part, indptr, indices, residual, unbounded, solved, local)
         for f in part:  # only flows whose rate changed get a new finish time
             r = solved[f]
-            if abs(r - rate[f]) <= RATE_CHANGE * r:
-                continue
             if r <= 0:
                 return -1
+            if abs(r - rate[f]) <= RATE_CHANGE * r:
+                continue
             moved[f] += rate[f] * (now - since[f])
             since[f] = now
             rate[f] = r
