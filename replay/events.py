@@ -175,13 +175,12 @@ def _advance(  # pragma: no cover - compiled
         stamp += 1
         queued = 0
         flows = 0
-        settled = np.inf  # flows slower than this keep their rate: the fill is the same below
+        settled = np.inf  # flows slower than this keep their rate: the filling is the same below
         while fsize and finish[fheap[0]] <= horizon:  # ends
             k = fheap[0]
             fsize = heap_remove(fheap, fpos, finish, fsize, k)
             end[k] = finish[k]
             moved[k] += rate[k] * (finish[k] - since[k])
-            settled = min(settled, rate[k])
             for e in range(indptr[k], indptr[k + 1]):
                 link = indices[e]
                 if before[e] >= 0:
@@ -194,6 +193,8 @@ def _advance(  # pragma: no cover - compiled
                     seen[link] = stamp
                     queue[queued] = link
                     queued += 1
+                level = _leave_level(rate[k], head[link], after, entry_flow, rate)
+                settled = min(settled, level)
             if k + 1 < n and stream[k + 1] == stream[k]:
                 arrival[k + 1] = end[k] + gap[k + 1]
                 asize = heap_push(aheap, apos, arrival, asize, k + 1)
@@ -278,6 +279,22 @@ def _advance(  # pragma: no cover - compiled
     counters[0], counters[1], counters[4] = fsize, asize, stamp
     counters[2] += done
     return done
+
+
+@njit(cache=True, error_model="numpy")
+def _leave_level(left, first, after, entry_flow, rate):  # pragma: no cover - compiled
+    """The lowest level at which a resource's filling changes when a flow of rate ``left``
+    leaves it: the slowest of its other flows at ``left`` or above (the resource saturated at
+    ``left`` froze only flows of that rate; below it nothing froze there), inf if none."""
+    level = np.inf
+    floor = left * (1 - SETTLED_MARGIN)
+    e = first
+    while e >= 0:
+        r = rate[entry_flow[e]]
+        e = after[e]
+        if floor <= r < level:
+            level = r
+    return level
 
 
 @njit(cache=True, error_model="numpy")
