@@ -12,7 +12,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "flows",
         help="flow-level max-min simulator: completion time of each flow",
-        description='Simulate flows over links shared max-min fairly. Input JSON: {"links": '
+        description="Simulate flows over links shared max-min fairly (the flow model of paper 000 "
+        "§3: SimGrid's max-min network model with zero latency). "
+        'Input JSON: {"links": '
         '{"name": bytes_per_s, ...}, "flows": [{"route": ["name", ...], "size": bytes, '
         '"start": seconds}, ...]}. Output JSON: "finish" (seconds, one per flow, input order) '
         'and "wall_s" (solver seconds).',
