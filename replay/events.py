@@ -3,20 +3,34 @@
 A *stream* is one client's sequence of requests (I/O requests to an ION or server, MPI messages
 to a peer, application I/O phases). Its first request starts at its ``gap``; every later one
 starts ``gap`` seconds after the previous one completes ("next request after the previous
-completes plus an interval"). Flows share bandwidth max-min fairly, recomputed by the one solver
-whenever a flow starts or ends.
+completes plus an interval"). Flows share bandwidth max-min fairly.
+
+The loop is compiled (Numba) and incremental, in the manner of SimGrid's lmm "selective update"
+(``src/kernel/lmm/System.cpp``): the starts and ends at one instant are one event; the event
+re-solves only the connected component of resources and flows they touch; each flow keeps the
+bytes it has moved, so only flows whose rate changed get a new finish time in the heap.
 """
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
-from burstlake.replay.solver import Paths, max_min_rates
+from burstlake.replay.solver import (
+    Paths,
+    check,
+    fill,
+    heap_push,
+    heap_remove,
+    heap_update,
+)
 
-DONE_TOLERANCE = 1e-9  # a flow with less than this fraction of its bytes left is complete
+SAME_INSTANT = 1e-12  # events closer than this fraction of the clock happen together
+RATE_CHANGE = 1e-13  # a re-solved rate closer than this (relative) to the old one is kept
+SETTLED_MARGIN = 1e-9  # rounding guard on the level below which rates are known not to change
+EVENTS_PER_CALL = 50_000  # compiled events between two progress reports
 
 
 @dataclass(frozen=True)
@@ -48,6 +62,7 @@ class Timeline:
     end: np.ndarray
     delivered: np.ndarray
     events: int
+    resolved: int = 0  # flow rates computed over all events (the incremental solver's work)
 
     @property
     def latency(self) -> np.ndarray:
@@ -57,54 +72,249 @@ class Timeline:
 def simulate(requests: Requests, capacity: np.ndarray, progress=None) -> Timeline:
     """Run the streams to completion; each request's start and end time."""
     n = len(requests.stream)
-    start, end, delivered = np.full(n, np.nan), np.full(n, np.nan), np.zeros(n)
+    capacity = np.asarray(capacity, dtype=np.float64)
+    size = np.asarray(requests.size, dtype=np.float64)
+    paths = requests.paths
+    check(paths, capacity, np.where(size > 0, np.inf, 0.0))
+    state = _State.new(requests, len(capacity))
     first = np.flatnonzero(np.r_[True, requests.stream[1:] != requests.stream[:-1]]) if n else []
-    pending = [(float(requests.gap[k]), int(k)) for k in first]
-    heapq.heapify(pending)
-    active = np.zeros(0, dtype=np.int64)
-    left = np.zeros(0)
-    now, events = 0.0, 0
-
-    def complete(k: int) -> None:
-        end[k] = now
-        if k + 1 < n and requests.stream[k + 1] == requests.stream[k]:
-            heapq.heappush(pending, (now + float(requests.gap[k + 1]), k + 1))
-
-    while pending or len(active):
-        rate = _rates(requests.paths, capacity, active)
-        finish = now + np.min(left / rate) if len(active) else np.inf
-        arrival = pending[0][0] if pending else np.inf
-        step_to = min(finish, arrival)
-        moved = rate * (step_to - now)
-        delivered[active] += moved
-        left = left - moved
-        now = step_to
-        done = left <= DONE_TOLERANCE * requests.size[active]
-        for k in active[done]:
-            complete(int(k))
-        active, left = active[~done], left[~done]
-        started = []
-        while pending and pending[0][0] <= now:
-            started.append(heapq.heappop(pending)[1])
-        for k in started:
-            start[k] = now
-        if started:
-            new = np.asarray(started, dtype=np.int64)
-            empty = requests.size[new] == 0
-            for k in new[empty]:  # an empty request completes at once
-                complete(int(k))
-            active = np.concatenate([active, new[~empty]])
-            left = np.concatenate([left, requests.size[new[~empty]].astype(float)])
-        events += 1
-        if progress is not None:
-            progress(1)
-    return Timeline(start, end, delivered, events)
+    for k in first:
+        state.arrival[k] = requests.gap[k]
+        state.counters[1] = heap_push(state.aheap, state.apos, state.arrival, state.counters[1], k)
+    stream = np.asarray(requests.stream, dtype=np.int64)
+    gap = np.asarray(requests.gap, dtype=np.float64)
+    inputs = (stream, size, gap, paths.indptr, paths.indices, paths.flow_of_entry(), capacity)
+    while True:
+        done = _advance(EVENTS_PER_CALL, *inputs, *state.arrays())
+        if done < 0:
+            raise ValueError("a flow got no bandwidth: check the route's capacities")
+        if progress is not None and done:
+            progress(done)
+        if done < EVENTS_PER_CALL:
+            break
+    return Timeline(state.start, state.end, state.moved, *map(int, state.counters[2:4]))
 
 
-def _rates(paths: Paths, capacity: np.ndarray, active: np.ndarray) -> np.ndarray:
-    if not len(active):
-        return np.zeros(0)
-    rate = max_min_rates(paths.take(active), capacity)
-    if np.any(rate <= 0):
-        raise ValueError("a flow got no bandwidth: check the route's capacities")
-    return rate
+@dataclass
+class _State:
+    """The compiled loop's state between calls (all arrays, so the loop can resume)."""
+
+    start: np.ndarray
+    end: np.ndarray
+    moved: np.ndarray  # bytes moved up to ``since``
+    rate: np.ndarray
+    since: np.ndarray  # when the rate last changed
+    finish: np.ndarray  # heap keys: finish time of each flow in flight
+    fheap: np.ndarray
+    fpos: np.ndarray
+    arrival: np.ndarray  # heap keys: start time of each pending request
+    aheap: np.ndarray
+    apos: np.ndarray
+    head: np.ndarray  # per resource: first route entry of a flow in flight crossing it, -1
+    after: np.ndarray  # per route entry: next / previous entry on the same resource
+    before: np.ndarray
+    local: np.ndarray  # scratch of the solver, -1
+    seen: np.ndarray  # per resource: stamp of the last event whose component holds it
+    queue: np.ndarray  # resources of the component, in discovery order
+    residual: np.ndarray  # per resource: capacity less the flows that keep their rate
+    reached: np.ndarray  # per flow: stamp of the last event whose component holds it
+    component: np.ndarray
+    solved: np.ndarray  # the component's new rates
+    counters: np.ndarray  # finish heap size, arrival heap size, events, flows solved, stamp
+
+    @classmethod
+    def new(cls, requests: Requests, resources: int) -> _State:
+        n, entries = len(requests.stream), len(requests.paths.indices)
+
+        def empty(count: int, value, dtype=np.int64) -> np.ndarray:
+            return np.full(count, value, dtype=dtype)
+
+        return cls(
+            start=empty(n, np.nan, float),
+            end=empty(n, np.nan, float),
+            moved=empty(n, 0.0, float),
+            rate=empty(n, 0.0, float),
+            since=empty(n, 0.0, float),
+            finish=empty(n, np.inf, float),
+            fheap=empty(n, -1),
+            fpos=empty(n, -1),
+            arrival=empty(n, np.inf, float),
+            aheap=empty(n, -1),
+            apos=empty(n, -1),
+            head=empty(resources, -1),
+            after=empty(entries, -1),
+            before=empty(entries, -1),
+            local=empty(resources, -1),
+            seen=empty(resources, 0),
+            queue=empty(resources, -1),
+            residual=empty(resources, 0.0, float),
+            reached=empty(n, 0),
+            component=empty(n, -1),
+            solved=empty(n, 0.0, float),
+            counters=np.zeros(5, dtype=np.int64),
+        )
+
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        return tuple(self.__dict__.values())
+
+
+@njit(cache=True, error_model="numpy")
+def _advance(  # pragma: no cover - compiled
+    budget, stream, size, gap, indptr, indices, entry_flow, capacity,
+    start, end, moved, rate, since, finish, fheap, fpos, arrival, aheap, apos,
+    head, after, before, local, seen, queue, residual, reached, component, solved, counters,
+):  # fmt: skip
+    """Process up to ``budget`` events; returns how many (-1: a flow got no bandwidth)."""
+    n = len(stream)
+    fsize, asize, stamp = counters[0], counters[1], counters[4]
+    unbounded = np.full(n, np.inf)
+    done = 0
+    while done < budget and (fsize or asize):
+        now = min(finish[fheap[0]] if fsize else np.inf, arrival[aheap[0]] if asize else np.inf)
+        horizon = now + SAME_INSTANT * now
+        stamp += 1
+        queued = 0
+        flows = 0
+        settled = np.inf  # flows slower than this keep their rate: the filling is the same below
+        while fsize and finish[fheap[0]] <= horizon:  # ends
+            k = fheap[0]
+            fsize = heap_remove(fheap, fpos, finish, fsize, k)
+            end[k] = finish[k]
+            moved[k] += rate[k] * (finish[k] - since[k])
+            for e in range(indptr[k], indptr[k + 1]):
+                link = indices[e]
+                if before[e] >= 0:
+                    after[before[e]] = after[e]
+                else:
+                    head[link] = after[e]
+                if after[e] >= 0:
+                    before[after[e]] = before[e]
+                if seen[link] != stamp:
+                    seen[link] = stamp
+                    queue[queued] = link
+                    queued += 1
+                level = _leave_level(rate[k], head[link], after, entry_flow, rate)
+                settled = min(settled, level)
+            if k + 1 < n and stream[k + 1] == stream[k]:
+                arrival[k + 1] = end[k] + gap[k + 1]
+                asize = heap_push(aheap, apos, arrival, asize, k + 1)
+        while asize and arrival[aheap[0]] <= horizon:  # starts
+            k = aheap[0]
+            asize = heap_remove(aheap, apos, arrival, asize, k)
+            start[k] = arrival[k]
+            if size[k] == 0:  # an empty request completes at once
+                end[k] = start[k]
+                if k + 1 < n and stream[k + 1] == stream[k]:
+                    arrival[k + 1] = end[k] + gap[k + 1]
+                    asize = heap_push(aheap, apos, arrival, asize, k + 1)
+                continue
+            since[k] = now
+            rate[k] = 0.0
+            reached[k] = stamp
+            component[flows] = k
+            flows += 1
+            for e in range(indptr[k], indptr[k + 1]):
+                link = indices[e]
+                after[e] = head[link]
+                before[e] = -1
+                if head[link] >= 0:
+                    before[head[link]] = e
+                head[link] = e
+                if seen[link] != stamp:
+                    seen[link] = stamp
+                    queue[queued] = link
+                    queued += 1
+        for i in range(flows):  # a start saturates its resources no lower than this
+            for e in range(indptr[component[i]], indptr[component[i] + 1]):
+                link = indices[e]
+                level = _join_level(
+                    capacity[link], head[link], after, entry_flow, rate, reached, stamp
+                )
+                settled = min(settled, level)
+        settled *= 1 - SETTLED_MARGIN
+        # the component: flows in flight at or above ``settled`` reachable from the touched
+        # resources; the slower flows they meet stay as they are and hold their bandwidth
+        q = 0
+        while q < queued:
+            link = queue[q]
+            q += 1
+            held = 0.0
+            e = head[link]
+            while e >= 0:
+                f = entry_flow[e]
+                e = after[e]
+                if reached[f] == stamp:
+                    continue
+                if rate[f] < settled:
+                    held += rate[f]
+                    continue
+                reached[f] = stamp
+                component[flows] = f
+                flows += 1
+                for e2 in range(indptr[f], indptr[f + 1]):
+                    other = indices[e2]
+                    if seen[other] != stamp:
+                        seen[other] = stamp
+                        queue[queued] = other
+                        queued += 1
+            residual[link] = capacity[link] - held
+        part = component[:flows]
+        counters[3] += flows
+        fill(part, indptr, indices, residual, unbounded, solved, local)
+        for f in part:  # only flows whose rate changed get a new finish time
+            r = solved[f]
+            if r <= 0:
+                return -1
+            if abs(r - rate[f]) <= RATE_CHANGE * r:
+                continue
+            moved[f] += rate[f] * (now - since[f])
+            since[f] = now
+            rate[f] = r
+            finish[f] = now + (size[f] - moved[f]) / r
+            if fpos[f] >= 0:
+                heap_update(fheap, fpos, finish, fsize, f)
+            else:
+                fsize = heap_push(fheap, fpos, finish, fsize, f)
+        done += 1
+    counters[0], counters[1], counters[4] = fsize, asize, stamp
+    counters[2] += done
+    return done
+
+
+@njit(cache=True, error_model="numpy")
+def _leave_level(left, first, after, entry_flow, rate):  # pragma: no cover - compiled
+    """The lowest level at which a resource's filling changes when a flow of rate ``left``
+    leaves it: the slowest of its other flows at ``left`` or above (the resource saturated at
+    ``left`` froze only flows of that rate; below it nothing froze there), inf if none."""
+    level = np.inf
+    floor = left * (1 - SETTLED_MARGIN)
+    e = first
+    while e >= 0:
+        r = rate[entry_flow[e]]
+        e = after[e]
+        if floor <= r < level:
+            level = r
+    return level
+
+
+@njit(cache=True, error_model="numpy")
+def _join_level(capacity, first, after, entry_flow, rate, reached, stamp):  # pragma: no cover
+    """The fill level at which a resource saturates once this event's new flows (``reached``
+    this ``stamp``, rate 0) join its flows of known rates: t with sum(min(rate, t)) + new * t
+    = capacity, from below (each pass moves the flows under t to their rate)."""
+    level = 0.0
+    for _ in range(64):
+        held, growing = 0.0, 0
+        e = first
+        while e >= 0:
+            f = entry_flow[e]
+            e = after[e]
+            if reached[f] != stamp and rate[f] < level:
+                held += rate[f]
+            else:
+                growing += 1
+        nxt = (capacity - held) / growing
+        if nxt <= level:
+            return level
+        level = nxt
+    return level

@@ -3,15 +3,16 @@ for the fat-tree study of paper 000 §3 at flow level).
 
 Every flow crosses a set of capacitated resources; all unfrozen flows grow at the same pace until
 a resource saturates or a flow reaches its own rate cap; the flows held by that constraint are
-frozen and the others keep growing. The result is the unique max-min fair allocation. Each sweep
-jumps straight to the next saturating resource: per resource the water level its flows would
-reach (flows capped lower keep their caps), the lowest level in the group saturates first.
+frozen and the others keep growing. The result is the unique max-min fair allocation.
 
-The solver is vectorised and *batched*: flows carry a ``group`` and flows of different groups
-never share a resource (each group sees its own copy of every resource), so the interval driver
-solves thousands of intervals, or of "job alone" replays, in one call. Groups progress
-independently, so the number of NumPy sweeps is the largest number of distinct bottleneck
-levels in any one group, not their sum.
+The kernel follows SimGrid's lmm solver (``src/kernel/lmm/maxmin.cpp``: a resource's level is
+``remaining / usage``, the lowest level saturates next, a flow whose bound is below it is fixed
+at its bound first) with a binary heap of resource levels in place of SimGrid's rescans of the
+saturated-constraint set, so one solve costs O(entries + resources · log resources). It is
+compiled with Numba (``cache=True``: compiled once per machine) and shared by both drivers:
+:func:`max_min_rates` solves a batch of independent problems (each ``group`` sees its own copy
+of every resource), the event driver re-solves only the flows an event can change
+(:func:`fill` on part of the flows).
 """
 
 from __future__ import annotations
@@ -19,8 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
-RELATIVE_TOLERANCE = 1e-12  # a resource or cap within this fraction of its limit is saturated
+from numba import njit
 
 
 @dataclass(frozen=True)
@@ -59,16 +59,6 @@ class Paths:
         return np.repeat(np.arange(self.flows, dtype=np.int64), self.lengths)
 
 
-def _segment_min(values: np.ndarray, segment: np.ndarray, segments: int) -> np.ndarray:
-    """Minimum of ``values`` per segment id (``segment`` sorted ascending); inf when empty."""
-    out = np.full(segments, np.inf)
-    if len(values) == 0:
-        return out
-    starts = np.flatnonzero(np.r_[True, segment[1:] != segment[:-1]])
-    out[segment[starts]] = np.minimum.reduceat(values, starts)
-    return out
-
-
 def max_min_rates(
     paths: Paths,
     capacity: np.ndarray,
@@ -83,79 +73,23 @@ def max_min_rates(
     flows = paths.flows
     capacity = np.asarray(capacity, dtype=np.float64)
     cap = np.full(flows, np.inf) if cap is None else np.asarray(cap, dtype=np.float64)
-    group = np.zeros(flows, dtype=np.int64) if group is None else np.asarray(group)
     if flows == 0:
         return np.zeros(0)
-    _check(paths, capacity, cap)
-
-    # groups contiguous (for segment minima); the drivers usually pass them sorted already
-    order = np.arange(flows) if _sorted(group) else np.argsort(group, kind="stable")
-    change = np.r_[False, np.diff(group[order]) != 0]
-    flow_group = np.cumsum(change)
-    groups = flow_group[-1] + 1
-    flow_cap = cap[order]
-    sorted_paths = paths.take(order)
-    entry_flow = sorted_paths.flow_of_entry()
-    # a private copy of every resource per group: (group, resource) -> local resource id;
-    # entries sorted by local resource, then flow cap, once (masks keep that order)
-    keys = flow_group[entry_flow] * len(capacity) + sorted_paths.indices
-    by_level = np.lexsort((flow_cap[entry_flow], keys))
-    keys, entry_flow = keys[by_level], entry_flow[by_level]
-    first = np.r_[True, keys[1:] != keys[:-1]]
-    entry_resource = np.cumsum(first) - 1
-    local_keys = keys[first]
-    resource_group = local_keys // len(capacity)
-    remaining = capacity[local_keys % len(capacity)].copy()
+    check(paths, capacity, cap)
+    indices = paths.indices
+    if group is not None and len(indices):
+        # a private copy of every resource per group: (group, resource) -> local resource id
+        keys = np.asarray(group, dtype=np.int64)[paths.flow_of_entry()] * len(capacity) + indices
+        local_keys, indices = np.unique(keys, return_inverse=True)
+        capacity = capacity[local_keys % len(capacity)]
     rate = np.zeros(flows)
-    active = flow_cap > 0
-    while active.any():
-        live = active[entry_flow]
-        flow, resource = entry_flow[live], entry_resource[live]
-        level = _water_levels(resource, flow_cap[flow], remaining)
-        bottleneck = _segment_min(level, resource_group, groups)[flow_group]
-        tight = level[resource] <= bottleneck[flow] * (1 + RELATIVE_TOLERANCE)
-        held = np.bincount(flow[tight], minlength=flows) > 0
-        capped = active & (flow_cap <= bottleneck * (1 + RELATIVE_TOLERANCE))
-        done = active & (held | capped)
-        rate[done] = np.minimum(flow_cap[done], bottleneck[done])
-        active &= ~done
-        frozen = done[entry_flow]
-        used = np.bincount(
-            entry_resource[frozen], weights=rate[entry_flow[frozen]], minlength=len(remaining)
-        )
-        remaining = np.maximum(remaining - used, 0.0)
-    out = np.empty(flows)
-    out[order] = rate
-    return out
+    local = np.full(len(capacity), -1, dtype=np.int64)
+    fill(np.arange(flows, dtype=np.int64), paths.indptr, indices, capacity, cap, rate, local)
+    return rate
 
 
-def _water_levels(resource: np.ndarray, cap: np.ndarray, remaining: np.ndarray) -> np.ndarray:
-    """Per resource, the fair level L its active flows would reach alone: the flows capped
-    below L keep their cap, the rest get L, and together they fill the remaining capacity
-    (inf when all of them fit at their caps). Entries are (resource, flow cap) pairs sorted by
-    resource, then cap."""
-    level = np.full(len(remaining), np.inf)
-    starts = np.flatnonzero(np.r_[True, resource[1:] != resource[:-1]])
-    counts = np.diff(np.r_[starts, len(resource)])
-    segment = np.repeat(np.arange(len(starts)), counts)
-    position = np.arange(len(resource)) - starts[segment]
-    finite = np.where(np.isfinite(cap), cap, 0.0)
-    before = np.cumsum(finite) - finite  # caps of the smaller flows, from the segment start
-    before -= before[starts][segment]
-    with np.errstate(invalid="ignore"):
-        candidate = (remaining[resource] - before) / (counts[segment] - position)
-    fits = candidate <= cap
-    first = np.minimum.reduceat(np.where(fits, np.arange(len(resource)), len(resource)), starts)
-    found = first < len(resource)
-    level[resource[starts[found]]] = candidate[first[found]]
-    return level
-
-
-def _sorted(values: np.ndarray) -> bool:
-    return len(values) < 2 or bool(np.all(values[1:] >= values[:-1]))
-
-
-def _check(paths: Paths, capacity: np.ndarray, cap: np.ndarray) -> None:
+def check(paths: Paths, capacity: np.ndarray, cap: np.ndarray) -> None:
+    """Refuse a problem the solver cannot share: one line naming what is wrong."""
     if len(cap) != paths.flows:
         raise ValueError(f"{len(cap)} rate caps for {paths.flows} flows")
     if np.any(capacity <= 0):
@@ -164,3 +98,168 @@ def _check(paths: Paths, capacity: np.ndarray, cap: np.ndarray) -> None:
         raise ValueError("a flow route names a resource that does not exist")
     if np.any((paths.lengths == 0) & ~np.isfinite(cap)):
         raise ValueError("a flow crossing no resource needs a finite rate cap")
+
+
+@njit(cache=True, error_model="numpy")
+def fill(flows, indptr, indices, capacity, cap, rate, local):  # pragma: no cover - compiled
+    """Write the max-min fair rate of each flow in ``flows`` into ``rate[flow]``.
+
+    Only the resources these flows cross take part (the event driver passes one connected
+    component, SimGrid's "selective update"). ``local`` is scratch, -1 for every resource on
+    entry and on exit.
+    """
+    entries = 0
+    for f in flows:
+        entries += indptr[f + 1] - indptr[f]
+    links = np.empty(entries, np.int64)
+    remaining = np.empty(entries)
+    usage = np.zeros(entries, np.int64)  # unfrozen flows on the resource
+    nl = 0
+    for f in flows:
+        if cap[f] <= 0:
+            continue
+        for e in range(indptr[f], indptr[f + 1]):
+            j = local[indices[e]]
+            if j < 0:
+                j = nl
+                local[indices[e]] = j
+                links[j] = indices[e]
+                remaining[j] = capacity[indices[e]]
+                nl += 1
+            usage[j] += 1
+    # resource -> positions in ``flows`` (CSR), and the capped flows in order of their cap
+    start = np.zeros(nl + 1, np.int64)
+    start[1:] = np.cumsum(usage[:nl])
+    cursor = start[:-1].copy()
+    member = np.empty(start[nl], np.int64)
+    frozen = np.zeros(len(flows), np.bool_)
+    capped = np.empty(len(flows), np.int64)
+    ncapped = 0
+    for i in range(len(flows)):
+        f = flows[i]
+        if cap[f] <= 0 or indptr[f] == indptr[f + 1]:
+            rate[f] = max(cap[f], 0.0)
+            frozen[i] = True
+            continue
+        for e in range(indptr[f], indptr[f + 1]):
+            j = local[indices[e]]
+            member[cursor[j]] = i
+            cursor[j] += 1
+        if cap[f] < np.inf:
+            capped[ncapped] = i
+            ncapped += 1
+    if ncapped:
+        capped = capped[:ncapped][np.argsort(cap[flows[capped[:ncapped]]], kind="mergesort")]
+    # a resource's level only rises as flows freeze below it, so a stale key in the heap is a
+    # lower bound: refreshed when it reaches the top (lazy), not on every freeze
+    level = remaining[:nl] / usage[:nl]
+    heap = np.arange(nl)
+    pos = np.arange(nl)
+    for i in range(nl // 2 - 1, -1, -1):
+        sift_down(heap, pos, level, i, nl)
+    size = nl
+    c = 0
+    while True:
+        link_level = np.inf
+        while size:
+            j = heap[0]
+            if usage[j] == 0:
+                size = heap_remove(heap, pos, level, size, j)
+                continue
+            current = remaining[j] / usage[j]
+            if current > level[j]:
+                level[j] = current
+                sift_down(heap, pos, level, 0, size)
+                continue
+            link_level = current
+            break
+        while c < ncapped and frozen[capped[c]]:
+            c += 1
+        cap_level = cap[flows[capped[c]]] if c < ncapped else np.inf
+        if cap_level == np.inf and size == 0:
+            break
+        if cap_level <= link_level:  # a flow reaches its bound before any resource saturates
+            held = capped[c : c + 1]
+            fix = cap_level
+        else:  # the lowest resource saturates: every unfrozen flow on it is fixed at its level
+            j = heap[0]
+            size = heap_remove(heap, pos, level, size, j)
+            held = member[start[j] : start[j + 1]]
+            fix = link_level
+        for i in held:
+            if frozen[i]:
+                continue
+            frozen[i] = True
+            f = flows[i]
+            rate[f] = fix
+            for e in range(indptr[f], indptr[f + 1]):
+                j = local[indices[e]]
+                usage[j] -= 1
+                remaining[j] = max(remaining[j] - fix, 0.0)
+    for j in range(nl):
+        local[links[j]] = -1
+
+
+# Indexed binary min-heap: ``heap[:size]`` holds items ordered by ``key[item]``; ``pos[item]`` is
+# the item's slot, -1 when absent. The solver keeps resource levels in one, the event driver
+# finish and arrival times.
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def sift_up(heap, pos, key, i):  # pragma: no cover - compiled
+    item = heap[i]
+    while i > 0:
+        parent = (i - 1) >> 1
+        if key[heap[parent]] <= key[item]:
+            break
+        heap[i] = heap[parent]
+        pos[heap[i]] = i
+        i = parent
+    heap[i] = item
+    pos[item] = i
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def sift_down(heap, pos, key, i, size):  # pragma: no cover - compiled
+    item = heap[i]
+    while True:
+        child = 2 * i + 1
+        if child >= size:
+            break
+        if child + 1 < size and key[heap[child + 1]] < key[heap[child]]:
+            child += 1
+        if key[item] <= key[heap[child]]:
+            break
+        heap[i] = heap[child]
+        pos[heap[i]] = i
+        i = child
+    heap[i] = item
+    pos[item] = i
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def heap_push(heap, pos, key, size, item):  # pragma: no cover - compiled
+    heap[size] = item
+    pos[item] = size
+    sift_up(heap, pos, key, size)
+    return size + 1
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def heap_update(heap, pos, key, size, item):  # pragma: no cover - compiled
+    """Restore the order after ``key[item]`` changed."""
+    i = pos[item]
+    sift_up(heap, pos, key, i)
+    sift_down(heap, pos, key, pos[item], size)
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def heap_remove(heap, pos, key, size, item):  # pragma: no cover - compiled
+    i = pos[item]
+    pos[item] = -1
+    size -= 1
+    if i < size:
+        heap[i] = heap[size]
+        pos[heap[i]] = i
+        heap_update(heap, pos, key, size, heap[i])
+    return size

@@ -10,7 +10,7 @@ import argparse
 import importlib
 import sys
 
-COMMANDS = ("ingest", "synth", "metrics", "replay", "report", "sql", "demo")
+COMMANDS = ("ingest", "synth", "metrics", "replay", "flows", "report", "sql", "demo")
 
 
 def add_lake_argument(parser: argparse.ArgumentParser) -> None:

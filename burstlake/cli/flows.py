@@ -1,0 +1,36 @@
+"""``burstlake flows FILE.json [--out FILE]``: completion times of flows sharing links max-min
+fairly (the flow model of paper 000 §3; see :mod:`burstlake.replay.flows`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "flows",
+        help="flow-level max-min simulator: completion time of each flow",
+        description="Simulate flows over links shared max-min fairly (the flow model of paper 000 "
+        "§3: SimGrid's max-min network model with zero latency). "
+        'Input JSON: {"links": '
+        '{"name": bytes_per_s, ...}, "flows": [{"route": ["name", ...], "size": bytes, '
+        '"start": seconds}, ...]}. Output JSON: "finish" (seconds, one per flow, input order) '
+        'and "wall_s" (solver seconds).',
+    )
+    parser.add_argument("file", help="flow file (JSON)")
+    parser.add_argument("--out", default=None, help="write the result here instead of stdout")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from burstlake.replay.flows import finish_times, load
+
+    finish, wall = finish_times(load(args.file))
+    text = json.dumps({"finish": finish.tolist(), "wall_s": wall})
+    if args.out:
+        Path(args.out).write_text(text + "\n")
+    else:
+        print(text)
+    return 0
