@@ -202,7 +202,9 @@ class Run:
         }
 
 
-_PINS: ContextVar[dict[tuple[Path, str], int | None]] = ContextVar("burstlake_pins", default={})
+_PINS: ContextVar[dict[tuple[Path, str], int | None] | None] = ContextVar(
+    "burstlake_pins", default=None
+)
 _RUN: ContextVar[Run | None] = ContextVar("burstlake_run", default=None)
 
 
@@ -229,7 +231,7 @@ def read_version(lake: str | os.PathLike | None, table: str) -> int | None:
     """The version a reader sees now: pinned by :func:`snapshot`, else the last published run's
     (for tables a multi-table run writes), else the newest."""
     root = lake_path(lake)
-    pins = _PINS.get()
+    pins = _PINS.get() or {}
     if (root, table) in pins:
         return pins[(root, table)]
     published = _published(root).get(table)
@@ -253,7 +255,7 @@ def snapshot(
     """Pin one version of each of ``tables``: every read inside the block sees exactly it."""
     root = lake_path(lake)
     versions = read_versions(root, tables)
-    token = _PINS.set({**_PINS.get(), **{(root, t): v for t, v in versions.items()}})
+    token = _PINS.set({**(_PINS.get() or {}), **{(root, t): v for t, v in versions.items()}})
     try:
         yield versions
     finally:
@@ -361,9 +363,7 @@ def spark_frame(spark, lake: str | os.PathLike | None, table: str):
     if version is None:
         return spark.createDataFrame([], from_arrow_schema(table_spec.schema))
     frame = (
-        spark.read.format("delta")
-        .option("versionAsOf", version)
-        .load(str(table_dir(lake, table)))
+        spark.read.format("delta").option("versionAsOf", version).load(str(table_dir(lake, table)))
     )
     return frame.select(*table_spec.schema.names)
 
@@ -583,7 +583,9 @@ def _superseded(
             f"hive_types_autocast=false)"
         )
         mine = ", ".join(map(_quote, own))
-        match = " AND ".join(f'o."{k}" IS NOT DISTINCT FROM n."{k}"' for k in table_spec.replace_key)
+        match = " AND ".join(
+            f'o."{k}" IS NOT DISTINCT FROM n."{k}"' for k in table_spec.replace_key
+        )
         hit = f"o.{SOURCE} NOT IN ({mine}) AND EXISTS (SELECT 1 FROM n WHERE {match})"
         count = con.execute(f"SELECT count(*) FROM o WHERE {hit}").fetchone()[0]
         if not count:
