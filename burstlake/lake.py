@@ -135,13 +135,17 @@ class _Owned:
         shutil.rmtree(self.path, ignore_errors=True)
         self._handle.close()
 
+    def release(self) -> None:
+        """Give the folder up without removing it (a later run finds it abandoned)."""
+        self._handle.close()
+
 
 def _abandoned(path: Path) -> bool:
     """Whether a scratch folder's owner is gone (its lock can be taken)."""
     owner = path / ".owner"
     if not owner.exists():
         return True
-    with owner.open("a") as handle:
+    with owner.open("r") as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -228,24 +232,129 @@ def _published(root: Path) -> dict[str, int]:
 
 
 def read_version(lake: str | os.PathLike | None, table: str) -> int | None:
-    """The version a reader sees now: pinned by :func:`snapshot`, else the last published run's
-    (for tables a multi-table run writes), else the newest."""
-    root = lake_path(lake)
-    pins = _PINS.get() or {}
-    if (root, table) in pins:
-        return pins[(root, table)]
-    published = _published(root).get(table)
-    latest = latest_version(root, table)
-    if published is not None and latest is not None and published <= latest:
-        return published
-    return latest
+    """The version of ``table`` a reader sees now (see :func:`read_versions`)."""
+    return read_versions(lake, [table])[table]
 
 
 def read_versions(
     lake: str | os.PathLike | None, tables: Iterable[str] | None = None
 ) -> dict[str, int | None]:
-    """:func:`read_version` of several tables (default: every lake table)."""
-    return {t: read_version(lake, t) for t in (tables if tables is not None else sorted(REGISTRY))}
+    """The versions a reader sees now: one consistent state of the lake.
+
+    A version pinned by :func:`snapshot` wins; else a table a multi-table run writes is read at
+    the last published run's version; else at the newest version that holds no commit of a
+    landing still in progress (or killed and not reconciled yet), cut consistently across
+    tables (see :func:`_consistent_cut`).
+    """
+    root = lake_path(lake)
+    names = list(tables) if tables is not None else sorted(REGISTRY)
+    pins = _PINS.get() or {}
+    published = _published(root)
+    cut = _consistent_cut(root)
+    out: dict[str, int | None] = {}
+    for name in names:
+        if (root, name) in pins:
+            out[name] = pins[(root, name)]
+            continue
+        latest = cut[name] if name in cut else latest_version(root, name)
+        version = published.get(name)
+        out[name] = (
+            version if version is not None and latest is not None and version <= latest else latest
+        )
+    return out
+
+
+# --- landings in progress: intent records and the consistent cut --------------------------------
+
+TXN = "_txn"
+
+
+@contextlib.contextmanager
+def landing(lake: str | os.PathLike | None, source_id: str, record: dict) -> Iterator[Path]:
+    """Mark a multi-table landing (one ingested file) in progress while its commits run.
+
+    Readers do not see any of its commits until the block ends without error; a landing that
+    fails or is killed stays marked (its intent folder under ``_txn``) until ``reconcile`` in
+    the ingest finishes or undoes it.
+    """
+    root = lake_path(lake)
+    with _locked(root, "snapshot"):
+        owned = _Owned(root / TXN / f"{source_id}-{uuid.uuid4().hex[:8]}")
+        info = {**record, "source_id": source_id, "started": time.time()}
+        (owned.path / "intent.json").write_text(json.dumps(info))
+    try:
+        yield owned.path
+    except BaseException:
+        owned.release()
+        raise
+    owned.remove()
+
+
+def intents(lake: str | os.PathLike | None = None, abandoned: bool = False) -> list[dict]:
+    """Landings in progress (or, with ``abandoned``, only those whose process died)."""
+    folder = lake_path(lake) / TXN
+    found = []
+    for path in sorted(folder.iterdir()) if folder.is_dir() else []:
+        record = path / "intent.json"
+        with contextlib.suppress(OSError, ValueError):
+            if abandoned and not _abandoned(path):
+                continue
+            found.append({**json.loads(record.read_text()), "path": str(path)})
+    return found
+
+
+def _commit_sources(root: Path, table: str, since: float) -> list[tuple[int, str | None]]:
+    """(version, source_id) of the table's commits made at or after ``since`` (epoch s)."""
+    latest = latest_version(root, table)
+    out = []
+    version = latest if latest is not None else -1
+    while version >= 0:
+        path = root / table / "_delta_log" / f"{version:020d}.json"
+        info: dict = {}
+        with contextlib.suppress(OSError, ValueError):
+            for line in path.read_text().splitlines():
+                if '"commitInfo"' in line:
+                    info = json.loads(line)["commitInfo"]
+                    break
+        if info.get("timestamp", 0) < since * 1000:
+            break
+        out.append((version, info.get("burstlake.source_id") or info.get("burstlake.deleted")))
+        version -= 1
+    return out
+
+
+def _consistent_cut(root: Path) -> dict[str, int | None]:
+    """Per table, the newest version without a commit of an unfinished landing.
+
+    Cutting one table before a landing's commit can exclude a finished landing's commit there;
+    that landing is then excluded everywhere, until nothing changes, so every landing is
+    either wholly visible or not at all. Empty when no landing is in progress.
+    """
+    folder = root / TXN
+    if not folder.is_dir() or not any(folder.iterdir()):
+        return {}
+    with _locked(root, "snapshot"):
+        pending = intents(root)
+        if not pending:
+            return {}
+        since = min(r["started"] for r in pending) - 5
+        commits = {t: _commit_sources(root, t, since) for t in REGISTRY}
+        latest = {t: latest_version(root, t) for t in REGISTRY}
+    excluded = {r["source_id"] for r in pending}
+    while True:
+        cut = {}
+        for name, entries in commits.items():
+            hidden = [v for v, sid in entries if sid in excluded]
+            cut[name] = min(hidden) - 1 if hidden else latest[name]
+        more = {
+            sid
+            for name, entries in commits.items()
+            for v, sid in entries
+            if sid is not None and v > (cut[name] if cut[name] is not None else -1)
+        } - excluded
+        if not more:
+            return {n: (v if v is None or v >= 0 else None) for n, v in cut.items()}
+        excluded |= more
 
 
 @contextlib.contextmanager
@@ -683,3 +792,72 @@ def vacuum(lake: str | os.PathLike | None, retention_hours: float) -> dict[str, 
             )
         removed[name] = len(files)
     return removed
+
+
+# --- migration from the staged-Parquet layout -------------------------------------------------
+
+MIGRATE = "_migrate"
+
+
+def legacy_tables(lake: str | os.PathLike | None = None) -> list[str]:
+    """Tables still in the pre-Delta layout (``<table>/[day=…/]src-<id>-<n>.parquet``)."""
+    root = lake_path(lake)
+    return [
+        name
+        for name in sorted(REGISTRY)
+        if (root / name).is_dir()
+        and not is_delta(root / name)
+        and any((root / name).rglob("src-*.parquet"))
+    ]
+
+
+def migrate(lake: str | os.PathLike | None = None) -> dict[str, int]:
+    """Convert every table still in the pre-Delta layout to a Delta table, every row kept.
+
+    Each table is written whole to ``_migrate/<table>`` as one commit (each old file's
+    ``source_id`` kept as its contribution), its row count checked against the old files, then
+    swapped in; the old files are removed last. Re-running after a kill finishes the job.
+    Returns rows per converted table.
+    """
+    root = lake_path(lake)
+    scratch = root / MIGRATE
+    for done in sorted(scratch.glob("*")) if scratch.is_dir() else []:
+        if done.name in REGISTRY and is_delta(done) and not (root / done.name).exists():
+            os.replace(done, root / done.name)  # killed between the two renames
+    converted: dict[str, int] = {}
+    for name in legacy_tables(root):
+        table_spec = spec(name)
+        old = sorted((root / name).rglob("src-*.parquet"))
+        expected = sum(pq.ParquetFile(f).metadata.num_rows for f in old)
+        target = scratch / name
+        shutil.rmtree(target, ignore_errors=True)
+        schema = delta_schema(table_spec)
+
+        def batches(
+            files: list[Path] = old, ts: TableSpec = table_spec
+        ) -> Iterator[pa.RecordBatch]:
+            for path in files:
+                source_id = path.name[4:].rsplit("-", 1)[0]
+                yield from _stored(conform(pq.read_table(path), ts), ts, source_id).to_batches()
+
+        write_deltalake(
+            target,
+            pa.RecordBatchReader.from_batches(schema, batches()),
+            mode="append",
+            partition_by=[DAY] if table_spec.partition_by else None,
+            commit_properties=CommitProperties(custom_metadata={"burstlake.migrated": name}),
+        )
+        got = DeltaTable(target).count()
+        if got != expected:
+            raise LakeError(f"{name}: migration wrote {got} rows, the old files hold {expected}")
+        with _locked(root, name):
+            legacy = scratch / f"legacy-{name}"
+            shutil.rmtree(legacy, ignore_errors=True)
+            os.replace(root / name, legacy)
+            os.replace(target, root / name)
+            shutil.rmtree(legacy, ignore_errors=True)
+        converted[name] = got
+    shutil.rmtree(root / STAGING, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        scratch.rmdir()
+    return converted

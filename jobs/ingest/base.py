@@ -233,75 +233,48 @@ def _previous_versions(lake: Path | str | None, file: str, source_id: str) -> li
     )
 
 
-TXN = "_txn"
-
-
-def _intent(lake: Path, source: Source, report: FileReport, replaces: list[str]) -> lakes._Owned:
-    """Record, while the commits run, what this file's landing touches (see module doc)."""
-    owned = lakes._Owned(lake / TXN / f"{report.source_id}-{os.getpid()}")
-    record = {
-        "source": source.name,
-        "file": report.file,
-        "source_id": report.source_id,
-        "replaces": replaces,
-        "tables": [*source.tables, "quarantine", "ingest_log"],
-    }
-    (owned.path / "intent.json").write_text(json.dumps(record))
-    return owned
-
-
-def interrupted(lake: str | os.PathLike | None = None) -> list[dict]:
-    """Intent records of landings whose process died before committing ``ingest_log``."""
-    folder = lake_path(lake) / TXN
-    found = []
-    for path in sorted(folder.iterdir()) if folder.is_dir() else []:
-        if not lakes._abandoned(path):
-            continue
-        record = path / "intent.json"
-        if record.exists():
-            found.append({**json.loads(record.read_text()), "path": str(path)})
-        else:
-            shutil.rmtree(path, ignore_errors=True)
-    return found
+def _json_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    plain = (str, int, float, bool, type(None))
+    return {k: v for k, v in options.items() if isinstance(v, plain)}
 
 
 def reconcile(
-    lake: str | os.PathLike | None,
-    source: Source | None = None,
-    context: ParseContext | None = None,
-    skip: Iterable[str | os.PathLike] = (),
+    lake: str | os.PathLike | None, skip: Iterable[str | os.PathLike] = ()
 ) -> list[FileReport]:
-    """Finish or undo landings killed during their commits (module doc). Returns re-ingests.
+    """Finish or undo landings whose process died during their commits (module doc).
 
-    An unchanged file of ``source`` is ingested again (roll forward) unless it is in ``skip``
-    (about to be ingested anyway); a changed or vanished file has everything its interrupted
-    and earlier contents wrote removed, so the lake and ``ingest_log`` agree and the drop
-    directory lands the file's current content next time.
+    An unchanged file is ingested again (roll forward) with the options it was first given,
+    unless it is in ``skip`` (about to be ingested anyway); a changed or vanished file has
+    everything its interrupted and earlier contents wrote removed, so the lake and
+    ``ingest_log`` agree and the drop directory lands the file's current content next time.
+    Returns the reports of the files ingested again.
     """
+    from burstlake.jobs.ingest import source_module
+
     root = lake_path(lake)
     skipped = {os.path.abspath(p) for p in skip}
     reports = []
-    for record in interrupted(root):
-        logged = set()
-        if table_files(root, "ingest_log"):
-            logged = set(read_table(root, "ingest_log", ["source_id"]).column(0).to_pylist())
+    for record in lakes.intents(root, abandoned=True):
         file, sid = Path(record["file"]), record["source_id"]
         unchanged = file.is_file() and content_id(file) == sid
-        if sid in logged:
+        logged = table_files(root, "ingest_log") and sid in set(
+            read_table(root, "ingest_log", ["source_id"]).column(0).to_pylist()
+        )
+        if logged:
             for old in record["replaces"]:
                 delete_contribution(root, old, record["tables"])
-        elif unchanged and source is not None and record["source"] == source.name:
+        elif unchanged:
             if str(file) not in skipped:
                 log.warning("re-ingesting %s: its last ingest was interrupted", file)
+                source = source_module(record["source"]).SOURCE
+                context = ParseContext(options=record.get("options", {}))
                 reports.append(ingest_file(source, file, root, context))
-        elif not unchanged:
+        else:
             log.warning(
                 "%s changed or vanished during an interrupted ingest; removing its rows", file
             )
             for old in [sid, *record["replaces"]]:
                 delete_contribution(root, old, record["tables"])
-        else:
-            continue  # another source's file: reconciled when that source is ingested
         shutil.rmtree(record["path"], ignore_errors=True)
     return reports
 
@@ -351,23 +324,29 @@ def ingest_file(
     report.landed = report.records_in - report.quarantined
     checkpoint("ingest-stage")
     replaces = _previous_versions(root, report.file, report.source_id)
-    intent = _intent(root, source, report, replaces)
+    record = {
+        "source": source.name,
+        "file": report.file,
+        "options": _json_options(context.options),
+        "replaces": replaces,
+        "tables": [*source.tables, "quarantine", "ingest_log"],
+    }
     try:
-        for table, writer in writers.items():
-            writer.replaces = replaces
-            rows = writer.commit()
-            if report.error is None:
-                report.rows[table] = rows
-            report.superseded += writer.superseded
-            checkpoint("ingest-commit")
-        quarantine.replaces = replaces
-        quarantine.commit()
-        _log(root, report, replaces)
+        with lakes.landing(root, report.source_id, record):
+            for table, writer in writers.items():
+                writer.replaces = replaces
+                rows = writer.commit()
+                if report.error is None:
+                    report.rows[table] = rows
+                report.superseded += writer.superseded
+                checkpoint("ingest-commit")
+            quarantine.replaces = replaces
+            quarantine.commit()
+            _log(root, report, replaces)
     except BaseException:
         for writer in [*writers.values(), quarantine]:
             writer.abort()
         raise
-    intent.remove()
     return report
 
 
@@ -404,7 +383,7 @@ def ingest(
     from tqdm import tqdm
 
     files = list(map(Path, paths))
-    reports = reconcile(lake, source, ParseContext(options=dict(options or {})), skip=files)
+    reports = reconcile(lake, skip=files)
     bar = tqdm(
         total=sum(f.stat().st_size for f in files if f.is_file()),
         unit="B",
