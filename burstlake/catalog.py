@@ -156,11 +156,11 @@ def sql(lake: str | os.PathLike | None, query: str) -> pa.Table:
         con.close()
 
 
-def delta_connection(lake: str | os.PathLike | None = None) -> duckdb.DuckDBPyConnection:
+def delta_connection() -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB with the ``delta`` extension loaded from the pinned wheel's file.
 
-    ``delta_scan('<lake>/<table>')`` then reads a table's newest version straight from its
-    Delta log, independently of the catalog (no download: the extension ships with the
+    ``delta_scan('/abs/path/<lake>/<table>')`` then reads a table's newest version straight
+    from its Delta log, independently of the catalog (no download: the extension ships with the
     ``duckdb-extension-delta`` package, built for the pinned DuckDB).
     """
     import duckdb_extension_delta
@@ -176,5 +176,4 @@ def delta_connection(lake: str | os.PathLike | None = None) -> duckdb.DuckDBPyCo
     with contextlib.suppress(duckdb.Error):
         con.execute("SET autoinstall_known_extensions = false")
     con.execute(f"LOAD {_quote(str(found[0]))}")
-    con.execute(f"SET file_search_path = {_quote(str(lake_path(lake)))}")
     return con
