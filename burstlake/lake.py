@@ -554,15 +554,15 @@ class ContributionWriter:
             return
         stored = _stored(table, self.spec, self.source_id)
         self.rows += table.num_rows
-        if self._writer is not None and self._file_rows >= ROWS_PER_FILE:
-            self._writer.close()
-            self._writer = None
-        if self._writer is None:
-            path = self.staging / f"part-{len(self._files):04d}.parquet"
-            self._files.append(path)
-            self._writer = pq.ParquetWriter(path, stored.schema, compression="zstd")
-            self._file_rows = 0
         try:
+            if self._writer is not None and self._file_rows >= ROWS_PER_FILE:
+                self._writer.close()
+                self._writer = None
+            if self._writer is None:
+                path = self.staging / f"part-{len(self._files):04d}.parquet"
+                self._files.append(path)
+                self._writer = pq.ParquetWriter(path, stored.schema, compression="zstd")
+                self._file_rows = 0
             self._writer.write_table(stored)
         except OSError as err:
             raise (_lake_error(err, self.lake) or err) from err
@@ -570,10 +570,10 @@ class ContributionWriter:
 
     def commit(self) -> int:
         """Commit the staged rows as one Delta version; returns rows written."""
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
         try:
+            if self._writer is not None:
+                self._writer.close()
+                self._writer = None
             with _locked(self.lake, self.spec.name):
                 for attempt in range(COMMIT_RETRIES):
                     try:
@@ -596,7 +596,8 @@ class ContributionWriter:
 
     def abort(self) -> None:
         if self._writer is not None:
-            self._writer.close()
+            with contextlib.suppress(OSError):
+                self._writer.close()
             self._writer = None
         self._scratch.remove()
         with contextlib.suppress(OSError):
