@@ -29,6 +29,8 @@ def session(master: str | None = None, app_name: str = "burstlake", shuffle_part
         .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
         .config("spark.driver.memory", os.environ.get("BURSTLAKE_SPARK_DRIVER_MEMORY", "4g"))
         .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+        # the lake's tables are small logs: rebuild a snapshot in one task, not 50
+        .config("spark.databricks.delta.snapshotPartitions", "1")
         .config(
             "spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog"
         )

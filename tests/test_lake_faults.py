@@ -194,58 +194,48 @@ def _metrics(lake: Path) -> dict[str, list]:
     return {t: sorted(map(str, read_table(lake, t).to_pylist())) for t in TABLES}
 
 
-def test_metrics_killed_mid_run_leaves_the_last_run_then_rerun_equals_clean(spark, tmp_path):
-    from burstlake.jobs.metrics.run import run
+def test_metrics_killed_mid_run_then_rerun_beside_an_ingest(spark, tmp_path):
+    """A killed metrics run leaves the previous run in view; the re-run, made while an ingest
+    is stopped between its commits, reads the state before the ingest, never a mix."""
+    from burstlake.jobs.metrics.run import INPUTS, run
     from tests.test_metrics import build_hand_lake
 
-    lake, clean = tmp_path / "lake", tmp_path / "clean"
-    for each in (lake, clean):
-        build_hand_lake(each)
+    lake = tmp_path / "lake"
+    build_hand_lake(lake)
     run(lake, spark=spark, progress=False)
     before = _metrics(lake)
     published = lakes.published_run(lake, "metrics")
-    for each in (lake, clean):  # new inputs: the Darshan logs are withdrawn
-        delete_contribution(each, "hand", ["darshan_jobs", "darshan_rank_io"])
+    assert before["darshan_job_metrics"]
+    delete_contribution(lake, "hand", ["darshan_jobs", "darshan_rank_io"])  # new inputs
 
-    marker = tmp_path / "pause"
-    proc = _paused(_cli("metrics", "--lake", str(lake)), "metrics-commit", marker)
+    proc = _paused(_cli("metrics", "--lake", str(lake)), "metrics-commit", tmp_path / "p")
     _kill(proc)
     first = "job_io_metrics"
     assert lakes.latest_version(lake, first) > published["tables"][first]  # it did commit
     assert _metrics(lake) == before  # but readers still see the whole previous run
     assert lakes.published_run(lake, "metrics") == published
 
-    run(lake, spark=spark, progress=False)
-    run(clean, spark=spark, progress=False)
-    after = _metrics(lake)
-    assert after == _metrics(clean)
-    assert after["darshan_job_metrics"] == [] != before["darshan_job_metrics"]
-    record = lakes.published_run(lake, "metrics")
-    assert record["inputs"]["darshan_jobs"] > published["inputs"]["darshan_jobs"]
-    info = lakes.commit_metadata(lake, first, record["tables"][first])
-    assert info["burstlake.run"] == f"metrics:{record['run']}"
-
-
-def test_metrics_beside_an_ingest_see_the_state_before_it(spark, tmp_path):
-    from burstlake.jobs.metrics.run import INPUTS, run
-
-    lake = tmp_path / "lake"
-    sacct = _sacct(tmp_path / "jobs.sacct", range(1, 21))
-    ingest(slurm.SOURCE, [sacct], lake)
     versions = lakes.read_versions(lake, INPUTS)
-    _sacct(sacct, range(1, 31), state="FAILED")
-    marker = tmp_path / "pause"
+    sacct = _sacct(tmp_path / "jobs.sacct", range(1, 31))
+    marker = tmp_path / "q"
     proc = _paused(
         _cli("ingest", "slurm", str(sacct), "--lake", str(lake)), "ingest-commit", marker
     )
     try:
         assert lakes.latest_version(lake, "jobs") > versions["jobs"]  # jobs is committed
-        run(lake, spark=spark, progress=False)
+        run(lake, spark=spark, progress=False)  # the re-run, beside the ingest
     finally:
         marker.unlink()  # let the ingest finish
     _, err = proc.communicate(timeout=WAIT_S)
     assert proc.returncode == 0, err[-2000:]
-    assert lakes.published_run(lake, "metrics")["inputs"] == versions
-    assert read_table(lake, "job_io_metrics").num_rows == 20  # the 20 jobs before, not 30
-    assert lakes.read_version(lake, "jobs") > versions["jobs"]  # the ingest is now visible
-    assert read_table(lake, "jobs").num_rows == 30
+
+    record = lakes.published_run(lake, "metrics")
+    assert record["inputs"] == versions  # the state before the ingest, in every input
+    after = _metrics(lake)
+    assert after["darshan_job_metrics"] == []  # as a clean run without the Darshan logs
+    for table in ("job_io_metrics", "interval_metrics", "cabinet_load", "ion_load", "app_metrics"):
+        assert after[table] == before[table], table  # unchanged inputs, same rows
+    info = lakes.commit_metadata(lake, first, record["tables"][first])
+    assert info["burstlake.run"] == f"metrics:{record['run']}"
+    assert lakes.read_version(lake, "jobs") > versions["jobs"]  # the ingest is visible now
+    assert catalog.sql(lake, "SELECT count(*) FROM jobs WHERE cluster = 'th'")[0][0].as_py() == 30
