@@ -770,15 +770,16 @@ def delete_contribution(
 # --- housekeeping -----------------------------------------------------------------------------
 
 
-def vacuum(lake: str | os.PathLike | None, retention_hours: float) -> dict[str, int]:
+def vacuum(lake: str | os.PathLike | None, retention_hours: int) -> dict[str, int]:
     """Delete files no version newer than ``retention_hours`` needs, table by table.
 
-    The versions readers are pinned to by published runs are kept whatever their age. Returns
-    the number of files removed per table. Leftover staging folders are removed too.
+    The versions readers are pinned to (published runs, unfinished landings) are kept whatever
+    their age. Returns the number of files removed per table; staging leftovers go too.
     """
     root = lake_path(lake)
     clean_leftovers(root)
     published = _published(root)
+    cut = _consistent_cut(root)  # versions readers see while a landing is unfinished
     removed: dict[str, int] = {}
     for name in sorted(REGISTRY):
         path = root / name
@@ -786,9 +787,9 @@ def vacuum(lake: str | os.PathLike | None, retention_hours: float) -> dict[str, 
             continue
         with _locked(root, name):
             dt = DeltaTable(path)
-            keep = [published[name]] if name in published else None
+            keep = [v for v in (published.get(name), cut.get(name)) if v is not None] or None
             files = dt.vacuum(
-                retention_hours=int(retention_hours),
+                retention_hours=retention_hours,
                 dry_run=False,
                 enforce_retention_duration=False,
                 keep_versions=keep,

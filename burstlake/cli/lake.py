@@ -23,8 +23,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     vacuum = actions.add_parser("vacuum", help="delete files only old versions need")
     vacuum.add_argument(
         "--retention-hours",
-        type=float,
-        default=168.0,
+        type=int,
+        default=168,
         help="keep every version newer than this many hours (default 168 = 7 days); "
         "0 keeps only the current version (and the last published metrics run)",
     )
@@ -35,7 +35,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     for each in (migrate, vacuum, catalog, clean):
         add_lake_argument(each)
         each.set_defaults(handler=run)
-    add_lake_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
