@@ -1,87 +1,150 @@
-"""``<lake>/catalog.duckdb``: one DuckDB view per lake table (SPEC §3), so SQL works at once.
+"""``<lake>/catalog.duckdb``: one DuckDB view per lake table (design document §3), so SQL works.
 
-A table with files is a view over its Parquet files (with a ``day`` column for day-partitioned
-tables); a table never written is an empty DuckDB table with the contract's columns, so queries
-and joins work on a fresh lake too. ``refresh`` runs after every write.
+The catalog is derived data. Each view reads the Parquet files of one committed Delta version
+of its table (the version :func:`burstlake.lake.read_version` names, so all views together are
+one consistent state of the lake), with a ``day`` column for day-partitioned tables; a table
+never written is an empty table with the contract's columns. Paths are relative to the lake
+folder, so a moved or copied lake reads its own files: ``cd lake && duckdb catalog.duckdb``, or
+``burstlake sql`` from anywhere (it sets DuckDB's ``file_search_path`` to the lake).
+
+The catalog is rebuilt whole into a scratch file and moved into place, so a kill or a full
+disk never leaves a broken one; :func:`connect` rebuilds it whenever it is missing, unreadable,
+stale (a table has a newer version) or was built for another folder.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
-import sys
+import uuid
 from pathlib import Path
 
 import duckdb
 import pyarrow as pa
 
-from burstlake.lake import lake_path, table_files
+from burstlake.lake import (
+    DAY,
+    LakeError,
+    _lake_error,
+    _locked,
+    clean_leftovers,
+    lake_path,
+    read_versions,
+    table_files,
+)
 from burstlake.schemas import REGISTRY, TableSpec
 
+log = logging.getLogger(__name__)
+
 CATALOG = "catalog.duckdb"
+META = "_burstlake_versions"  # table name -> Delta version each view reads
 
 
 def catalog_path(lake: str | os.PathLike | None = None) -> Path:
     return lake_path(lake) / CATALOG
 
 
-def _quote(path: Path) -> str:
-    return "'" + str(path).replace("'", "''") + "'"
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
 
 
-def _view_sql(spec: TableSpec, root: Path) -> str:
+def _define(con: duckdb.DuckDBPyConnection, spec: TableSpec, root: Path, version: int | None):
     name = f'"{spec.name}"'
-    if spec.partition_by:
-        glob = _quote(root / spec.name / "*" / "*.parquet")
-        source = f"read_parquet({glob}, hive_partitioning = true, union_by_name = true)"
-    else:
-        glob = _quote(root / spec.name / "*.parquet")
-        source = f"read_parquet({glob}, union_by_name = true)"
-    return f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM {source}"
-
-
-def _define(con: duckdb.DuckDBPyConnection, spec: TableSpec, root: Path, has_files: bool) -> None:
-    name = f'"{spec.name}"'
-    kinds = con.execute(
-        "SELECT table_type FROM information_schema.tables WHERE table_name = ?", [spec.name]
-    ).fetchall()
-    for (kind,) in kinds:
-        con.execute(f"DROP {'VIEW' if kind == 'VIEW' else 'TABLE'} {name}")
-    if has_files:
-        con.execute(_view_sql(spec, root))
-    else:
+    files = table_files(root, spec.name, version) if version is not None else []
+    if not files:
         empty = pa.Table.from_pylist([], schema=spec.schema)  # noqa: F841 - read by DuckDB
         con.execute(f"CREATE TABLE {name} AS SELECT * FROM empty")
+        return
+    paths = "[" + ", ".join(_quote(str(f.relative_to(root))) for f in files) + "]"
+    columns = ", ".join(f'"{c}"' for c in spec.schema.names)
+    if spec.partition_by:
+        source = f"read_parquet({paths}, hive_partitioning = true, hive_types_autocast = false)"
+        columns += f", CAST({DAY} AS DATE) AS {DAY}"
+    else:
+        source = f"read_parquet({paths}, hive_partitioning = false)"
+    con.execute(f"CREATE VIEW {name} AS SELECT {columns} FROM {source}")
 
 
 def refresh(lake: str | os.PathLike | None = None, tables: list[str] | None = None) -> None:
-    """(Re)define the views of ``tables`` (default: all) in the lake's catalog.
+    """Rebuild the catalog from the lake's committed versions and move it into place.
 
-    If another process holds the catalog open for writing, warns and leaves it as it was: the
-    Parquet files are the truth and the next refresh catches up.
+    ``tables`` is accepted for callers that name what they wrote; the whole catalog is always
+    rebuilt (views only: it takes milliseconds), so it is never half old, half new.
     """
+    del tables
     root = lake_path(lake)
     root.mkdir(parents=True, exist_ok=True)
-    names = tables if tables is not None else sorted(REGISTRY)
+    clean_leftovers(root)
+    scratch = root / f".catalog-{os.getpid()}-{uuid.uuid4().hex[:8]}.duckdb"
     try:
-        con = duckdb.connect(str(root / CATALOG))
-    except duckdb.IOException as err:
-        print(f"burstlake: catalog not refreshed, it is in use: {err}", file=sys.stderr)
-        return
+        with _locked(root, "catalog"):
+            versions = read_versions(root)
+            con = duckdb.connect(str(scratch))
+            try:
+                con.execute(f"SET file_search_path = {_quote(str(root))}")
+                for name, version in versions.items():
+                    _define(con, REGISTRY[name], root, version)
+                con.execute(f'CREATE TABLE "{META}" (root VARCHAR, name VARCHAR, version BIGINT)')
+                con.executemany(
+                    f'INSERT INTO "{META}" VALUES (?, ?, ?)',
+                    [(str(root), n, v) for n, v in versions.items()],
+                )
+                con.execute("CHECKPOINT")
+            finally:
+                con.close()
+            Path(f"{root / CATALOG}.wal").unlink(missing_ok=True)
+            os.replace(scratch, root / CATALOG)
+    except (OSError, duckdb.Error) as err:
+        error = _lake_error(err, root)
+        raise (error or LakeError(f"catalog {root / CATALOG} not rebuilt: {err}")) from err
+    finally:
+        for leftover in root.glob(f"{scratch.name}*"):
+            leftover.unlink(missing_ok=True)
+
+
+def is_current(lake: str | os.PathLike | None = None) -> bool:
+    """Whether the catalog exists, opens, was built here and names the current versions."""
+    root = lake_path(lake)
+    path = root / CATALOG
+    if not path.exists():
+        return False
     try:
-        for name in names:
-            _define(con, REGISTRY[name], root, bool(table_files(root, name)))
+        con = duckdb.connect(str(path), read_only=True)
+    except duckdb.Error:
+        return False
+    try:
+        rows = con.execute(f'SELECT root, name, version FROM "{META}"').fetchall()
+    except duckdb.Error:
+        return False
     finally:
         con.close()
+    built = {name: version for _, name, version in rows}
+    return all(r == str(root) for r, _, _ in rows) and built == read_versions(root)
+
+
+def ensure(lake: str | os.PathLike | None = None) -> bool:
+    """Rebuild the catalog if it is missing, corrupt, stale or from another folder.
+
+    Returns whether it was rebuilt.
+    """
+    if is_current(lake):
+        return False
+    if catalog_path(lake).exists():
+        log.info("catalog %s is stale or unreadable; rebuilding it", catalog_path(lake))
+    refresh(lake)
+    return True
 
 
 def connect(
     lake: str | os.PathLike | None = None, read_only: bool = True
 ) -> duckdb.DuckDBPyConnection:
-    """A DuckDB connection to the lake's catalog, refreshed first if it does not exist yet."""
-    path = catalog_path(lake)
-    if not path.exists():
-        refresh(lake)
-    return duckdb.connect(str(path), read_only=read_only)
+    """A DuckDB connection to the lake's catalog, rebuilt first unless it is current."""
+    root = lake_path(lake)
+    ensure(root)
+    con = duckdb.connect(str(root / CATALOG), read_only=read_only)
+    con.execute(f"SET file_search_path = {_quote(str(root))}")
+    return con
 
 
 def sql(lake: str | os.PathLike | None, query: str) -> pa.Table:
@@ -91,3 +154,26 @@ def sql(lake: str | os.PathLike | None, query: str) -> pa.Table:
         return con.execute(query).fetch_arrow_table()
     finally:
         con.close()
+
+
+def delta_connection() -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB with the ``delta`` extension loaded from the pinned wheel's file.
+
+    ``delta_scan('/abs/path/<lake>/<table>')`` then reads a table's newest version straight
+    from its Delta log, independently of the catalog (no download: the extension ships with the
+    ``duckdb-extension-delta`` package, built for the pinned DuckDB).
+    """
+    import duckdb_extension_delta
+
+    folder = Path(duckdb_extension_delta.__file__).parent / "extensions"
+    found = sorted(folder.glob(f"v{duckdb.__version__}/delta.duckdb_extension"))
+    if not found:
+        raise LakeError(
+            f"the DuckDB delta extension for DuckDB {duckdb.__version__} is not in {folder}; "
+            "install the duckdb-extension-delta version equal to duckdb's"
+        )
+    con = duckdb.connect(config={"allow_unsigned_extensions": "true"})
+    with contextlib.suppress(duckdb.Error):
+        con.execute("SET autoinstall_known_extensions = false")
+    con.execute(f"LOAD {_quote(str(found[0]))}")
+    return con

@@ -1,20 +1,39 @@
-"""The Parquet lake (SPEC §3): the one place that writes a table and the one that reads it.
+"""The lake (design document §3): one Delta Lake table per folder, and the one place that writes.
 
-Layout: ``<lake>/<table>/src-<source_id>-<n>.parquet``, or for day-partitioned tables
-``<lake>/<table>/day=YYYY-MM-DD/src-<source_id>-<n>.parquet``. A *contribution* is everything
-one input (a file, a synthesizer run, a metrics job) wrote, named by its ``source_id``. Writing a
-contribution replaces whatever the same ``source_id`` wrote before, in every partition, so
-re-ingesting a file is idempotent. Files are staged under ``<lake>/_staging`` and moved in on
-commit, so a crash mid-write leaves the previous contribution intact.
+Layout: ``<lake>/<table>/`` is a Delta table (Parquet files plus ``_delta_log``); day-partitioned
+tables are partitioned by a ``day`` column (``day=YYYY-MM-DD`` folders) derived from their
+timestamp. Every table also carries a hidden ``_source_id`` column. A *contribution* is
+everything one input (a file, a synthesizer run, a metrics job) wrote, named by its
+``source_id``; writing a contribution replaces whatever the same ``source_id`` wrote before.
+
+Every write is **one atomic Delta commit** made by delta-rs (``deltalake``): a predicate
+overwrite ``_source_id = '<id>'`` and, for tables with a ``replace_key``, the rewrite of the
+days whose rows the new contribution supersedes, in the same commit. A killed write leaves the
+previous version whole: rows are staged under ``<lake>/_staging`` first, and uncommitted files
+are invisible to every reader. Writers of one table take a per-table file lock and retry a
+commit that conflicts, so concurrent ingests (as Airflow runs DAGs) neither lose nor duplicate
+rows.
+
+Readers see one snapshot: :func:`snapshot` pins one version of each table for the duration of
+a job (metrics, replay), and :func:`run` additionally stamps every commit with the run id and
+the versions read, and *publishes* a multi-table result (the metrics) only when all of its
+tables are committed: until then readers keep seeing the previous run's tables.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import fcntl
+import json
+import logging
 import os
 import shutil
+import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
@@ -22,11 +41,25 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
+from deltalake import CommitProperties, DeltaTable, write_deltalake
+from deltalake.exceptions import CommitFailedError, DeltaError
 
-from burstlake.schemas import TableSpec, conform, spec
+from burstlake.schemas import REGISTRY, TableSpec, conform, spec
+
+log = logging.getLogger(__name__)
 
 DEFAULT_LAKE = "lake"
 ROWS_PER_FILE = 4_000_000
+SOURCE = "_source_id"  # hidden column: the contribution a row belongs to
+DAY = "day"  # hidden partition column of day-partitioned tables
+STAGING = "_staging"
+LOCKS = "_locks"
+RUNS = "_runs"
+COMMIT_RETRIES = 20
+
+
+class LakeError(OSError):
+    """The lake cannot be written (full disk, read-only, permissions): a one-line reason."""
 
 
 def lake_path(lake: str | os.PathLike | None = None) -> Path:
@@ -38,175 +71,374 @@ def table_dir(lake: str | os.PathLike | None, table: str) -> Path:
     return lake_path(lake) / spec(table).name
 
 
-def table_files(lake: str | os.PathLike | None, table: str) -> list[Path]:
-    """All Parquet files of a table, sorted (empty if the table has never been written)."""
-    root = table_dir(lake, table)
-    return sorted(root.rglob("*.parquet")) if root.exists() else []
+def is_delta(path: Path) -> bool:
+    """Whether ``path`` holds a Delta table (a ``_delta_log`` with at least one commit)."""
+    return (path / "_delta_log").is_dir() and any((path / "_delta_log").glob("*.json"))
 
 
-def _day_keys(table: pa.Table, column: str) -> pa.Array:
-    return pc.strftime(table.column(column), format="%Y-%m-%d").combine_chunks()
+def delta_schema(table_spec: TableSpec) -> pa.Schema:
+    """The stored schema: the contract's columns, ``_source_id`` and (if partitioned) ``day``."""
+    fields = [*table_spec.schema, pa.field(SOURCE, pa.string(), nullable=False)]
+    if table_spec.partition_by:
+        fields.append(pa.field(DAY, pa.date32(), nullable=False))
+    return pa.schema(fields)
 
 
-class ContributionWriter:
-    """Streams the rows of one contribution into one table; ``commit()`` swaps them in.
+def _quote(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
 
-    Memory stays bounded by one batch: each partition has an open ParquetWriter that rolls
-    over to a new file every ``ROWS_PER_FILE`` rows.
+
+# --- test hook: pause at a named phase so a fault test can SIGKILL the process there --------
+
+
+def checkpoint(phase: str) -> None:
+    """If ``$BURSTLAKE_PAUSE_AT`` is ``<phase>:<marker>``, write the marker, wait while it exists.
+
+    The fault tests use it to stop a real process at a known point of an ingest or a metrics
+    run (parsing, staging, between commits) and SIGKILL it there, or to let it go on by
+    deleting the marker; it costs one environment lookup otherwise.
     """
-
-    def __init__(self, lake: str | os.PathLike | None, table: str, source_id: str) -> None:
-        self.spec = spec(table)
-        self.lake = lake_path(lake)
-        self.source_id = source_id
-        self.staging = (
-            self.lake / "_staging" / f"{self.spec.name}-{source_id}-{uuid.uuid4().hex[:8]}"
-        )
-        self.staging.mkdir(parents=True, exist_ok=True)
-        self._writers: dict[str, tuple[pq.ParquetWriter, int, int]] = {}  # part -> (w, n, rows)
-        self.rows = 0
-        self.superseded = 0  # rows of older contributions replaced on commit
-
-    def write(self, rows: pa.Table | pa.RecordBatch) -> None:
-        table = conform(rows, self.spec)
-        if table.num_rows == 0:
-            return
-        self.rows += table.num_rows
-        if self.spec.partition_by is None:
-            self._write_part("", table)
-            return
-        days = _day_keys(table, self.spec.partition_by)
-        for day in pc.unique(days).to_pylist():
-            if day is None:
-                raise ValueError(
-                    f"{self.spec.name}: null {self.spec.partition_by} in a partitioned table"
-                )
-            self._write_part(f"day={day}", table.filter(pc.equal(days, day)))
-
-    def _write_part(self, part: str, table: pa.Table) -> None:
-        writer, n, rows = self._writers.get(part, (None, 0, 0))
-        if writer is not None and rows >= ROWS_PER_FILE:
-            writer.close()
-            writer, n, rows = None, n + 1, 0
-        if writer is None:
-            path = self.staging / part / f"src-{self.source_id}-{n:04d}.parquet"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            writer = pq.ParquetWriter(path, self.spec.schema, compression="zstd")
-        writer.write_table(table)
-        self._writers[part] = (writer, n, rows + table.num_rows)
-
-    def commit(self) -> int:
-        """Replace the source's previous contribution with the staged files; returns rows."""
-        for writer, _, _ in self._writers.values():
-            writer.close()
-        delete_contribution(self.lake, self.source_id, tables=[self.spec.name])
-        self.superseded = _supersede(self.lake / self.spec.name, self.staging, self.spec)
-        target = self.lake / self.spec.name
-        for staged in sorted(self.staging.rglob("*.parquet")):
-            final = target / staged.relative_to(self.staging)
-            final.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(staged, final)
-        target.mkdir(parents=True, exist_ok=True)
-        self.abort()
-        return self.rows
-
-    def abort(self) -> None:
-        for writer, _, _ in self._writers.values():
-            if writer.is_open:
-                writer.close()
-        self._writers.clear()
-        shutil.rmtree(self.staging, ignore_errors=True)
-        with contextlib.suppress(OSError):
-            self.staging.parent.rmdir()  # only when no other write is staged
-
-    def __enter__(self) -> ContributionWriter:
-        return self
-
-    def __exit__(self, exc_type, exc, tb) -> None:
-        if exc_type is None:
-            self.commit()
-        else:
-            self.abort()
+    want = os.environ.get("BURSTLAKE_PAUSE_AT", "")
+    name, _, marker = want.partition(":")
+    if name != phase or not marker:
+        return
+    Path(marker).write_text(str(os.getpid()))
+    while Path(marker).exists():
+        time.sleep(0.05)
+    os.environ.pop("BURSTLAKE_PAUSE_AT", None)  # pause once per process
 
 
-def _supersede(target: Path, staging: Path, table_spec: TableSpec) -> int:
-    """Drop rows of older contributions whose ``replace_key`` reappears in the staged files.
+# --- locks, owned scratch folders and their cleanup ----------------------------------------
 
-    Only the partitions the new contribution touches are read; the matching is an anti-join
-    in DuckDB (NULL keys match NULL keys). Returns the number of rows removed.
+
+@contextlib.contextmanager
+def _locked(lake: Path, name: str) -> Iterator[None]:
+    """An exclusive lock named ``name`` on this lake (released when the process dies)."""
+    folder = lake / LOCKS
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / f"{name}.lock").open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+class _Owned:
+    """A scratch folder held by this process through a lock on its ``.owner`` file."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.mkdir(parents=True, exist_ok=True)
+        self._handle = (path / ".owner").open("w")
+        fcntl.flock(self._handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+    def remove(self) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
+        self._handle.close()
+
+    def release(self) -> None:
+        """Give the folder up without removing it (a later run finds it abandoned)."""
+        self._handle.close()
+
+
+def _abandoned(path: Path) -> bool:
+    """Whether a scratch folder's owner is gone (its lock can be taken)."""
+    owner = path / ".owner"
+    if not owner.exists():
+        return True
+    with owner.open("r") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        return True
+
+
+def clean_leftovers(lake: str | os.PathLike | None = None) -> int:
+    """Remove staging folders and catalog scratch files left by killed processes; returns count.
+
+    Files a killed delta-rs write left inside a table are not referenced by any commit, so no
+    reader sees them; :func:`vacuum` deletes them.
     """
-    staged = sorted(staging.rglob("*.parquet"))
-    if not table_spec.replace_key or not staged:
-        return 0
-    parts = sorted({f.parent.relative_to(staging) for f in staged})
-    older = [f for part in parts for f in sorted((target / part).glob("src-*.parquet"))]
-    if not older:
-        return 0
-    keys = ", ".join(f'"{k}"' for k in table_spec.replace_key)
-    match = " AND ".join(f'o."{k}" IS NOT DISTINCT FROM n."{k}"' for k in table_spec.replace_key)
-    removed = 0
-    with duckdb.connect() as con:
-        files = "[" + ", ".join(f"'{f}'" for f in staged) + "]"
-        con.execute(f"CREATE TEMP TABLE n AS SELECT DISTINCT {keys} FROM read_parquet({files})")
-        for path in older:
-            source = f"read_parquet('{path}') AS o"
-            hits = con.execute(
-                f"SELECT count(*) FROM {source} WHERE EXISTS (SELECT 1 FROM n WHERE {match})"
-            ).fetchone()[0]
-            if not hits:
-                continue
-            kept = con.execute(
-                f"SELECT o.* FROM {source} WHERE NOT EXISTS (SELECT 1 FROM n WHERE {match})"
-            ).fetch_arrow_table()
-            removed += hits
-            if kept.num_rows:
-                scratch = path.with_suffix(".rewrite")
-                pq.write_table(conform(kept, table_spec), scratch, compression="zstd")
-                os.replace(scratch, path)
-            else:
-                path.unlink()
-    return removed
-
-
-def write_table(
-    lake: str | os.PathLike | None,
-    table: str,
-    rows: pa.Table | Iterable[pa.Table | pa.RecordBatch],
-    source_id: str,
-) -> int:
-    """Write a whole contribution (one table, or an iterable of batches) and commit it."""
-    with ContributionWriter(lake, table, source_id) as writer:
-        for batch in [rows] if isinstance(rows, pa.Table) else rows:
-            writer.write(batch)
-    return writer.rows
-
-
-def delete_contribution(
-    lake: str | os.PathLike | None, source_id: str, tables: Iterable[str] | None = None
-) -> int:
-    """Delete what ``source_id`` contributed to ``tables`` (default: every table). Returns files."""
     root = lake_path(lake)
-    names = list(tables) if tables is not None else [p.name for p in root.iterdir() if p.is_dir()]
     removed = 0
-    for name in names:
-        if name.startswith("_"):
-            continue
-        for path in (root / name).rglob(f"src-{source_id}-*.parquet"):
-            path.unlink()
+    staging = root / STAGING
+    if staging.is_dir():
+        for path in staging.iterdir():
+            if path.is_dir() and _abandoned(path):
+                shutil.rmtree(path, ignore_errors=True)
+                removed += 1
+    for path in root.glob(".catalog-*.duckdb*") if root.is_dir() else []:
+        pid = path.name.split("-")[1].split(".")[0]
+        if not pid.isdigit() or not _alive(int(pid)):
+            path.unlink(missing_ok=True)
             removed += 1
-        for part in sorted((root / name).glob("*/"), reverse=True):
-            if part.is_dir() and not any(part.iterdir()):
-                part.rmdir()
     return removed
 
 
-def contribution_ids(lake: str | os.PathLike | None, table: str) -> set[str]:
-    """The source_ids that have rows in a table."""
-    return {p.name[4:].rsplit("-", 1)[0] for p in table_files(lake, table)}
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+# --- versions: pinned snapshots, published runs --------------------------------------------
+
+
+@dataclass
+class Run:
+    """A job reading one snapshot and committing tables under one id (see :func:`run`)."""
+
+    name: str
+    lake: Path
+    id: str
+    inputs: dict[str, int | None]
+    written: dict[str, int] = field(default_factory=dict)
+
+    def metadata(self) -> dict[str, str]:
+        return {
+            "burstlake.run": f"{self.name}:{self.id}",
+            "burstlake.inputs": json.dumps(self.inputs, sort_keys=True),
+        }
+
+
+_PINS: ContextVar[dict[tuple[Path, str], int | None] | None] = ContextVar(
+    "burstlake_pins", default=None
+)
+_RUN: ContextVar[Run | None] = ContextVar("burstlake_run", default=None)
+
+
+def latest_version(lake: str | os.PathLike | None, table: str) -> int | None:
+    """The newest committed version of a table (None if it was never written)."""
+    log_dir = table_dir(lake, table) / "_delta_log"
+    if not log_dir.is_dir():
+        return None
+    versions = [int(p.stem) for p in log_dir.glob("*.json") if p.stem.isdigit()]
+    return max(versions) if versions else None
+
+
+def _published(root: Path) -> dict[str, int]:
+    """Table -> version of the last complete run of every multi-table job (``_runs/*.json``)."""
+    out: dict[str, int] = {}
+    folder = root / RUNS
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        with contextlib.suppress(OSError, ValueError):
+            out.update(json.loads(path.read_text())["tables"])
+    return out
+
+
+def read_version(lake: str | os.PathLike | None, table: str) -> int | None:
+    """The version of ``table`` a reader sees now (see :func:`read_versions`)."""
+    return read_versions(lake, [table])[table]
+
+
+def read_versions(
+    lake: str | os.PathLike | None, tables: Iterable[str] | None = None
+) -> dict[str, int | None]:
+    """The versions a reader sees now: one consistent state of the lake.
+
+    A version pinned by :func:`snapshot` wins; else a table a multi-table run writes is read at
+    the last published run's version; else at the newest version that holds no commit of a
+    landing still in progress (or killed and not reconciled yet), cut consistently across
+    tables (see :func:`_consistent_cut`).
+    """
+    root = lake_path(lake)
+    names = list(tables) if tables is not None else sorted(REGISTRY)
+    pins = _PINS.get() or {}
+    published = _published(root)
+    cut = _consistent_cut(root)
+    out: dict[str, int | None] = {}
+    for name in names:
+        if (root, name) in pins:
+            out[name] = pins[(root, name)]
+            continue
+        latest = cut[name] if name in cut else latest_version(root, name)
+        version = published.get(name)
+        out[name] = (
+            version if version is not None and latest is not None and version <= latest else latest
+        )
+    return out
+
+
+# --- landings in progress: intent records and the consistent cut --------------------------------
+
+TXN = "_txn"
+
+
+@contextlib.contextmanager
+def landing(lake: str | os.PathLike | None, source_id: str, record: dict) -> Iterator[Path]:
+    """Mark a multi-table landing (one ingested file) in progress while its commits run.
+
+    Readers do not see any of its commits until the block ends without error; a landing that
+    fails or is killed stays marked (its intent folder under ``_txn``) until ``reconcile`` in
+    the ingest finishes or undoes it.
+    """
+    root = lake_path(lake)
+    with _locked(root, "snapshot"):
+        owned = _Owned(root / TXN / f"{source_id}-{uuid.uuid4().hex[:8]}")
+        info = {**record, "source_id": source_id, "started": time.time()}
+        (owned.path / "intent.json").write_text(json.dumps(info))
+    try:
+        yield owned.path
+    except BaseException:
+        owned.release()
+        raise
+    owned.remove()
+
+
+def intents(lake: str | os.PathLike | None = None, abandoned: bool = False) -> list[dict]:
+    """Landings in progress (or, with ``abandoned``, only those whose process died)."""
+    folder = lake_path(lake) / TXN
+    found = []
+    for path in sorted(folder.iterdir()) if folder.is_dir() else []:
+        record = path / "intent.json"
+        with contextlib.suppress(OSError, ValueError):
+            if abandoned and not _abandoned(path):
+                continue
+            found.append({**json.loads(record.read_text()), "path": str(path)})
+    return found
+
+
+def _commit_sources(root: Path, table: str, since: float) -> list[tuple[int, str | None]]:
+    """(version, source_id) of the table's commits made at or after ``since`` (epoch s)."""
+    latest = latest_version(root, table)
+    out = []
+    version = latest if latest is not None else -1
+    while version >= 0:
+        path = root / table / "_delta_log" / f"{version:020d}.json"
+        info: dict = {}
+        with contextlib.suppress(OSError, ValueError):
+            for line in path.read_text().splitlines():
+                if '"commitInfo"' in line:
+                    info = json.loads(line)["commitInfo"]
+                    break
+        if info.get("timestamp", 0) < since * 1000:
+            break
+        out.append((version, info.get("burstlake.source_id") or info.get("burstlake.deleted")))
+        version -= 1
+    return out
+
+
+def _consistent_cut(root: Path) -> dict[str, int | None]:
+    """Per table, the newest version without a commit of an unfinished landing.
+
+    Cutting one table before a landing's commit can exclude a finished landing's commit there;
+    that landing is then excluded everywhere, until nothing changes, so every landing is
+    either wholly visible or not at all. Empty when no landing is in progress.
+    """
+    folder = root / TXN
+    if not folder.is_dir() or not any(folder.iterdir()):
+        return {}
+    with _locked(root, "snapshot"):
+        pending = intents(root)
+        if not pending:
+            return {}
+        since = min(r["started"] for r in pending) - 5
+        commits = {t: _commit_sources(root, t, since) for t in REGISTRY}
+        latest = {t: latest_version(root, t) for t in REGISTRY}
+    excluded = {r["source_id"] for r in pending}
+    while True:
+        cut = {}
+        for name, entries in commits.items():
+            hidden = [v for v, sid in entries if sid in excluded]
+            cut[name] = min(hidden) - 1 if hidden else latest[name]
+        more = {
+            sid
+            for name, entries in commits.items()
+            for v, sid in entries
+            if sid is not None and v > (cut[name] if cut[name] is not None else -1)
+        } - excluded
+        if not more:
+            return {n: (v if v is None or v >= 0 else None) for n, v in cut.items()}
+        excluded |= more
+
+
+@contextlib.contextmanager
+def snapshot(
+    lake: str | os.PathLike | None, tables: Iterable[str]
+) -> Iterator[dict[str, int | None]]:
+    """Pin one version of each of ``tables``: every read inside the block sees exactly it."""
+    root = lake_path(lake)
+    versions = read_versions(root, tables)
+    token = _PINS.set({**(_PINS.get() or {}), **{(root, t): v for t, v in versions.items()}})
+    try:
+        yield versions
+    finally:
+        _PINS.reset(token)
+
+
+@contextlib.contextmanager
+def run(
+    lake: str | os.PathLike | None, name: str, inputs: Iterable[str], publish: bool = False
+) -> Iterator[Run]:
+    """A job run: reads a :func:`snapshot` of ``inputs``; every commit inside is stamped with
+    the run id and the input versions (Delta commit metadata). With ``publish``, the tables the
+    run wrote become visible to readers together, when the block ends without error; a run
+    killed part-way leaves readers on the previous run's tables.
+    """
+    root = lake_path(lake)
+    with snapshot(root, inputs) as versions:
+        current = Run(name, root, uuid.uuid4().hex[:12], versions)
+        token = _RUN.set(current)
+        try:
+            yield current
+        finally:
+            _RUN.reset(token)
+    if publish:
+        _publish(root, name, current)
+
+
+def _publish(root: Path, name: str, current: Run) -> None:
+    folder = root / RUNS
+    folder.mkdir(parents=True, exist_ok=True)
+    record = {"run": current.id, "inputs": current.inputs, "tables": current.written}
+    scratch = folder / f".{name}-{os.getpid()}.tmp"
+    scratch.write_text(json.dumps(record, indent=1, sort_keys=True))
+    os.replace(scratch, folder / f"{name}.json")
+
+
+def published_run(lake: str | os.PathLike | None, name: str) -> dict | None:
+    """The record of the last complete ``name`` run (run id, input and table versions)."""
+    path = lake_path(lake) / RUNS / f"{name}.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def commit_metadata(lake: str | os.PathLike | None, table: str, version: int) -> dict:
+    """The commit info of one version of a table (operation, run id, input versions)."""
+    entry = table_dir(lake, table) / "_delta_log" / f"{version:020d}.json"
+    for line in entry.read_text().splitlines():
+        action = json.loads(line)
+        if "commitInfo" in action:
+            return action["commitInfo"]
+    return {}
+
+
+# --- reading ----------------------------------------------------------------------------------
+
+
+def _open(lake: str | os.PathLike | None, table: str, version: int | None) -> DeltaTable | None:
+    path = table_dir(lake, table)
+    if version is None:
+        return DeltaTable(path) if is_delta(path) else None
+    return DeltaTable(path, version=version)
+
+
+def table_files(
+    lake: str | os.PathLike | None, table: str, version: int | None = None
+) -> list[Path]:
+    """The Parquet files of a table's read version, sorted (empty if never written)."""
+    dt = _open(lake, table, version if version is not None else read_version(lake, table))
+    return sorted(Path(uri.removeprefix("file://")) for uri in dt.file_uris()) if dt else []
 
 
 def dataset(lake: str | os.PathLike | None, table: str) -> ds.Dataset:
-    """A pyarrow Dataset over a table with the spec's schema (empty if never written)."""
+    """A pyarrow Dataset over a table's read version with the spec's schema."""
     table_spec = spec(table)
     files = [str(p) for p in table_files(lake, table)]
     if not files:
@@ -222,3 +454,414 @@ def read_table(
 ) -> pa.Table:
     """Read a table (or some columns, filtered) into memory with its contract schema."""
     return dataset(lake, table).to_table(columns=columns, filter=filter)
+
+
+def contribution_ids(lake: str | os.PathLike | None, table: str) -> set[str]:
+    """The source_ids that have rows in a table."""
+    files = [str(p) for p in table_files(lake, table)]
+    if not files:
+        return set()
+    column = ds.dataset(files, format="parquet").to_table(columns=[SOURCE]).column(0)
+    return set(pc.unique(column).to_pylist())
+
+
+def spark_frame(spark, lake: str | os.PathLike | None, table: str):
+    """A lake table as a Spark DataFrame through delta-spark, at its read version."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    table_spec = spec(table)
+    version = read_version(lake, table)
+    if version is None:
+        return spark.createDataFrame([], from_arrow_schema(table_spec.schema))
+    frame = (
+        spark.read.format("delta").option("versionAsOf", version).load(str(table_dir(lake, table)))
+    )
+    return frame.select(*table_spec.schema.names)
+
+
+# --- writing ----------------------------------------------------------------------------------
+
+
+def _day_keys(table: pa.Table, column: str) -> pa.Array:
+    return pc.cast(table.column(column), pa.date32()).combine_chunks()
+
+
+def _stored(rows: pa.Table, table_spec: TableSpec, source_id: str) -> pa.Table:
+    """Contract rows plus the hidden columns, in the stored schema."""
+    out = rows.append_column(SOURCE, pa.array([source_id] * rows.num_rows, pa.string()))
+    if table_spec.partition_by:
+        days = _day_keys(rows, table_spec.partition_by)
+        if days.null_count:
+            raise ValueError(
+                f"{table_spec.name}: null {table_spec.partition_by} in a partitioned table"
+            )
+        out = out.append_column(DAY, days)
+    return out.cast(delta_schema(table_spec))
+
+
+def _lake_error(err: BaseException, lake: Path) -> LakeError | None:
+    """A one-line LakeError for a full disk or a read-only lake, else None."""
+    text = str(err)
+    codes = {errno.ENOSPC: "no space left on device", errno.EROFS: "read-only file system"}
+    code = getattr(err, "errno", None)
+    for number, words in codes.items():
+        if code == number or words in text.lower():
+            return LakeError(number, f"lake {lake}: {words}; nothing was changed")
+    if code in (errno.EACCES, errno.EPERM) or "permission denied" in text.lower():
+        return LakeError(errno.EACCES, f"lake {lake}: permission denied; nothing was changed")
+    return None
+
+
+class ContributionWriter:
+    """Streams the rows of one contribution into one table; ``commit()`` swaps them in.
+
+    Rows are staged as Parquet under ``<lake>/_staging`` (memory stays bounded by one batch);
+    ``commit()`` lands them in one Delta commit that also removes what the same ``source_id``
+    (and the ids in ``replaces``) wrote before, and the rows of other contributions whose
+    ``replace_key`` reappears (``superseded``).
+    """
+
+    def __init__(
+        self,
+        lake: str | os.PathLike | None,
+        table: str,
+        source_id: str,
+        replaces: Iterable[str] = (),
+    ) -> None:
+        self.spec = spec(table)
+        self.lake = lake_path(lake)
+        self.source_id = source_id
+        self.replaces = sorted(set(replaces) - {source_id})
+        self.rows = 0
+        self.superseded = 0  # rows of older contributions replaced on commit
+        self.version: int | None = None  # the committed version
+        name = f"{self.spec.name}-{uuid.uuid4().hex[:12]}"
+        try:
+            self._scratch = _Owned(self.lake / STAGING / name)
+        except OSError as err:
+            raise (_lake_error(err, self.lake) or err) from err
+        self._writer: pq.ParquetWriter | None = None
+        self._files: list[Path] = []
+        self._file_rows = 0
+
+    @property
+    def staging(self) -> Path:
+        return self._scratch.path
+
+    def write(self, rows: pa.Table | pa.RecordBatch) -> None:
+        table = conform(rows, self.spec)
+        if table.num_rows == 0:
+            return
+        stored = _stored(table, self.spec, self.source_id)
+        self.rows += table.num_rows
+        try:
+            if self._writer is not None and self._file_rows >= ROWS_PER_FILE:
+                self._writer.close()
+                self._writer = None
+            if self._writer is None:
+                path = self.staging / f"part-{len(self._files):04d}.parquet"
+                self._files.append(path)
+                self._writer = pq.ParquetWriter(path, stored.schema, compression="zstd")
+                self._file_rows = 0
+            self._writer.write_table(stored)
+        except OSError as err:
+            raise (_lake_error(err, self.lake) or err) from err
+        self._file_rows += stored.num_rows
+
+    def commit(self) -> int:
+        """Commit the staged rows as one Delta version; returns rows written."""
+        try:
+            if self._writer is not None:
+                self._writer.close()
+                self._writer = None
+            with _locked(self.lake, self.spec.name):
+                for attempt in range(COMMIT_RETRIES):
+                    try:
+                        self.superseded, self.version = _commit(self)
+                        break
+                    except CommitFailedError:
+                        if attempt == COMMIT_RETRIES - 1:
+                            raise
+                        time.sleep(0.05 * (attempt + 1))
+                current = _RUN.get()
+                if current is not None and current.lake == self.lake:
+                    current.written[self.spec.name] = self.version
+                else:
+                    _republish(self.lake, self.spec.name, self.version)
+        except (OSError, DeltaError) as err:
+            raise (_lake_error(err, self.lake) or err) from err
+        finally:
+            self.abort()
+        return self.rows
+
+    def abort(self) -> None:
+        if self._writer is not None:
+            with contextlib.suppress(OSError):
+                self._writer.close()
+            self._writer = None
+        self._scratch.remove()
+        with contextlib.suppress(OSError):
+            (self.lake / STAGING).rmdir()  # only when no other write is staged
+
+    def __enter__(self) -> ContributionWriter:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.commit()
+        else:
+            self.abort()
+
+
+def _republish(root: Path, table: str, version: int) -> None:
+    """A write outside a run into a table a run publishes is visible at once."""
+    folder = root / RUNS
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        record = json.loads(path.read_text())
+        if table in record.get("tables", {}):
+            record["tables"][table] = version
+            scratch = path.with_suffix(f".{os.getpid()}.tmp")
+            scratch.write_text(json.dumps(record, indent=1, sort_keys=True))
+            os.replace(scratch, path)
+
+
+def _commit(writer: ContributionWriter) -> tuple[int, int]:
+    """One Delta commit of a staged contribution; returns (rows superseded, new version)."""
+    table_spec, path = writer.spec, writer.lake / writer.spec.name
+    schema = delta_schema(table_spec)
+    ids = [writer.source_id, *writer.replaces]
+    predicate = f"{SOURCE} IN ({', '.join(map(_quote, ids))})"
+    new = ds.dataset([str(f) for f in writer._files], schema=schema, format="parquet")
+    current = _RUN.get()
+    metadata = current.metadata() if current is not None and current.lake == writer.lake else {}
+    metadata["burstlake.source_id"] = writer.source_id
+    properties = CommitProperties(custom_metadata=metadata)
+    partition_by = [DAY] if table_spec.partition_by else None
+    if not is_delta(path):  # created empty first, so the rows below stream in
+        write_deltalake(
+            path, schema.empty_table(), mode="append", partition_by=partition_by, name=path.name
+        )
+    dt = DeltaTable(path)
+    superseded, kept, days = _superseded(dt, table_spec, writer)
+    data: pa.Table | pa.RecordBatchReader = new.scanner().to_reader()
+    if superseded:
+        if table_spec.partition_by:
+            predicate += f" OR {DAY} IN ({', '.join(_quote(str(d)) for d in days)})"
+        else:
+            predicate = None  # the whole table is rewritten
+        data = pa.concat_tables([new.to_table(), kept.cast(schema)])
+    write_deltalake(
+        dt,
+        data,
+        mode="overwrite",
+        predicate=predicate,
+        schema_mode="merge",
+        commit_properties=properties,
+    )
+    dt.update_incremental()
+    return superseded, dt.version()
+
+
+def _superseded(
+    dt: DeltaTable, table_spec: TableSpec, writer: ContributionWriter
+) -> tuple[int, pa.Table | None, list]:
+    """Rows of other contributions whose ``replace_key`` reappears in the staged rows.
+
+    Only the days the new contribution touches are compared (the whole table when it is not
+    partitioned); NULL keys match NULL keys. Returns (count, the rows of those days that stay,
+    those days).
+    """
+    if not table_spec.replace_key or not writer._files:
+        return 0, None, []
+    staged = [str(f) for f in writer._files]
+    own = {writer.source_id, *writer.replaces}
+    with duckdb.connect() as con:
+        files = "[" + ", ".join(_quote(f) for f in staged) + "]"
+        keys = ", ".join(f'"{k}"' for k in table_spec.replace_key)
+        con.execute(f"CREATE TEMP TABLE n AS SELECT DISTINCT {keys} FROM read_parquet({files})")
+        uris = [u.removeprefix("file://") for u in dt.file_uris()]
+        days: list = []
+        if table_spec.partition_by:
+            query = f"SELECT DISTINCT {DAY} FROM read_parquet({files})"
+            days = [r[0] for r in con.execute(query).fetchall()]
+            wanted = {f"{DAY}={d}" for d in days}
+            uris = [u for u in uris if Path(u).parent.name in wanted]
+        if not uris:
+            return 0, None, []
+        older = "[" + ", ".join(_quote(u) for u in uris) + "]"
+        hive = "true" if table_spec.partition_by else "false"
+        con.execute(
+            f"CREATE TEMP VIEW o AS SELECT * FROM read_parquet({older}, hive_partitioning={hive}, "
+            f"hive_types_autocast=false)"
+        )
+        mine = ", ".join(map(_quote, own))
+        match = " AND ".join(
+            f'o."{k}" IS NOT DISTINCT FROM n."{k}"' for k in table_spec.replace_key
+        )
+        hit = f"o.{SOURCE} NOT IN ({mine}) AND EXISTS (SELECT 1 FROM n WHERE {match})"
+        count = con.execute(f"SELECT count(*) FROM o WHERE {hit}").fetchone()[0]
+        if not count:
+            return 0, None, []
+        if table_spec.partition_by:
+            query = f"SELECT DISTINCT CAST({DAY} AS DATE) FROM o WHERE {hit}"
+            days = [r[0] for r in con.execute(query).fetchall()]
+            keep_days = ", ".join(_quote(str(d)) for d in days)
+            scope = f"CAST(o.{DAY} AS DATE) IN ({keep_days}) AND "
+        else:
+            scope = ""
+        columns = ", ".join(f'o."{c}"' for c in table_spec.schema.names)
+        kept = con.execute(
+            f"SELECT {columns}, o.{SOURCE} FROM o WHERE {scope}o.{SOURCE} NOT IN ({mine}) "
+            f"AND NOT ({hit})"
+        ).fetch_arrow_table()
+    kept = conform(kept, table_spec).append_column(SOURCE, kept.column(SOURCE))
+    if table_spec.partition_by:
+        kept = kept.append_column(DAY, _day_keys(kept, table_spec.partition_by))
+    return count, kept, days
+
+
+def write_table(
+    lake: str | os.PathLike | None,
+    table: str,
+    rows: pa.Table | Iterable[pa.Table | pa.RecordBatch],
+    source_id: str,
+    replaces: Iterable[str] = (),
+) -> int:
+    """Write a whole contribution (one table, or an iterable of batches) as one commit.
+
+    ``replaces`` names other source_ids whose rows the same commit removes (a file re-ingested
+    with new content replaces what its earlier content wrote).
+    """
+    with ContributionWriter(lake, table, source_id, replaces) as writer:
+        for batch in [rows] if isinstance(rows, pa.Table) else rows:
+            writer.write(batch)
+    return writer.rows
+
+
+def delete_contribution(
+    lake: str | os.PathLike | None, source_id: str, tables: Iterable[str] | None = None
+) -> int:
+    """Delete what ``source_id`` contributed to ``tables`` (default: every table), one commit
+    per table that has its rows. Returns rows deleted."""
+    root = lake_path(lake)
+    names = list(tables) if tables is not None else sorted(REGISTRY)
+    removed = 0
+    for name in names:
+        path = root / name
+        if not is_delta(path):
+            continue
+        try:
+            with _locked(root, name):
+                dt = DeltaTable(path)
+                metrics = dt.delete(
+                    f"{SOURCE} = {_quote(source_id)}",
+                    commit_properties=CommitProperties(
+                        custom_metadata={"burstlake.deleted": source_id}
+                    ),
+                )
+                removed += int(metrics.get("num_deleted_rows") or 0)
+                dt.update_incremental()
+                _republish(root, name, dt.version())
+        except (OSError, DeltaError) as err:
+            raise (_lake_error(err, root) or err) from err
+    return removed
+
+
+# --- housekeeping -----------------------------------------------------------------------------
+
+
+def vacuum(lake: str | os.PathLike | None, retention_hours: int) -> dict[str, int]:
+    """Delete files no version newer than ``retention_hours`` needs, table by table.
+
+    The versions readers are pinned to (published runs, unfinished landings) are kept whatever
+    their age. Returns the number of files removed per table; staging leftovers go too.
+    """
+    root = lake_path(lake)
+    clean_leftovers(root)
+    published = _published(root)
+    cut = _consistent_cut(root)  # versions readers see while a landing is unfinished
+    removed: dict[str, int] = {}
+    for name in sorted(REGISTRY):
+        path = root / name
+        if not is_delta(path):
+            continue
+        with _locked(root, name):
+            dt = DeltaTable(path)
+            keep = [v for v in (published.get(name), cut.get(name)) if v is not None] or None
+            files = dt.vacuum(
+                retention_hours=retention_hours,
+                dry_run=False,
+                enforce_retention_duration=False,
+                keep_versions=keep,
+            )
+        removed[name] = len(files)
+    return removed
+
+
+# --- migration from the staged-Parquet layout -------------------------------------------------
+
+MIGRATE = "_migrate"
+
+
+def legacy_tables(lake: str | os.PathLike | None = None) -> list[str]:
+    """Tables still in the pre-Delta layout (``<table>/[day=…/]src-<id>-<n>.parquet``)."""
+    root = lake_path(lake)
+    return [
+        name
+        for name in sorted(REGISTRY)
+        if (root / name).is_dir()
+        and not is_delta(root / name)
+        and any((root / name).rglob("src-*.parquet"))
+    ]
+
+
+def migrate(lake: str | os.PathLike | None = None) -> dict[str, int]:
+    """Convert every table still in the pre-Delta layout to a Delta table, every row kept.
+
+    Each table is written whole to ``_migrate/<table>`` as one commit (each old file's
+    ``source_id`` kept as its contribution), its row count checked against the old files, then
+    swapped in; the old files are removed last. Re-running after a kill finishes the job.
+    Returns rows per converted table.
+    """
+    root = lake_path(lake)
+    scratch = root / MIGRATE
+    for done in sorted(scratch.glob("*")) if scratch.is_dir() else []:
+        if done.name in REGISTRY and is_delta(done) and not (root / done.name).exists():
+            os.replace(done, root / done.name)  # killed between the two renames
+    converted: dict[str, int] = {}
+    for name in legacy_tables(root):
+        table_spec = spec(name)
+        old = sorted((root / name).rglob("src-*.parquet"))
+        expected = sum(pq.ParquetFile(f).metadata.num_rows for f in old)
+        target = scratch / name
+        shutil.rmtree(target, ignore_errors=True)
+        schema = delta_schema(table_spec)
+
+        def batches(
+            files: list[Path] = old, ts: TableSpec = table_spec
+        ) -> Iterator[pa.RecordBatch]:
+            for path in files:
+                source_id = path.name[4:].rsplit("-", 1)[0]
+                yield from _stored(conform(pq.read_table(path), ts), ts, source_id).to_batches()
+
+        write_deltalake(
+            target,
+            pa.RecordBatchReader.from_batches(schema, batches()),
+            mode="append",
+            partition_by=[DAY] if table_spec.partition_by else None,
+            commit_properties=CommitProperties(custom_metadata={"burstlake.migrated": name}),
+        )
+        got = DeltaTable(target).count()
+        if got != expected:
+            raise LakeError(f"{name}: migration wrote {got} rows, the old files hold {expected}")
+        with _locked(root, name):
+            legacy = scratch / f"legacy-{name}"
+            shutil.rmtree(legacy, ignore_errors=True)
+            os.replace(root / name, legacy)
+            os.replace(target, root / name)
+            shutil.rmtree(legacy, ignore_errors=True)
+        converted[name] = got
+    shutil.rmtree(root / STAGING, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        scratch.rmdir()
+    return converted

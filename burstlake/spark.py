@@ -1,4 +1,9 @@
-"""One way to get a SparkSession for burstlake jobs: local mode by default, any master URL."""
+"""One way to get a SparkSession for burstlake jobs: local mode by default, any master URL.
+
+The session reads the lake's Delta tables through delta-spark: its SQL extension and catalog
+are configured, and its jars (``io.delta:delta-spark``, matching the pinned ``delta-spark``
+package) are fetched from Maven Central by Spark at the first start and cached in ``~/.ivy2``.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ import sys
 
 def session(master: str | None = None, app_name: str = "burstlake", shuffle_partitions: int = 8):
     """A SparkSession on ``master`` (default ``local[*]``) set up for the lake: UTC, no UI."""
+    from delta.pip_utils import configure_spark_with_delta_pip
     from pyspark.sql import SparkSession
 
     logging.getLogger("py4j").setLevel(logging.WARNING)  # no INFO chatter at interpreter exit
@@ -22,7 +28,13 @@ def session(master: str | None = None, app_name: str = "burstlake", shuffle_part
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
         .config("spark.driver.memory", os.environ.get("BURSTLAKE_SPARK_DRIVER_MEMORY", "4g"))
+        .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+        # the lake's tables are small logs: rebuild a snapshot in one task, not 50
+        .config("spark.databricks.delta.snapshotPartitions", "1")
+        .config(
+            "spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+        )
     )
-    spark = builder.getOrCreate()
+    spark = configure_spark_with_delta_pip(builder).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark

@@ -23,6 +23,7 @@ import pyarrow as pa
 import yaml
 
 from burstlake import catalog
+from burstlake.lake import run as lake_run
 from burstlake.lake import write_table
 from burstlake.replay import scores as sc
 from burstlake.replay.events import simulate
@@ -32,6 +33,7 @@ from burstlake.replay.policies import Policy, policy
 from burstlake.replay.topologies import build
 from burstlake.replay.workload import NodeDemand, ior, lake_demand, window_bounds
 
+REPLAY_INPUTS = ("jobs", "job_nodes", "node_io", "topology")
 KEYS = {"name", "description", "workload", "topology", "policies", "job_scores"}
 WORKLOADS = {
     "lake": {"source", "window"},
@@ -97,23 +99,28 @@ def load(path: str | os.PathLike) -> Scenario:
 
 
 def run(scenario: Scenario, lake: str | os.PathLike | None, progress: Progress = None) -> pa.Table:
-    """Replay the scenario under each policy; write and return its ``replay_scores`` rows."""
-    topology = build(scenario.topology, lake)
-    window = (None, None)
-    if scenario.workload["source"] == "lake":
-        window = window_bounds(scenario.workload.get("window"))
-        demand: Any = lake_demand(lake, topology, *window)
-        replay = _interval_scores
-    else:
-        demand = None
-        replay = _ior_scores
-    rows = []
-    for each in scenario.policies:
-        machine, workload = each.apply(topology, demand)
-        for score in replay(scenario, machine, workload, progress):
-            rows.append({"policy": each.label, **score.__dict__})
-    table = _table(scenario, topology, rows, window)
-    write_table(lake, "replay_scores", table, source_id=f"scenario-{scenario.name}")
+    """Replay the scenario under each policy; write and return its ``replay_scores`` rows.
+
+    The inputs are read at one Delta version each, and the ``replay_scores`` commit records
+    the run id and those versions (:func:`burstlake.lake.run`).
+    """
+    with lake_run(lake, f"replay-{scenario.name}", REPLAY_INPUTS):
+        topology = build(scenario.topology, lake)
+        window = (None, None)
+        if scenario.workload["source"] == "lake":
+            window = window_bounds(scenario.workload.get("window"))
+            demand: Any = lake_demand(lake, topology, *window)
+            replay = _interval_scores
+        else:
+            demand = None
+            replay = _ior_scores
+        rows = []
+        for each in scenario.policies:
+            machine, workload = each.apply(topology, demand)
+            for score in replay(scenario, machine, workload, progress):
+                rows.append({"policy": each.label, **score.__dict__})
+        table = _table(scenario, topology, rows, window)
+        write_table(lake, "replay_scores", table, source_id=f"scenario-{scenario.name}")
     catalog.refresh(lake, ["replay_scores"])
     return table
 

@@ -1,14 +1,29 @@
-"""The lake's writer, reader and DuckDB catalog (SPEC §3)."""
+"""The lake's writer, reader and DuckDB catalog (design document §3; Delta Lake, issue 17)."""
 
 from __future__ import annotations
 
+import contextlib
+import json
+import shutil
+import subprocess
+import sys
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute
 import pytest
 
 from burstlake import catalog
-from burstlake.lake import ContributionWriter, read_table, table_files, write_table
+from burstlake import lake as lakes
+from burstlake.lake import (
+    ContributionWriter,
+    contribution_ids,
+    read_table,
+    table_files,
+    write_table,
+)
+from burstlake.schemas import spec
 
 
 def _io_rows(node: str, hours: list[int], day: int = 1) -> pa.Table:
@@ -44,7 +59,8 @@ def test_rewriting_a_contribution_replaces_it_in_every_partition(lake):
     back = read_table(lake, "node_io").sort_by("node")
     assert back.column("node").to_pylist() == ["cn1", "cn2"]
     assert back.column("read_bytes").to_pylist() == [300, 100]
-    assert not (lake / "node_io" / "day=2024-03-01").exists()  # emptied partition removed
+    days = {p.parent.name for p in table_files(lake, "node_io")}
+    assert days == {"day=2024-03-02", "day=2024-03-03"}  # day 1 has no file in this version
 
 
 def test_failed_write_keeps_the_previous_contribution(lake):
@@ -125,3 +141,294 @@ def test_null_key_columns_match_each_other_when_superseding(lake):
     write_table(lake, "jobs", pa.Table.from_pylist([{**job, "state": "COMPLETED"}]), "tuesday")
     states = {r["job_id"]: r["state"] for r in read_table(lake, "jobs").to_pylist()}
     assert states == {"7": "COMPLETED", "8": "RUNNING"}
+
+
+# --- Delta: commits, snapshots, runs, catalog, housekeeping, migration (issue 17) -------------
+
+
+def _nodes(lake) -> list[tuple[str, int]]:
+    rows = read_table(lake, "node_io", ["node", "read_bytes"]).to_pylist()
+    return sorted((r["node"], r["read_bytes"]) for r in rows)
+
+
+def test_every_write_is_one_delta_commit_with_its_source_id(lake):
+    write_table(lake, "node_io", _io_rows("cn1", [1, 2]), "a")
+    write_table(lake, "node_io", _io_rows("cn2", [1]), "b")
+    write_table(lake, "node_io", _io_rows("cn1", [4]), "a")  # replaces 'a' in one commit
+    assert lakes.latest_version(lake, "node_io") == 3  # 0 creates the table
+    info = lakes.commit_metadata(lake, "node_io", 3)
+    assert info["burstlake.source_id"] == "a"
+    assert info["operationParameters"]["mode"] == "Overwrite"
+    assert _nodes(lake) == [("cn1", 400), ("cn2", 100)]
+    assert contribution_ids(lake, "node_io") == {"a", "b"}
+    assert lakes.delete_contribution(lake, "b") == 1
+    assert _nodes(lake) == [("cn1", 400)]
+
+
+def test_replaces_removes_other_contributions_in_the_same_commit(lake):
+    write_table(lake, "node_io", _io_rows("cn1", [1]), "v1")
+    version = lakes.latest_version(lake, "node_io")
+    write_table(lake, "node_io", _io_rows("cn1", [7]), "v2", replaces=["v1"])
+    assert lakes.latest_version(lake, "node_io") == version + 1
+    assert _nodes(lake) == [("cn1", 700)]
+
+
+def test_snapshot_pins_one_version_while_writers_go_on(lake):
+    write_table(lake, "node_io", _io_rows("cn1", [1]), "a")
+    with lakes.snapshot(lake, ["node_io"]) as versions:
+        write_table(lake, "node_io", _io_rows("cn2", [1]), "b")
+        assert _nodes(lake) == [("cn1", 100)]
+        assert table_files(lake, "node_io") == table_files(lake, "node_io", versions["node_io"])
+    assert _nodes(lake) == [("cn1", 100), ("cn2", 100)]
+
+
+def test_a_run_publishes_its_tables_together_or_not_at_all(lake):
+    jobs = pa.Table.from_pylist([{"job_id": "1", "state": "COMPLETED"}])
+    write_table(lake, "jobs", jobs, "in")
+    with lakes.run(lake, "two", ["jobs"], publish=True) as run:
+        write_table(lake, "ion_load", _load_rows("ion", 1.0), "metrics")
+        write_table(lake, "cabinet_load", _load_rows("cabinet", 1.0), "metrics")
+    assert set(run.written) == {"ion_load", "cabinet_load"}
+    first = lakes.published_run(lake, "two")
+    assert first["inputs"] == {"jobs": lakes.latest_version(lake, "jobs")}
+    info = lakes.commit_metadata(lake, "ion_load", first["tables"]["ion_load"])
+    assert info["burstlake.run"] == f"two:{run.id}"
+    assert json.loads(info["burstlake.inputs"]) == first["inputs"]
+    with pytest.raises(RuntimeError), lakes.run(lake, "two", ["jobs"], publish=True):
+        write_table(lake, "ion_load", _load_rows("ion", 2.0), "metrics")
+        raise RuntimeError("killed after the first table")
+    # the half-written run is invisible: both tables still come from the first run
+    assert read_table(lake, "ion_load").column("share").to_pylist() == [1.0]
+    assert lakes.published_run(lake, "two") == first
+    assert catalog.sql(lake, "SELECT share FROM ion_load").column(0).to_pylist() == [1.0]
+
+
+def _load_rows(level: str, share: float) -> pa.Table:
+    counts = dict.fromkeys(
+        ["nodes", "read_bytes", "write_bytes", "io_bytes", "active_intervals", "peak_bytes"], 1
+    )
+    return pa.Table.from_pylist([{level: f"{level}0", **counts, "share": share}])
+
+
+def test_a_landing_in_progress_is_invisible_in_every_table(lake):
+    write_table(lake, "jobs", pa.Table.from_pylist([{"job_id": "1"}]), "old")
+    with lakes.landing(lake, "new", {"file": "f"}):
+        write_table(lake, "jobs", pa.Table.from_pylist([{"job_id": "2"}]), "new")
+        write_table(lake, "job_nodes", _job_node("2"), "new")
+        write_table(lake, "job_nodes", _job_node("3"), "finished-meanwhile")
+        assert read_table(lake, "jobs").column("job_id").to_pylist() == ["1"]
+        # a landing that committed after the one in progress is cut with it: never half seen
+        assert read_table(lake, "job_nodes").num_rows == 0
+    assert sorted(read_table(lake, "jobs").column("job_id").to_pylist()) == ["1", "2"]
+    assert read_table(lake, "job_nodes").num_rows == 2
+
+
+def _job_node(job: str) -> pa.Table:
+    return pa.Table.from_pylist([{"job_id": job, "node": "cn1", "node_index": 0}])
+
+
+def test_corrupt_catalog_is_rebuilt_by_the_next_command(lake, capsys):
+    from burstlake.cli import main
+
+    write_table(lake, "node_io", _io_rows("cn1", [1, 2]), "a")
+    catalog.refresh(lake)
+    (lake / "catalog.duckdb").write_bytes(b"not a database" * 100)
+    assert main(["sql", "--lake", str(lake), "SELECT count(*) AS n FROM node_io"]) == 0
+    assert capsys.readouterr().out.split()[-1] == "2"
+    (lake / "catalog.duckdb").unlink()
+    assert catalog.sql(lake, "SELECT count(*) FROM node_io").column(0).to_pylist() == [2]
+
+
+def test_catalog_left_by_a_killed_build_and_staging_leftovers_are_cleaned(lake):
+    write_table(lake, "node_io", _io_rows("cn1", [1]), "a")
+    dead = lake / ".catalog-999999999-deadbeef.duckdb"
+    dead.write_bytes(b"half")
+    staged = lake / "_staging" / "node_io-killed"
+    staged.mkdir(parents=True)
+    (staged / "part-0000.parquet").write_bytes(b"partial")
+    catalog.refresh(lake)
+    assert not dead.exists() and not staged.exists()
+
+
+def test_reader_holding_the_catalog_does_not_make_it_stale(lake):
+    write_table(lake, "node_io", _io_rows("cn1", [1]), "a")
+    catalog.refresh(lake)
+    hold = (
+        "import duckdb, sys, time\n"
+        f"con = duckdb.connect({str(lake / 'catalog.duckdb')!r}, read_only=True)\n"
+        'con.execute("SET file_search_path = \'" + sys.argv[1] + "\'")\n'
+        "print(con.execute('SELECT count(*) FROM node_io').fetchone()[0], flush=True)\n"
+        "time.sleep(120)\n"
+    )
+    reader = subprocess.Popen(
+        [sys.executable, "-c", hold, str(lake)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert reader.stdout.readline().strip() == "1"  # the other process holds it open
+        write_table(lake, "node_io", _io_rows("cn2", [1, 2]), "b")
+        catalog.refresh(lake)
+        assert catalog.is_current(lake)
+        assert catalog.sql(lake, "SELECT count(*) FROM node_io").column(0).to_pylist() == [3]
+    finally:
+        reader.kill()
+        reader.wait()
+
+
+def test_stale_catalog_is_rebuilt_before_a_query(lake):
+    write_table(lake, "node_io", _io_rows("cn1", [1]), "a")
+    catalog.refresh(lake)
+    write_table(lake, "node_io", _io_rows("cn2", [1]), "b")  # no refresh
+    assert not catalog.is_current(lake)
+    assert catalog.sql(lake, "SELECT count(*) FROM node_io").column(0).to_pylist() == [2]
+
+
+def test_moved_and_copied_lakes_read_their_own_files(lake, tmp_path):
+    write_table(lake, "node_io", _io_rows("cn1", [1, 2]), "a")
+    catalog.refresh(lake)
+    copy = tmp_path / "copy"
+    shutil.copytree(lake, copy)
+    write_table(copy, "node_io", _io_rows("cn9", [3]), "z")  # the copy diverges
+    moved = tmp_path / "moved"
+    lake.rename(moved)
+    assert catalog.sql(moved, "SELECT count(*) FROM node_io").column(0).to_pylist() == [2]
+    assert catalog.sql(copy, "SELECT count(*) FROM node_io").column(0).to_pylist() == [3]
+    # the plain duckdb command, run in the lake folder, answers from the latest version
+    duckdb_cli = Path(sys.executable).with_name("duckdb")
+    out = subprocess.run(
+        [str(duckdb_cli), "-csv", "-noheader", "catalog.duckdb", "SELECT count(*) FROM node_io"],
+        cwd=copy,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert out.stdout.strip() == "3"
+
+
+def test_duckdb_delta_extension_reads_the_same_rows(lake):
+    write_table(lake, "node_io", _io_rows("cn1", [1, 2, 3]), "a")
+    write_table(lake, "node_io", _io_rows("cn1", [5]), "a")
+    con = catalog.delta_connection()
+    try:
+        scan = f"delta_scan('{lake / 'node_io'}')"
+        total = con.execute(f"SELECT sum(read_bytes) FROM {scan}").fetchone()[0]
+    finally:
+        con.close()
+    assert total == 500 == catalog.sql(lake, "SELECT sum(read_bytes) FROM node_io")[0][0].as_py()
+
+
+def test_vacuum_deletes_old_versions_files_and_keeps_the_rows(lake, capsys):
+    from burstlake.cli import main
+
+    for hour in (1, 2, 3):
+        write_table(lake, "node_io", _io_rows("cn1", [hour]), "a")
+    before = len(list((lake / "node_io").rglob("*.parquet")))
+    assert before == 3
+    assert main(["lake", "vacuum", "--retention-hours", "0", "--lake", str(lake)]) == 0
+    assert "node_io: 2 files removed" in capsys.readouterr().out
+    assert len(list((lake / "node_io").rglob("*.parquet"))) == 1
+    assert _nodes(lake) == [("cn1", 300)]
+
+
+def _legacy_lake(root: Path) -> dict[str, int]:
+    """A lake in the pre-Delta layout: src-<id>-<n>.parquet files, day= folders."""
+    import pyarrow.parquet as pq
+
+    from burstlake.schemas import conform
+
+    io = conform(
+        pa.concat_tables([_io_rows("cn1", [1, 2], 1), _io_rows("cn2", [5], 2)]), spec("node_io")
+    )
+    for day in ("2024-03-01", "2024-03-02"):
+        part = root / "node_io" / f"day={day}"
+        part.mkdir(parents=True)
+        rows = io.filter(pa.compute.equal(pa.compute.strftime(io["ts"], "%Y-%m-%d"), day))
+        pq.write_table(rows, part / "src-abc123-0000.parquet")
+    jobs = conform(pa.Table.from_pylist([{"job_id": "1"}, {"job_id": "2"}]), spec("jobs"))
+    (root / "jobs").mkdir()
+    pq.write_table(jobs.slice(0, 1), root / "jobs" / "src-f1-0000.parquet")
+    pq.write_table(jobs.slice(1, 1), root / "jobs" / "src-f2-0000.parquet")
+    (root / "catalog.duckdb").write_bytes(b"old catalog")
+    return {"node_io": 3, "jobs": 2}
+
+
+def test_migrate_converts_a_legacy_lake_once_every_row_kept(lake, capsys):
+    from burstlake.cli import main
+
+    expected = _legacy_lake(lake)
+    assert lakes.legacy_tables(lake) == ["jobs", "node_io"]
+    assert main(["lake", "migrate", "--lake", str(lake)]) == 0
+    out = capsys.readouterr().out
+    assert "jobs: 2 rows converted" in out and "node_io: 3 rows converted" in out
+    assert lakes.legacy_tables(lake) == []
+    assert {t: read_table(lake, t).num_rows for t in expected} == expected
+    assert contribution_ids(lake, "jobs") == {"f1", "f2"}
+    assert contribution_ids(lake, "node_io") == {"abc123"}
+    assert _nodes(lake) == [("cn1", 100), ("cn1", 200), ("cn2", 500)]
+    assert catalog.sql(lake, "SELECT count(*) FROM node_io").column(0).to_pylist() == [3]
+    assert main(["lake", "migrate", "--lake", str(lake)]) == 0  # a second run changes nothing
+    assert "nothing to convert" in capsys.readouterr().out
+    write_table(lake, "jobs", pa.Table.from_pylist([{"job_id": "3"}]), "f2")  # lands normally
+    assert sorted(read_table(lake, "jobs").column("job_id").to_pylist()) == ["1", "3"]
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 16 MB tmpfs (skipped where mounting is not allowed): a disk that can fill up."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mount)], capture_output=True
+    )
+    if done.returncode:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def _sacct(path: Path, jobs: range) -> Path:
+    header = (
+        "JobIDRaw|JobName|User|UID|Account|Partition|Submit|Eligible|Start|End|ReqCPUS"
+        "|AllocCPUS|NNodes|NodeList|State|ExitCode|Cluster"
+    )
+    lines = [
+        f"{j}|a|u|1|x|w|2024-03-01T00:00:00|2024-03-01T00:00:00|2024-03-01T00:10:00|"
+        f"2024-03-01T01:00:00|8|8|1|cn001|COMPLETED|0:0|th"
+        for j in jobs
+    ]
+    path.write_text("\n".join([header, *lines]) + "\n")
+    return path
+
+
+def test_full_disk_and_read_only_lake_give_one_line_and_change_nothing(
+    small_disk, tmp_path, capsys
+):
+    from burstlake.cli import main
+
+    lake = small_disk / "lake"
+    first = _sacct(tmp_path / "first.sacct", range(1, 6))
+    assert main(["ingest", "slurm", str(first), "--lake", str(lake)]) == 0
+    capsys.readouterr()
+    second = _sacct(tmp_path / "second.sacct", range(100, 3000))
+    filler = small_disk / "filler"
+    with filler.open("wb") as out, contextlib.suppress(OSError):
+        while True:
+            out.write(b"\0" * (1 << 20))
+            out.flush()
+    with contextlib.suppress(OSError):
+        filler.with_name("filler-tail").write_bytes(b"\0" * 65536)
+    assert main(["ingest", "slurm", str(second), "--lake", str(lake)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no space left on device" in err[0], err
+    filler.unlink()
+    filler.with_name("filler-tail").unlink(missing_ok=True)
+    assert read_table(lake, "jobs").num_rows == 5
+    assert read_table(lake, "ingest_log").num_rows == 1
+
+    subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
+    assert main(["ingest", "slurm", str(second), "--lake", str(lake)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "read-only file system" in err[0].lower(), err
+    assert read_table(lake, "jobs").num_rows == 5
+    subprocess.run(["mount", "-o", "remount,rw", str(small_disk)], check=True)
+    assert main(["ingest", "slurm", str(second), "--lake", str(lake)]) == 0
+    assert read_table(lake, "jobs").num_rows == 5 + 2900

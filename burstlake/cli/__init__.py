@@ -10,7 +10,7 @@ import argparse
 import importlib
 import sys
 
-COMMANDS = ("ingest", "synth", "metrics", "replay", "flows", "report", "sql", "demo")
+COMMANDS = ("ingest", "synth", "metrics", "replay", "flows", "report", "sql", "lake", "demo")
 
 
 def add_lake_argument(parser: argparse.ArgumentParser) -> None:
@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.handler(args) or 0)
-    except (ValueError, FileNotFoundError, PermissionError) as err:
+    except (ValueError, OSError) as err:  # bad input, missing file, full disk, read-only lake
         print(f"burstlake {args.command}: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

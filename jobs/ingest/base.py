@@ -11,6 +11,13 @@ file to a stream of :class:`Batch` es. This module does the rest, the same way f
 4. account for every input record: ``records_in = landed + quarantined``, logged in
    ``ingest_log``, and refresh the DuckDB catalog.
 
+Landing is transactional (design document §3): rows are staged while the file is parsed, then
+each table gets one Delta commit that adds the file's rows and removes what earlier content of
+the same path wrote; ``ingest_log`` is committed last, so a file is never marked landed without
+its rows. An intent record under ``<lake>/_txn`` lives while the commits run; a landing killed
+there is reconciled by the next ``ingest``: the file is ingested again if it is unchanged, or
+everything its interrupted and earlier contents wrote is removed if it changed or vanished.
+
 Rows may carry a ``_record`` column: the index of the input record that produced them (one
 sacct line makes a ``jobs`` row and many ``job_nodes`` rows). A record with any failing row is
 quarantined whole, so no half of it lands. Rows without ``_record`` are quarantined one by one.
@@ -20,7 +27,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
+import shutil
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -31,9 +40,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from burstlake import catalog
+from burstlake import lake as lakes
 from burstlake.lake import (
     ContributionWriter,
+    checkpoint,
     delete_contribution,
+    lake_path,
     read_table,
     table_files,
     write_table,
@@ -42,6 +54,7 @@ from burstlake.schemas import spec
 from burstlake.validate import validate
 
 RECORD = "_record"
+log = logging.getLogger(__name__)
 
 
 class UnusableInput(Exception):
@@ -210,13 +223,60 @@ def _topology_nodes(lake: Path | str | None, source: Source) -> list[str] | None
     return read_table(lake, "topology", columns=["node"]).column("node").to_pylist()
 
 
-def _forget_previous_versions(lake: Path | str | None, file: str, source_id: str) -> None:
-    """A path re-ingested with new content replaces what its earlier content contributed."""
+def _previous_versions(lake: Path | str | None, file: str, source_id: str) -> list[str]:
+    """The source_ids earlier content of the same path landed as (replaced by this one)."""
     if not table_files(lake, "ingest_log"):
-        return
+        return []
     log = read_table(lake, "ingest_log", columns=["file", "source_id"]).to_pylist()
-    for old in {r["source_id"] for r in log if r["file"] == file and r["source_id"] != source_id}:
-        delete_contribution(lake, old)
+    return sorted(
+        {r["source_id"] for r in log if r["file"] == file and r["source_id"] != source_id}
+    )
+
+
+def _json_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    plain = (str, int, float, bool, type(None))
+    return {k: v for k, v in options.items() if isinstance(v, plain)}
+
+
+def reconcile(
+    lake: str | os.PathLike | None, skip: Iterable[str | os.PathLike] = ()
+) -> list[FileReport]:
+    """Finish or undo landings whose process died during their commits (module doc).
+
+    An unchanged file is ingested again (roll forward) with the options it was first given,
+    unless it is in ``skip`` (about to be ingested anyway); a changed or vanished file has
+    everything its interrupted and earlier contents wrote removed, so the lake and
+    ``ingest_log`` agree and the drop directory lands the file's current content next time.
+    Returns the reports of the files ingested again.
+    """
+    from burstlake.jobs.ingest import source_module
+
+    root = lake_path(lake)
+    skipped = {os.path.abspath(p) for p in skip}
+    reports = []
+    for record in lakes.intents(root, abandoned=True):
+        file, sid = Path(record["file"]), record["source_id"]
+        unchanged = file.is_file() and content_id(file) == sid
+        logged = table_files(root, "ingest_log") and sid in set(
+            read_table(root, "ingest_log", ["source_id"]).column(0).to_pylist()
+        )
+        if logged:
+            for old in record["replaces"]:
+                delete_contribution(root, old, record["tables"])
+        elif unchanged:
+            if str(file) not in skipped:
+                log.warning("re-ingesting %s: its last ingest was interrupted", file)
+                source = source_module(record["source"]).SOURCE
+                context = ParseContext(options=record.get("options", {}))
+                reports.append(ingest_file(source, file, root, context))
+        else:
+            log.warning(
+                "%s changed or vanished during an interrupted ingest; removing its rows", file
+            )
+            for old in [sid, *record["replaces"]]:
+                delete_contribution(root, old, record["tables"])
+        shutil.rmtree(record["path"], ignore_errors=True)
+    return reports
 
 
 def ingest_file(
@@ -236,10 +296,12 @@ def ingest_file(
     if not file.is_file():
         return FileReport(source.name, str(file), "-", error="no such file")
     report = FileReport(source.name, str(file), content_id(file))
-    writers = {t: ContributionWriter(lake, t, report.source_id) for t in source.tables}
-    quarantine = ContributionWriter(lake, "quarantine", report.source_id)
+    root = lake_path(lake)
+    writers = {t: ContributionWriter(root, t, report.source_id) for t in source.tables}
+    quarantine = ContributionWriter(root, "quarantine", report.source_id)
     try:
         for batch in source.parse(file, context):
+            checkpoint("ingest-parse")
             good, rejects, failed = _screen(batch, topology_nodes)
             for table, rows in good.items():
                 writers[table].write(rows)
@@ -248,11 +310,10 @@ def ingest_file(
             report.records_in += batch.records
             report.quarantined += len(batch.rejects) + failed
     except UnusableInput as err:
-        for writer in writers.values():
+        for writer in [*writers.values(), quarantine]:
             writer.abort()
-        writers = {}
-        quarantine.abort()
-        quarantine = ContributionWriter(lake, "quarantine", report.source_id)
+        writers = {t: ContributionWriter(root, t, report.source_id) for t in source.tables}
+        quarantine = ContributionWriter(root, "quarantine", report.source_id)
         report.error = str(err)
         report.records_in, report.quarantined = 1, 1
         quarantine.write(_quarantine_rows(report, [Reject("whole file", None, str(err))]))
@@ -261,16 +322,35 @@ def ingest_file(
             writer.abort()
         raise
     report.landed = report.records_in - report.quarantined
-    _forget_previous_versions(lake, report.file, report.source_id)
-    for table, writer in writers.items():
-        report.rows[table] = writer.commit()
-        report.superseded += writer.superseded
-    quarantine.commit()
-    _log(lake, report)
+    checkpoint("ingest-stage")
+    replaces = _previous_versions(root, report.file, report.source_id)
+    record = {
+        "source": source.name,
+        "file": report.file,
+        "options": _json_options(context.options),
+        "replaces": replaces,
+        "tables": [*source.tables, "quarantine", "ingest_log"],
+    }
+    try:
+        with lakes.landing(root, report.source_id, record):
+            for table, writer in writers.items():
+                writer.replaces = replaces
+                rows = writer.commit()
+                if report.error is None:
+                    report.rows[table] = rows
+                report.superseded += writer.superseded
+                checkpoint("ingest-commit")
+            quarantine.replaces = replaces
+            quarantine.commit()
+            _log(root, report, replaces)
+    except BaseException:
+        for writer in [*writers.values(), quarantine]:
+            writer.abort()
+        raise
     return report
 
 
-def _log(lake: str | os.PathLike | None, report: FileReport) -> None:
+def _log(lake: Path, report: FileReport, replaces: list[str]) -> None:
     row = {
         "source": report.source,
         "file": report.file,
@@ -281,7 +361,7 @@ def _log(lake: str | os.PathLike | None, report: FileReport) -> None:
         "quarantined": report.quarantined,
         "ingested_at": _now(),
     }
-    write_table(lake, "ingest_log", pa.Table.from_pylist([row]), report.source_id)
+    write_table(lake, "ingest_log", pa.Table.from_pylist([row]), report.source_id, replaces)
 
 
 def expand_paths(paths: Iterable[str | os.PathLike], pattern: str = "*") -> list[Path]:
@@ -303,7 +383,7 @@ def ingest(
     from tqdm import tqdm
 
     files = list(map(Path, paths))
-    reports: list[FileReport] = []
+    reports = reconcile(lake, skip=files)
     bar = tqdm(
         total=sum(f.stat().st_size for f in files if f.is_file()),
         unit="B",

@@ -3,6 +3,10 @@
 job_io_metrics → darshan_job_metrics → interval_metrics → cabinet_load, ion_load →
 app_metrics (needs job_io) → platform_summary (needs all). Each result lands in the lake as
 the ``metrics`` contribution, replacing the previous run's; the catalog is refreshed at the end.
+
+A run is one :func:`burstlake.lake.run`: it reads one Delta version of each input table, stamps
+every table it commits with its run id and the input versions, and publishes its seven tables
+together at the end, so readers see the previous run's tables until the new ones are all in.
 The same code runs in local mode (default) or on any Spark master URL.
 """
 
@@ -18,6 +22,7 @@ from pyspark.sql import functions as F
 from tqdm import tqdm
 
 from burstlake import catalog
+from burstlake import lake as lakes
 from burstlake.lake import lake_path
 from burstlake.schemas.metrics import INPUTS
 from burstlake.schemas.metrics import NAMES as TABLES
@@ -46,6 +51,7 @@ class Pipeline:
     def __init__(
         self, spark: SparkSession, lake: str | os.PathLike, settings: MetricSettings
     ) -> None:
+        """Set up the input frames; build it inside a ``lake.run`` so they share one snapshot."""
         self.spark, self.lake, self.settings = spark, lake_path(lake), settings
         self.inputs = {name: frames.read(spark, self.lake, name) for name in INPUTS}
         self.kept: list[DataFrame] = []
@@ -113,10 +119,10 @@ class Pipeline:
                 steps.set_postfix_str(name)
                 self.results[name] = step()
                 written[name] = frames.write(self.lake, name, self.results[name])
+                lakes.checkpoint("metrics-commit")
         finally:
             for frame in self.kept:
                 frame.unpersist()
-        catalog.refresh(self.lake, list(TABLES))
         return written
 
 
@@ -132,4 +138,8 @@ def run(
 
     spark = spark or session(master, app_name="burstlake-metrics")
     show = sys.stderr.isatty() if progress is None else progress
-    return Pipeline(spark, lake_path(lake), settings or MetricSettings()).run(show)
+    root = lake_path(lake)
+    with lakes.run(root, "metrics", INPUTS, publish=True):
+        written = Pipeline(spark, root, settings or MetricSettings()).run(show)
+    catalog.refresh(root)
+    return written

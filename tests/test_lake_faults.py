@@ -1,0 +1,241 @@
+"""Fault tests of the Delta lake (design document §3, issue 17), with real processes and kills.
+
+A process is stopped at a named phase through ``BURSTLAKE_PAUSE_AT`` (see
+:func:`burstlake.lake.checkpoint`) and killed there with SIGKILL, or let go on; row counts and
+row contents are then compared with a clean run of the same inputs.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from burstlake import catalog
+from burstlake import lake as lakes
+from burstlake.jobs.ingest import slurm, topology
+from burstlake.jobs.ingest.base import ingest
+from burstlake.lake import delete_contribution, read_table
+
+INGEST_TABLES = ("jobs", "job_steps", "job_nodes", "topology", "quarantine", "ingest_log")
+WAIT_S = 300
+
+HEADER = (
+    "JobIDRaw|JobName|User|UID|Account|Partition|Submit|Eligible|Start|End|ReqCPUS|AllocCPUS"
+    "|NNodes|NodeList|State|ExitCode|Cluster"
+)
+
+
+def _sacct(path: Path, jobs: range, state: str = "COMPLETED") -> Path:
+    """A small sacct export: one job line and one batch step line per job, 2 nodes each."""
+    lines = [HEADER]
+    for job in jobs:
+        a, b = job % 4 + 1, (job + 1) % 4 + 1
+        nodes = f"cn{min(a, b):03d},cn{max(a, b):03d}"
+        times = f"2024-03-01T00:{job % 60:02d}:00|2024-03-01T01:00:00"
+        lines.append(
+            f"{job}|app{job}|u{job % 3}|{5000 + job}|acct|work|2024-03-01T00:00:00|"
+            f"2024-03-01T00:00:00|{times}|8|8|2|{nodes}|{state}|0:0|th"
+        )
+        lines.append(f"{job}.batch|batch|||||||{times}||4|1|cn{a:03d}|{state}|0:0|th")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _topology(path: Path) -> Path:
+    rows = [f"cn{n:03d},cab{n // 4},ion{n // 2},sw0,0,{n},r{n}" for n in range(1, 9)]
+    path.write_text("node,cabinet,ion,switch,row,col,rack_label\n" + "\n".join(rows) + "\n")
+    return path
+
+
+def _state(lake: Path) -> dict[str, list[tuple]]:
+    """Every ingest table's rows (ingest times left out), sorted: equal means same contents."""
+    out = {}
+    for table in INGEST_TABLES:
+        rows = read_table(lake, table).to_pylist()
+        out[table] = sorted(
+            tuple(sorted((k, str(v)) for k, v in r.items() if k != "ingested_at")) for r in rows
+        )
+    return out
+
+
+def _cli(*args: str) -> list[str]:
+    return [str(Path(sys.executable).with_name("burstlake")), *args]
+
+
+def _paused(args: list[str], phase: str, marker: Path) -> subprocess.Popen:
+    """Start ``args`` and return once it waits at ``phase`` (it wrote ``marker``)."""
+    env = {**os.environ, "BURSTLAKE_PAUSE_AT": f"{phase}:{marker}"}
+    proc = subprocess.Popen(
+        args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    deadline = time.monotonic() + WAIT_S
+    while not marker.exists():
+        if proc.poll() is not None:
+            pytest.fail(f"{args} ended before {phase}: {proc.stderr.read()[-2000:]}")
+        if time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail(f"{args} never reached {phase}")
+        time.sleep(0.05)
+    return proc
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    proc.send_signal(signal.SIGKILL)
+    assert proc.wait(timeout=60) == -signal.SIGKILL
+
+
+@pytest.mark.parametrize("phase", ["ingest-parse", "ingest-stage", "ingest-commit"])
+def test_ingest_killed_at_each_phase_then_rerun_equals_a_clean_run(tmp_path, phase):
+    lake, clean = tmp_path / "lake", tmp_path / "clean"
+    sacct = _sacct(tmp_path / "jobs.sacct", range(1, 21))
+    ingest(slurm.SOURCE, [sacct], lake)
+    before = _state(lake)
+    assert [len(before[t]) for t in ("jobs", "job_steps", "job_nodes")] == [20, 20, 40]
+
+    _sacct(sacct, range(1, 26), state="FAILED")  # the same path with new content
+    proc = _paused(_cli("ingest", "slurm", str(sacct), "--lake", str(lake)), phase, tmp_path / "p")
+    _kill(proc)
+    # the previous version stays whole and readable, through the lake and the catalog
+    assert _state(lake) == before
+    assert catalog.sql(lake, "SELECT count(*) FROM jobs").column(0).to_pylist() == [20]
+
+    ingest(slurm.SOURCE, [sacct], lake)  # the re-run
+    ingest(slurm.SOURCE, [sacct], clean)
+    after = _state(lake)
+    assert after == _state(clean)
+    assert [len(after[t]) for t in ("jobs", "job_steps", "job_nodes", "ingest_log")] == [
+        25,
+        25,
+        50,
+        1,
+    ]
+    assert not lakes.intents(lake)
+    assert not (lake / lakes.STAGING).exists() or not any((lake / lakes.STAGING).iterdir())
+
+
+def test_next_ingest_finishes_or_undoes_a_landing_killed_between_commits(tmp_path):
+    lake = tmp_path / "lake"
+    first = _sacct(tmp_path / "first.sacct", range(1, 11))
+    other = _sacct(tmp_path / "other.sacct", range(100, 105))
+    proc = _paused(
+        _cli("ingest", "slurm", str(first), "--lake", str(lake)), "ingest-commit", tmp_path / "p"
+    )
+    _kill(proc)
+    assert read_table(lake, "jobs").num_rows == 0  # jobs committed, but the landing is not
+    assert [r["file"] for r in lakes.intents(lake, abandoned=True)] == [str(first)]
+
+    ingest(slurm.SOURCE, [other], lake)  # rolls the unchanged file forward
+    reference = tmp_path / "reference"
+    ingest(slurm.SOURCE, [first, other], reference)
+    assert _state(lake) == _state(reference)
+    assert not lakes.intents(lake)
+
+    # a file that changed after its landing was killed: everything it wrote is removed
+    third = _sacct(tmp_path / "third.sacct", range(200, 210))
+    proc = _paused(
+        _cli("ingest", "slurm", str(third), "--lake", str(lake)), "ingest-commit", tmp_path / "q"
+    )
+    _kill(proc)
+    _sacct(third, range(200, 212), state="FAILED")
+    ingest(slurm.SOURCE, [other], lake)
+    assert _state(lake) == _state(reference)  # as if the killed landing never happened
+    assert not lakes.intents(lake)
+
+
+def test_four_ingests_at_once_match_a_sequential_run(tmp_path):
+    lake, sequential = tmp_path / "lake", tmp_path / "sequential"
+    files = [_sacct(tmp_path / f"{k}.sacct", range(100 * k + 1, 100 * k + 16)) for k in range(3)]
+    topo = _topology(tmp_path / "topology.csv")
+    procs = [
+        subprocess.Popen(
+            _cli("ingest", "slurm", str(f), "--lake", str(lake)),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for f in files
+    ]
+    procs.append(
+        subprocess.Popen(
+            _cli("ingest", "topology", str(topo), "--lake", str(lake)),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    )
+    for proc in procs:
+        _, err = proc.communicate(timeout=WAIT_S)
+        assert proc.returncode == 0, err[-2000:]
+    ingest(topology.SOURCE, [topo], sequential)
+    ingest(slurm.SOURCE, files, sequential)
+    state = _state(lake)
+    assert state == _state(sequential)
+    assert [len(state[t]) for t in ("jobs", "job_nodes", "topology", "ingest_log")] == [
+        45,
+        90,
+        8,
+        4,
+    ]
+    assert catalog.sql(lake, "SELECT count(*) FROM jobs").column(0).to_pylist() == [45]
+
+
+# --- metrics -----------------------------------------------------------------------------------
+
+
+def _metrics(lake: Path) -> dict[str, list]:
+    from burstlake.jobs.metrics.run import TABLES
+
+    return {t: sorted(map(str, read_table(lake, t).to_pylist())) for t in TABLES}
+
+
+def test_metrics_killed_mid_run_then_rerun_beside_an_ingest(spark, tmp_path):
+    """A killed metrics run leaves the previous run in view; the re-run, made while an ingest
+    is stopped between its commits, reads the state before the ingest, never a mix."""
+    from burstlake.jobs.metrics.run import INPUTS, run
+    from tests.test_metrics import build_hand_lake
+
+    lake = tmp_path / "lake"
+    build_hand_lake(lake)
+    run(lake, spark=spark, progress=False)
+    before = _metrics(lake)
+    published = lakes.published_run(lake, "metrics")
+    assert before["darshan_job_metrics"]
+    delete_contribution(lake, "hand", ["darshan_jobs", "darshan_rank_io"])  # new inputs
+
+    proc = _paused(_cli("metrics", "--lake", str(lake)), "metrics-commit", tmp_path / "p")
+    _kill(proc)
+    first = "job_io_metrics"
+    assert lakes.latest_version(lake, first) > published["tables"][first]  # it did commit
+    assert _metrics(lake) == before  # but readers still see the whole previous run
+    assert lakes.published_run(lake, "metrics") == published
+
+    versions = lakes.read_versions(lake, INPUTS)
+    sacct = _sacct(tmp_path / "jobs.sacct", range(1, 31))
+    marker = tmp_path / "q"
+    proc = _paused(
+        _cli("ingest", "slurm", str(sacct), "--lake", str(lake)), "ingest-commit", marker
+    )
+    try:
+        assert lakes.latest_version(lake, "jobs") > versions["jobs"]  # jobs is committed
+        run(lake, spark=spark, progress=False)  # the re-run, beside the ingest
+    finally:
+        marker.unlink()  # let the ingest finish
+    _, err = proc.communicate(timeout=WAIT_S)
+    assert proc.returncode == 0, err[-2000:]
+
+    record = lakes.published_run(lake, "metrics")
+    assert record["inputs"] == versions  # the state before the ingest, in every input
+    after = _metrics(lake)
+    assert after["darshan_job_metrics"] == []  # as a clean run without the Darshan logs
+    for table in ("job_io_metrics", "interval_metrics", "cabinet_load", "ion_load", "app_metrics"):
+        assert after[table] == before[table], table  # unchanged inputs, same rows
+    info = lakes.commit_metadata(lake, first, record["tables"][first])
+    assert info["burstlake.run"] == f"metrics:{record['run']}"
+    assert lakes.read_version(lake, "jobs") > versions["jobs"]  # the ingest is visible now
+    assert catalog.sql(lake, "SELECT count(*) FROM jobs WHERE cluster = 'th'")[0][0].as_py() == 30
