@@ -1,4 +1,5 @@
-"""Event-driven replay of request streams (SPEC §5; the traffic model of paper 000 §3.2).
+"""Event-driven replay of request streams (docs/design.md, "Two drivers over the one model"; the
+traffic model of paper 000 §3.2).
 
 A *stream* is one client's sequence of requests (I/O requests to an ION or server, MPI messages
 to a peer, application I/O phases). Its first request starts at its ``gap``; every later one

@@ -1,4 +1,4 @@
-"""Run every metrics job in dependency order (SPEC §4, §6 ``burstlake metrics``).
+"""Run every metrics job in dependency order (paper 004 §3, §4, §6; docs/design.md, "Metrics").
 
 job_io_metrics → darshan_job_metrics → interval_metrics → cabinet_load, ion_load →
 app_metrics (needs job_io) → platform_summary (needs all). Each result lands in the lake as
@@ -25,7 +25,6 @@ from burstlake import catalog
 from burstlake import lake as lakes
 from burstlake.lake import lake_path
 from burstlake.schemas.metrics import INPUTS
-from burstlake.schemas.metrics import NAMES as TABLES
 
 from . import frames
 from .apps import app_metrics
