@@ -24,7 +24,7 @@ from tqdm import tqdm
 from burstlake import catalog
 from burstlake import lake as lakes
 from burstlake.lake import lake_path
-from burstlake.schemas.metrics import INPUTS
+from burstlake.schemas.metrics import INPUTS, NAMES
 
 from . import frames
 from .apps import app_metrics
@@ -34,6 +34,8 @@ from .job_io import job_io_metrics
 from .loads import level_load
 from .platform import platform_summary
 from .settings import MetricSettings
+
+TABLES = NAMES  # the tables a run writes, in dependency order
 
 
 def cabinet_size(topology: DataFrame, settings: MetricSettings) -> int | None:
