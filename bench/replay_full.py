@@ -1,4 +1,4 @@
-"""Replay engine throughput and memory (SPEC §5).
+"""Replay engine throughput and memory (docs/design.md, "Replay").
 
 1. Interval replay on a synthesized ``tianhe1a`` lake (``BURSTLAKE_BENCH_DAYS``, default the
    preset's 24 days): node-intervals/s of one replay (cyclic mapping, trace only), and the wall

@@ -1,5 +1,5 @@
-"""Topologies as data (SPEC §5): capacitated resources, compute nodes, their forwarding targets
-(IONs, bridge nodes or I/O servers) and a router.
+"""Topologies as data (docs/design.md, "Replay"): capacitated resources, compute nodes, their
+forwarding targets (IONs, bridge nodes or I/O servers) and a router.
 
 A resource is anything a flow's bytes cross at a bounded rate: a node's injection link, a switch
 link in one direction, an ION's forwarding capacity, a storage server. Every policy works on a

@@ -1,5 +1,5 @@
-"""Max-min fair bandwidth sharing by progressive filling (SPEC §5; SimGrid's flow model, as used
-for the fat-tree study of paper 000 §3 at flow level).
+"""Max-min fair bandwidth sharing by progressive filling (docs/design.md, "Replay"; SimGrid's flow
+model, as used for the fat-tree study of paper 000 §3 at flow level).
 
 Every flow crosses a set of capacitated resources; all unfrozen flows grow at the same pace until
 a resource saturates or a flow reaches its own rate cap; the flows held by that constraint are

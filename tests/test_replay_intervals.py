@@ -1,4 +1,5 @@
-"""Interval replay of node_io with backlog (SPEC §5): hand-computed carry-over, conservation."""
+"""Interval replay of node_io with backlog (docs/design.md, "Replay"): hand-computed carry-over,
+conservation."""
 
 from __future__ import annotations
 
