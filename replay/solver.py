@@ -104,9 +104,9 @@ def check(paths: Paths, capacity: np.ndarray, cap: np.ndarray) -> None:
 def fill(flows, indptr, indices, capacity, cap, rate, local):  # pragma: no cover - compiled
     """Write the max-min fair rate of each flow in ``flows`` into ``rate[flow]``.
 
-    Only the resources these flows cross take part (the event driver passes one connected
-    component, SimGrid's "selective update"). ``local`` is scratch, -1 for every resource on
-    entry and on exit.
+    Only the resources these flows cross take part: the event driver passes the flows an event
+    can change, over the capacity the others leave. ``local`` is scratch, -1 for every resource
+    on entry and on exit.
     """
     entries = 0
     for f in flows:
