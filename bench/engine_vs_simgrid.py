@@ -1,5 +1,5 @@
-"""burstlake's flow solver against SimGrid's max-min network model (paper 000 §3; docs/design.md,
-"The contention model").
+"""burstlake's flow solver against SimGrid's max-min network model (docs/design.md, "Replay";
+paper 000 §3).
 
 Random flow sets of 1k, 5k and 20k flows (``BURSTLAKE_BENCH_FLOWS``, comma-separated) on a
 two-level fat-tree: hosts with a 12.5 GB/s up and down link, leaves joined to every spine by

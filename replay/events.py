@@ -1,15 +1,17 @@
-"""Event-driven replay of request streams (docs/design.md, "Two drivers over the one model"; the
-traffic model of paper 000 §3.2).
+"""Event-driven replay of request streams (docs/design.md, "Replay"; the traffic model of
+paper 000 §3.2).
 
 A *stream* is one client's sequence of requests (I/O requests to an ION or server, MPI messages
 to a peer, application I/O phases). Its first request starts at its ``gap``; every later one
 starts ``gap`` seconds after the previous one completes ("next request after the previous
 completes plus an interval"). Flows share bandwidth max-min fairly.
 
-The loop is compiled (Numba) and incremental, in the manner of SimGrid's lmm "selective update"
-(``src/kernel/lmm/System.cpp``): the starts and ends at one instant are one event; the event
-re-solves only the connected component of resources and flows they touch; each flow keeps the
-bytes it has moved, so only flows whose rate changed get a new finish time in the heap.
+The loop is compiled (Numba) and incremental, beyond SimGrid's lmm "selective update"
+(``src/kernel/lmm/System.cpp``, which re-solves the connected component an action touches):
+the starts and ends at one instant are one event; flows slower than the level t* where the
+event first changes the progressive filling keep their rate exactly, so the event re-solves
+only the flows at or above t* reachable from the touched resources; each flow keeps the bytes
+it has moved, so only flows whose rate changed get a new finish time in the heap.
 """
 
 from __future__ import annotations

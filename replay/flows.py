@@ -1,6 +1,6 @@
-"""A standalone flow-level max-min simulator (docs/design.md, "The contention model"; the flow model
-of paper 000 §3, SimGrid's max-min network model with zero latency): named links of given bandwidth,
-flows of given size and start time over link routes, each flow's completion time.
+"""A standalone flow-level max-min simulator (docs/design.md, "Replay"; the flow model of paper 000
+§3, SimGrid's max-min network model with zero latency): named links of given bandwidth, flows of
+given size and start time over link routes, each flow's completion time.
 
 Input, as read by :func:`load`::
 

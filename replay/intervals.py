@@ -1,7 +1,7 @@
-"""Interval replay of ``node_io`` with backlog (paper 004 §7.4; docs/design.md, "Two drivers over
-the one model"): in each interval a node's bytes are its demand, the resources' capacity is shared
-max-min fairly (one :func:`max_min_rates` call with the demand rate ``bytes / interval_s`` as each
-flow's cap), and what is not served carries over to the node's next interval.
+"""Interval replay of ``node_io`` with backlog (docs/design.md, "Replay"): in each interval a node's
+bytes are its demand, the resources' capacity is shared max-min fairly (one :func:`max_min_rates`
+call with the demand rate ``bytes / interval_s`` as each flow's cap), and what is not served carries
+over to the node's next interval.
 
 Rows live in *lanes*: lanes never share the machine, so lane 0 can be the whole trace and lane
 ``k`` one job alone (for slowdown against the same job alone), all solved in the same batches.

@@ -1,5 +1,5 @@
-"""Max-min fair bandwidth sharing by progressive filling (docs/design.md, "The contention model";
-SimGrid's flow model, as used for the fat-tree study of paper 000 §3 at flow level).
+"""Max-min fair bandwidth sharing by progressive filling (docs/design.md, "Replay"; SimGrid's flow
+model, as used for the fat-tree study of paper 000 §3 at flow level).
 
 Every flow crosses a set of capacitated resources; all unfrozen flows grow at the same pace until
 a resource saturates or a flow reaches its own rate cap; the flows held by that constraint are
@@ -104,9 +104,9 @@ def check(paths: Paths, capacity: np.ndarray, cap: np.ndarray) -> None:
 def fill(flows, indptr, indices, capacity, cap, rate, local):  # pragma: no cover - compiled
     """Write the max-min fair rate of each flow in ``flows`` into ``rate[flow]``.
 
-    Only the resources these flows cross take part (the event driver passes one connected
-    component, SimGrid's "selective update"). ``local`` is scratch, -1 for every resource on
-    entry and on exit.
+    Only the resources these flows cross take part: the event driver passes the flows an event
+    can change, over the capacity the others leave. ``local`` is scratch, -1 for every resource
+    on entry and on exit.
     """
     entries = 0
     for f in flows:

@@ -1,5 +1,6 @@
-"""``burstlake flows`` (docs/design.md, "The contention model"): hand-solved completion times, every
-bad input, and the same flows through SimGrid when the system python3 has its bindings."""
+"""``burstlake flows`` (docs/design.md, "Replay" and "Command line"): hand-solved completion
+times, every bad input, and the same flows through SimGrid when the system python3 has its
+bindings."""
 
 from __future__ import annotations
 

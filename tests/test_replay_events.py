@@ -1,5 +1,5 @@
-"""Event-driven driver (docs/design.md, "Two drivers over the one model"): rates recomputed at every
-start and end, dependent requests, conservation, and the IOR shape of paper 004 Fig. 13a."""
+"""Event-driven driver (docs/design.md, "Replay"): rates recomputed at every start and end,
+dependent requests, conservation, and the IOR shape of paper 004 Fig. 13a."""
 
 from __future__ import annotations
 

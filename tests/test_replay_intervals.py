@@ -1,5 +1,5 @@
-"""Interval replay of node_io with backlog (docs/design.md, "Two drivers over the one model"):
-hand-computed carry-over, conservation."""
+"""Interval replay of node_io with backlog (docs/design.md, "Replay"): hand-computed carry-over,
+conservation."""
 
 from __future__ import annotations
 

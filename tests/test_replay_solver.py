@@ -1,5 +1,4 @@
-"""Max-min fair solver against hand-solved cases (docs/design.md, "The contention model"), to 1e-9
-relative."""
+"""Max-min fair solver against hand-solved cases (docs/design.md, "Replay"), to 1e-9 relative."""
 
 from __future__ import annotations
 
