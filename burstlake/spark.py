@@ -3,6 +3,9 @@
 The session reads the lake's Delta tables through delta-spark: its SQL extension and catalog
 are configured, and its jars (``io.delta:delta-spark``, matching the pinned ``delta-spark``
 package) are fetched from Maven Central by Spark at the first start and cached in ``~/.ivy2``.
+The resolved jar list is remembered (``~/.cache/burstlake``), so later starts use the cached
+jars directly: no resolution, no network, no Ivy report. The driver logs errors only
+(``burstlake/log4j2.properties``) and a local session binds to loopback.
 """
 
 from __future__ import annotations
@@ -10,6 +13,36 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from importlib import metadata, resources
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+
+def _jar_list() -> Path:
+    """Where the resolved Delta jars of the pinned delta-spark are remembered."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "burstlake"
+    return cache / f"delta-spark-{metadata.version('delta-spark')}-jars.txt"
+
+
+def _cached_jars() -> str | None:
+    """The jars an earlier start resolved, if every one of them is still on disk."""
+    try:
+        jars = _jar_list().read_text().strip().split(",")
+    except OSError:
+        return None
+    paths = [j.removeprefix("file://") for j in jars if j]
+    return ",".join(jars) if paths and all(Path(p).is_file() for p in paths) else None
+
+
+def _remember_jars(spark) -> None:
+    jars = spark.sparkContext.getConf().get("spark.jars", "")
+    if jars:
+        try:
+            _jar_list().parent.mkdir(parents=True, exist_ok=True)
+            _jar_list().write_text(jars)
+        except OSError as err:  # a read-only home only costs the next start a resolution
+            log.debug("cannot remember the Delta jars: %s", err)
 
 
 def session(master: str | None = None, app_name: str = "burstlake", shuffle_partitions: int = 8):
@@ -19,8 +52,14 @@ def session(master: str | None = None, app_name: str = "burstlake", shuffle_part
 
     logging.getLogger("py4j").setLevel(logging.WARNING)  # no INFO chatter at interpreter exit
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    master = master or "local[*]"
+    if master.startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    log4j = os.environ.get("BURSTLAKE_SPARK_LOG4J") or str(
+        resources.files("burstlake") / "log4j2.properties"
+    )
     builder = (
-        SparkSession.builder.master(master or "local[*]")
+        SparkSession.builder.master(master)
         .appName(app_name)
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
@@ -35,6 +74,14 @@ def session(master: str | None = None, app_name: str = "burstlake", shuffle_part
             "spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog"
         )
     )
-    spark = configure_spark_with_delta_pip(builder).getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    builder = builder.config(
+        "spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j}"
+    )
+    jars = _cached_jars()
+    if jars:
+        spark = builder.config("spark.jars", jars).getOrCreate()
+    else:
+        log.info("resolving the Delta jars (Maven Central, first start only)")
+        spark = configure_spark_with_delta_pip(builder).getOrCreate()
+        _remember_jars(spark)
     return spark

@@ -6,10 +6,12 @@ an installed burstlake finds it without a checkout (docs/design.md, "Packaging")
 from __future__ import annotations
 
 import os
+import tempfile
 from importlib import resources
 from pathlib import Path
 
 import nbformat
+from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 
 from burstlake.lake import lake_path
@@ -30,12 +32,17 @@ def render_notebook(
     out = Path(out_path)
     out.parent.mkdir(parents=True, exist_ok=True)
     env = os.environ | {"BURSTLAKE_LAKE": str(lake_path(lake))}
-    client = NotebookClient(
-        notebook,
-        timeout=timeout_s,
-        kernel_name="python3",
-        resources={"metadata": {"path": str(out.parent)}},
-    )
-    client.execute(env=env)
+    # The kernel talks to us over Unix sockets (IPC), not loopback TCP: nothing to listen on
+    # the network, and no warning about unencrypted TCP.
+    with tempfile.TemporaryDirectory(prefix="burstlake-kernel-") as sockets:
+        kernel = KernelManager(kernel_name="python3", transport="ipc", ip=f"{sockets}/k")
+        client = NotebookClient(
+            notebook,
+            km=kernel,
+            timeout=timeout_s,
+            kernel_name="python3",
+            resources={"metadata": {"path": str(out.parent)}},
+        )
+        client.execute(env=env)
     nbformat.write(notebook, out)
     return out
