@@ -147,11 +147,40 @@ def connect(
     return con
 
 
+# What a query on the lake may be: reads only. DESCRIBE, SHOW, SUMMARIZE and PRAGMA show_*
+# parse as SELECT; COPY, ATTACH, INSERT, CREATE, SET, CALL, LOAD, ... are refused.
+READ_STATEMENTS = frozenset({duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN})
+
+
 def sql(lake: str | os.PathLike | None, query: str) -> pa.Table:
-    """Run one SQL query on the lake's catalog and return the result as Arrow."""
-    con = connect(lake)
+    """Run one read-only SQL query on the lake's catalog and return the result as Arrow.
+
+    The query cannot damage the lake or look beyond it: it must be one SELECT (or EXPLAIN), and
+    the connection may read files only inside the lake folder, with its configuration locked.
+    """
     try:
+        statements = duckdb.extract_statements(query)
+    except duckdb.Error as err:
+        raise ValueError(str(err).splitlines()[0]) from err
+    if len(statements) != 1:
+        raise ValueError(f"one query at a time, got {len(statements)} statements")
+    if statements[0].type not in READ_STATEMENTS:
+        raise ValueError(
+            f"the lake is read-only here: {statements[0].type.name} statements are refused "
+            "(write through burstlake ingest, metrics or replay)"
+        )
+    root = lake_path(lake).resolve()
+    con = connect(root)
+    try:
+        # The views name their files relative to the lake (so a moved lake reads its own);
+        # those relative folders are the lake's own tables.
+        folders = [f"{root}/", *(f"{p.name}/" for p in root.iterdir() if p.is_dir())]
+        con.execute(f"SET allowed_directories = [{', '.join(map(_quote, folders))}]")
+        con.execute("SET enable_external_access = false")
+        con.execute("SET lock_configuration = true")
         return con.execute(query).fetch_arrow_table()
+    except duckdb.Error as err:
+        raise ValueError(str(err).splitlines()[0]) from err
     finally:
         con.close()
 

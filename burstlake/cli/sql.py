@@ -12,8 +12,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "sql",
         help="run SQL on the lake (DuckDB)",
-        description="Run one SQL query on the lake's DuckDB catalog and print the result. "
-        "Every lake table is a view: jobs, job_nodes, node_io, topology, quarantine, ...",
+        description="Run one read-only SQL query on the lake's DuckDB catalog and print the "
+        "result. Every lake table is a view: jobs, job_nodes, node_io, topology, quarantine, "
+        "... Only SELECT (and EXPLAIN, DESCRIBE, SUMMARIZE) runs, and only on the lake's own "
+        "files.",
     )
     parser.add_argument("query", help='e.g. "SELECT count(*) FROM jobs"')
     parser.add_argument("--max-rows", type=int, default=40, help="rows to print (default 40)")
@@ -22,18 +24,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import duckdb
+    from burstlake.catalog import sql
 
-    from burstlake.catalog import connect
-
-    con = connect(args.lake)
-    try:
-        result = con.execute(args.query)
-        columns = [d[0] for d in result.description] if result.description else []
-        rows = result.fetchall()
-    except duckdb.Error as err:
-        raise ValueError(str(err).splitlines()[0]) from err
-    finally:
-        con.close()
-    print(format_table(columns, rows[: args.max_rows], len(rows)))
+    table = sql(args.lake, args.query)
+    shown = table.slice(0, args.max_rows)
+    rows = list(zip(*(column.to_pylist() for column in shown.columns), strict=True))
+    print(format_table(table.column_names, rows, table.num_rows))
     return 0
