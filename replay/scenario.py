@@ -31,10 +31,18 @@ from burstlake.replay.graph import Topology
 from burstlake.replay.intervals import IntervalReplay, Rows
 from burstlake.replay.policies import Policy, policy
 from burstlake.replay.topologies import build
+from burstlake.replay.topologies import check as check_topology
 from burstlake.replay.workload import NodeDemand, ior, lake_demand, window_bounds
 
 REPLAY_INPUTS = ("jobs", "job_nodes", "node_io", "topology")
 KEYS = {"name", "description", "workload", "topology", "policies", "job_scores"}
+# An ``ior`` workload's settings where the scenario leaves them out (paper 004 §7.2.1).
+IOR_DEFAULTS = {
+    "nodes": [1, 2, 4, 8, 16],
+    "bytes_per_node": 4e9,
+    "request_bytes": 256e6,
+    "gap_s": 0.0,
+}
 WORKLOADS = {
     "lake": {"source", "window"},
     "ior": {"source", "nodes", "bytes_per_node", "request_bytes", "gap_s"},
@@ -55,13 +63,53 @@ class Scenario:
     job_scores: bool = True
 
 
-def load(path: str | os.PathLike) -> Scenario:
+@dataclass(frozen=True)
+class ScenarioLimits:
+    """How much a scenario file may ask for; anything beyond is refused before any work."""
+
+    file_bytes: int = 1_000_000  # a scenario is a few lines of YAML
+    requests: int = 5_000_000  # simulated requests of a synthetic workload (paper 000: 1.2 M)
+
+
+class _NoAliasLoader(yaml.SafeLoader):
+    """YAML without anchors and aliases: a scenario never needs them, and an alias bomb
+    ("billion laughs") is refused instead of expanded."""
+
+    def compose_node(self, parent, index):  # type: ignore[no-untyped-def]
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.YAMLError(f"aliases are not allowed (line {event.start_mark.line + 1})")
+        return super().compose_node(parent, index)
+
+
+def _ior_requests(workload: dict) -> int:
+    """Requests an ``ior`` workload asks for: over its node counts m (one or a list, default
+    1, 2, 4, 8, 16), m × ⌈bytes_per_node / request_bytes⌉."""
+    spec = IOR_DEFAULTS | workload
+    counts = spec["nodes"] if isinstance(spec["nodes"], list) else [spec["nodes"]]
+    try:
+        nodes = [int(m) for m in counts]
+        per_node = float(spec["bytes_per_node"]) / float(spec["request_bytes"])
+    except (TypeError, ValueError, ZeroDivisionError) as err:
+        raise ValueError(
+            f"workload ior: nodes, bytes_per_node and request_bytes must be positive numbers "
+            f"({err})"
+        ) from None
+    if not nodes or min(nodes) <= 0 or not 0 < per_node < float("inf"):
+        raise ValueError("workload ior: nodes, bytes_per_node and request_bytes must be positive")
+    return sum(nodes) * int(np.ceil(per_node))
+
+
+def load(path: str | os.PathLike, limits: ScenarioLimits = ScenarioLimits()) -> Scenario:
     """Read and check a scenario file; errors say which key is wrong and what is allowed."""
     path = Path(path)
+    size = path.stat().st_size
+    if size > limits.file_bytes:
+        raise ValueError(f"{path}: {size} bytes; a scenario file is at most {limits.file_bytes}")
     try:
-        spec = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as err:
-        raise ValueError(f"{path}: not valid YAML: {err}") from err
+        spec = yaml.load(path.read_text(), Loader=_NoAliasLoader)  # a SafeLoader
+    except (yaml.YAMLError, UnicodeDecodeError) as err:
+        raise ValueError(f"{path}: not valid YAML: {' '.join(str(err).split())}") from err
     if not isinstance(spec, dict):
         raise ValueError(f"{path}: a scenario is a YAML mapping with keys {sorted(KEYS)}")
     unknown = set(spec) - KEYS
@@ -80,8 +128,19 @@ def load(path: str | os.PathLike) -> Scenario:
     unknown = set(workload) - WORKLOADS[source]
     if unknown:
         raise ValueError(f"{path}: workload {source}: unknown keys {sorted(unknown)}")
+    if source == "ior":
+        requests = _ior_requests(workload)
+        if requests > limits.requests:
+            raise ValueError(
+                f"{path}: workload ior asks for {requests:,} requests; the limit is "
+                f"{limits.requests:,} (a larger request_bytes or fewer nodes)"
+            )
     topology = spec["topology"]
     topology = {"name": topology} if isinstance(topology, str) else dict(topology)
+    try:
+        check_topology(topology)
+    except ValueError as err:
+        raise ValueError(f"{path}: {err}") from None
     if not spec["policies"]:
         raise ValueError(f"{path}: list at least one policy to compare")
     policies = tuple(policy(entry) for entry in spec["policies"])
@@ -150,15 +209,16 @@ def _ior_scores(
     scenario: Scenario, topology: Topology, _demand: Any, progress: Progress
 ) -> list[sc.Score]:
     """IOR from m adjacent nodes for each m (004 §7.2.1, Fig. 13a): aggregate bandwidth."""
-    spec = scenario.workload
+    spec = IOR_DEFAULTS | scenario.workload
+    counts = spec["nodes"] if isinstance(spec["nodes"], list) else [spec["nodes"]]
     out = []
-    for m in spec.get("nodes", [1, 2, 4, 8, 16]):
+    for m in counts:
         requests = ior(
             topology,
             int(m),
-            float(spec.get("bytes_per_node", 4e9)),
-            float(spec.get("request_bytes", 256e6)),
-            float(spec.get("gap_s", 0.0)),
+            float(spec["bytes_per_node"]),
+            float(spec["request_bytes"]),
+            float(spec["gap_s"]),
         )
         timeline = simulate(requests, topology.resources.capacity, progress)
         out += sc.stream_scores(timeline, requests.size, suffix=f"_m{int(m)}")

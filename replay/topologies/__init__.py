@@ -20,12 +20,23 @@ SETTINGS = {
 }
 
 
+# The capacities (bytes/s) each kind of topology has, which a scenario's ``capacities:`` may set.
+CAPACITIES = {
+    "cab1296": fattree.CAPACITY_KEYS,
+    "mira512": torus.CAPACITY_KEYS,
+    "lake": forwarding.CAPACITY_KEYS,
+    **{name: forwarding.CAPACITY_KEYS for name in PRESETS},
+}
+
+
 def names() -> list[str]:
     return sorted(SETTINGS)
 
 
-def build(settings: Mapping[str, Any], lake: str | os.PathLike | None = None) -> Topology:
-    """Build the topology a scenario's ``topology:`` mapping names (``name:`` plus settings)."""
+def check(settings: Mapping[str, Any]) -> None:
+    """Refuse a scenario's ``topology:`` mapping before any work: an unknown name, setting or
+    capacity key (a misspelled ``ionn`` is an error, not ignored), or a capacity that is not a
+    positive number."""
     settings = dict(settings)
     name = settings.pop("name", None)
     if name not in SETTINGS:
@@ -36,6 +47,23 @@ def build(settings: Mapping[str, Any], lake: str | os.PathLike | None = None) ->
             f"topology {name}: unknown settings {sorted(unknown)}; "
             f"allowed: {sorted(SETTINGS[name])}"
         )
+    caps = _capacities(settings.get("capacities")) or {}
+    unknown = set(caps) - set(CAPACITIES[name])
+    if unknown:
+        raise ValueError(
+            f"topology {name}: unknown capacities {sorted(unknown)}; "
+            f"allowed: {sorted(CAPACITIES[name])}"
+        )
+    bad = {k: v for k, v in caps.items() if not 0 < v < float("inf")}
+    if bad:
+        raise ValueError(f"topology {name}: each capacity must be positive bytes/s, got {bad}")
+
+
+def build(settings: Mapping[str, Any], lake: str | os.PathLike | None = None) -> Topology:
+    """Build the topology a scenario's ``topology:`` mapping names (``name:`` plus settings)."""
+    check(settings)
+    settings = dict(settings)
+    name = settings.pop("name")
     caps = _capacities(settings.get("capacities"))
     if name == "cab1296":
         shape = fattree.FatTreeShape(

@@ -23,6 +23,8 @@ from burstlake.replay.graph import ResourceSet, Topology
 LINK = 12.5e9  # bytes/s per link and direction (paper 000 §3.1)
 SERVER = 12.5e9  # one I/O server's service rate (bytes/s)
 
+CAPACITY_KEYS = ("link", "server")  # the capacities a scenario may set
+
 
 @dataclass(frozen=True)
 class FatTreeShape:

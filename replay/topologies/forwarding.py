@@ -26,6 +26,8 @@ STORAGE = 50.0e9  # the storage servers together
 ION_BOARDS = 6  # CS19: IONs on 6 NRM boards in one row (004 §5.2)
 ION_ROW = 0  # board row holding the ION boards (a setting: the paper does not say which)
 
+CAPACITY_KEYS = ("node_link", "ion", "storage")  # the capacities a scenario may set
+
 
 @dataclass(frozen=True)
 class ForwardingRouter:

@@ -25,6 +25,8 @@ STORAGE = 240.0e9  # GPFS aggregate (Mira: ~240 GB/s)
 NODES_PER_BRIDGE = 64
 BRIDGES_PER_ION = 2
 
+CAPACITY_KEYS = ("link", "bridge_link", "ion", "storage")  # the capacities a scenario may set
+
 
 @dataclass(frozen=True)
 class TorusRouter:
