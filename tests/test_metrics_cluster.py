@@ -1,5 +1,6 @@
 """The metrics run unchanged on a real Spark standalone cluster (a master and a one-core worker
-on loopback, started from the installed pyspark) and give the local-mode results.
+on loopback, started from the installed pyspark by infra/spark-standalone.sh) and give the
+local-mode results.
 
 The test session already holds a local SparkContext (one per JVM), so the cluster run goes
 through the CLI in a subprocess: ``burstlake metrics --spark-master spark://...``.
@@ -9,21 +10,18 @@ from __future__ import annotations
 
 import math
 import os
-import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import pyspark
 import pytest
 
 from burstlake.jobs.metrics.run import TABLES, run
 from burstlake.lake import read_table
 from tests.test_metrics import SETTINGS, build_hand_lake
 
-SPARK_HOME = Path(pyspark.__file__).parent
+SCRIPT = Path(__file__).resolve().parents[1] / "infra" / "spark-standalone.sh"
 
 
 def free_port() -> int:
@@ -32,77 +30,18 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_for_log(path: Path, text: str, process: subprocess.Popen, timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if text in path.read_text(errors="replace"):
-            return
-        if process.poll() is not None:
-            break
-        time.sleep(0.5)
-    raise AssertionError(f"{text!r} not in {path}:\n{path.read_text(errors='replace')[-3000:]}")
-
-
 @pytest.fixture
 def standalone(tmp_path):
-    """spark://127.0.0.1:<port> with one 1-core worker; both killed afterwards."""
-    env = os.environ | {"SPARK_HOME": str(SPARK_HOME), "PYSPARK_PYTHON": sys.executable}
-    spark_class = str(SPARK_HOME / "bin" / "spark-class")
-    port = free_port()
-    url = f"spark://127.0.0.1:{port}"
-    commands = {
-        "master": [
-            spark_class,
-            "org.apache.spark.deploy.master.Master",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--webui-port",
-            str(free_port()),
-        ],
-        "worker": [
-            spark_class,
-            "org.apache.spark.deploy.worker.Worker",
-            url,
-            "--host",
-            "127.0.0.1",
-            "--cores",
-            "1",
-            "--memory",
-            "1g",
-            "--webui-port",
-            str(free_port()),
-            "--work-dir",
-            str(tmp_path / "work"),
-        ],
-    }
-    processes = []
+    """spark://127.0.0.1:<port> with one 1-core worker, started and stopped by the operator's
+    script in infra/ (from the installed pyspark)."""
+    env = os.environ | {"PYTHON": sys.executable, "BURSTLAKE_SPARK_DIR": str(tmp_path / "spark")}
+    command = [str(SCRIPT), "start", "--port", str(free_port()), "--cores", "1", "--memory", "1g"]
     try:
-        for name, command in commands.items():
-            log = tmp_path / f"{name}.log"
-            with log.open("w") as out:
-                processes.append(
-                    subprocess.Popen(
-                        command,
-                        stdout=out,
-                        stderr=subprocess.STDOUT,
-                        env=env,
-                        start_new_session=True,
-                    )
-                )
-            ready = "Starting Spark master" if name == "master" else "Successfully registered"
-            wait_for_log(log, ready, processes[-1], timeout_s=120)
-        yield url
+        started = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+        assert started.returncode == 0, started.stderr
+        yield started.stdout.strip().splitlines()[-1]
     finally:
-        for process in reversed(processes):
-            os.killpg(process.pid, signal.SIGTERM)
-        for process in processes:
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+        subprocess.run([str(SCRIPT), "stop"], env=env, timeout=60, check=False)
 
 
 def same(a, b) -> bool:
