@@ -239,7 +239,7 @@ def test_node_missing_from_topology_quarantines_its_samples(lake: Path) -> None:
     assert (report.records_in, report.landed, report.quarantined) == (31, 0, 31)
     rows = read_table(lake, "quarantine").to_pylist()
     host = [r for r in rows if r["location"].startswith("host ")]
-    assert [r["location"] for r in host] == ["host cn00001 (25 samples)"]
+    assert [r["location"] for r in host] == ["host cn00001 (25 samples of this file)"]
     assert "expect_column_values_to_be_in_set" in host[0]["reason"]
     assert not read_table(lake, "node_io").num_rows
 
@@ -249,7 +249,7 @@ def test_small_blocks_and_batches_give_the_same_rows(
 ) -> None:
     """Block, read and batch boundaries fall inside lines and between nodes; nodes spread
     over several pass-2 buckets."""
-    monkeypatch.setattr(zabbix, "BUCKET_BYTES", 1000)
+    monkeypatch.setattr(zabbix, "NODE_BUCKETS", 3)
     monkeypatch.setattr(zabbix, "BLOCK_BYTES", 700)
     monkeypatch.setattr(zabbix, "READ_BYTES", 333)
     monkeypatch.setattr(zabbix, "ROWS_PER_BATCH", 2)

@@ -22,7 +22,7 @@ import hashlib
 import json
 import os
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,7 @@ from burstlake import catalog
 from burstlake.lake import (
     ContributionWriter,
     delete_contribution,
+    lake_path,
     read_table,
     table_files,
     write_table,
@@ -73,6 +74,12 @@ class Batch:
     rejects: list[Reject] = field(default_factory=list)
     origins: dict[int, tuple[str, str | None]] = field(default_factory=dict)
     weights: dict[int, int] = field(default_factory=dict)
+    # Rows computed from several files (Zabbix export files read as one stream) land in this
+    # contribution instead of the file's own; a batch with an empty table still replaces it.
+    contribution: str | None = None
+    # Earlier contents of this path that stay in the lake instead of being replaced by this one
+    # (a rotated Zabbix export file continues the stream, see zabbix.py).
+    keep_previous: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -81,6 +88,8 @@ class ParseContext:
 
     options: Mapping[str, Any] = field(default_factory=dict)
     progress: Callable[[int], None] = lambda nbytes: None
+    lake: Path | None = None  # set by ingest_file: sources reading earlier files' state
+    source_id: str = ""  # set by ingest_file: the file's contribution
 
 
 @dataclass(frozen=True)
@@ -210,13 +219,29 @@ def _topology_nodes(lake: Path | str | None, source: Source) -> list[str] | None
     return read_table(lake, "topology", columns=["node"]).column("node").to_pylist()
 
 
-def _forget_previous_versions(lake: Path | str | None, file: str, source_id: str) -> None:
-    """A path re-ingested with new content replaces what its earlier content contributed."""
+def _forget_previous_versions(
+    lake: Path | str | None, file: str, source_id: str, keep: frozenset[str] = frozenset()
+) -> None:
+    """A path re-ingested with new content replaces what its earlier content contributed
+    (unless the parser said to ``keep`` it)."""
     if not table_files(lake, "ingest_log"):
         return
     log = read_table(lake, "ingest_log", columns=["file", "source_id"]).to_pylist()
     for old in {r["source_id"] for r in log if r["file"] == file and r["source_id"] != source_id}:
-        delete_contribution(lake, old)
+        if old not in keep:
+            delete_contribution(lake, old)
+
+
+def _writer(
+    writers: dict[tuple[str, str], ContributionWriter],
+    lake: str | os.PathLike | None,
+    table: str,
+    contribution: str,
+) -> ContributionWriter:
+    """The writer of one table's rows in one contribution, opened on first use."""
+    if (table, contribution) not in writers:
+        writers[table, contribution] = ContributionWriter(lake, table, contribution)
+    return writers[table, contribution]
 
 
 def ingest_file(
@@ -236,13 +261,16 @@ def ingest_file(
     if not file.is_file():
         return FileReport(source.name, str(file), "-", error="no such file")
     report = FileReport(source.name, str(file), content_id(file))
-    writers = {t: ContributionWriter(lake, t, report.source_id) for t in source.tables}
+    context = replace(context, lake=lake_path(lake), source_id=report.source_id)
+    writers = {(t, report.source_id): _writer({}, lake, t, report.source_id) for t in source.tables}
     quarantine = ContributionWriter(lake, "quarantine", report.source_id)
+    keep: frozenset[str] = frozenset()
     try:
         for batch in source.parse(file, context):
             good, rejects, failed = _screen(batch, topology_nodes)
             for table, rows in good.items():
-                writers[table].write(rows)
+                _writer(writers, lake, table, batch.contribution or report.source_id).write(rows)
+            keep |= batch.keep_previous
             all_rejects = batch.rejects + rejects
             quarantine.write(_quarantine_rows(report, all_rejects))
             report.records_in += batch.records
@@ -261,9 +289,9 @@ def ingest_file(
             writer.abort()
         raise
     report.landed = report.records_in - report.quarantined
-    _forget_previous_versions(lake, report.file, report.source_id)
-    for table, writer in writers.items():
-        report.rows[table] = writer.commit()
+    _forget_previous_versions(lake, report.file, report.source_id, keep)
+    for (table, _), writer in writers.items():
+        report.rows[table] = report.rows.get(table, 0) + writer.commit()
         report.superseded += writer.superseded
     quarantine.commit()
     _log(lake, report)

@@ -1,8 +1,10 @@
 """Monitoring samples → per-interval node traffic (SPEC §2; paper 004 §2.2: 10 s node counters).
 
 This module builds the DuckDB SQL; the caller runs it. Input is a relation of samples
-``(line_no, raw, node, item, metric, kind, t_ns, value)`` (``kind``: counter, rate or gauge;
-``value`` DECIMAL(38,6)) holding whole nodes. The rules, on a grid of ``interval`` seconds:
+``(line_no, seq, node, item, metric, kind, t_ns, value)`` (``kind``: counter, rate or gauge;
+``value`` DECIMAL(38,6); ``seq`` orders the files of one stream) holding whole nodes. Samples
+are ordered by ``(seq, line_no)``, as the lines of the files' concatenation would be. The rules,
+on a grid of ``interval`` seconds:
 
 * a sample at t = clock + ns/1e9 belongs to the nearest grid point g = round(t / interval);
   jitter below interval/2 lands in the right interval, out-of-order lines are sorted per item;
@@ -37,10 +39,10 @@ WINDOW same AS (PARTITION BY node, item, t_ns ORDER BY line_no)
 
 _NODE_IO = """
 WITH clean AS (
-    SELECT node, item, metric, kind, t_ns, value, line_no,
+    SELECT node, item, metric, kind, t_ns, value, line_no, seq,
            (t_ns + {half_ns}) // {step_ns} AS g
     FROM {samples}
-    QUALIFY row_number() OVER (PARTITION BY node, item, t_ns ORDER BY line_no) = 1
+    QUALIFY row_number() OVER (PARTITION BY node, item, t_ns ORDER BY seq, line_no) = 1
 ),
 risen AS (
     SELECT *, value - lag(value) OVER (PARTITION BY node, item ORDER BY t_ns) AS rise
@@ -53,7 +55,7 @@ totals AS (
 ),
 at_grid AS (
     SELECT node, item, metric, g,
-           arg_min(total, (abs(t_ns - g * {step_ns}), line_no)) AS total
+           arg_min(total, (abs(t_ns - g * {step_ns}), seq, line_no)) AS total
     FROM totals GROUP BY node, item, metric, g
 ),
 deltas AS (
@@ -70,12 +72,13 @@ amounts AS (
 ),
 traffic AS (
     SELECT node, slot, {traffic_columns}
-    FROM amounts GROUP BY node, slot HAVING max(amount) > 0
+    FROM amounts WHERE slot BETWEEN {first_slot} AND {last_slot}
+    GROUP BY node, slot HAVING max(amount) > 0
 ),
 gauges AS (
     SELECT node, g - 1 AS slot,
            avg(value) FILTER (WHERE metric = 'cpu_load') AS cpu_load,
-           arg_max(value, (t_ns, line_no)) FILTER (WHERE metric = 'mem_used_bytes') AS mem_used
+           arg_max(value, (t_ns, seq, line_no)) FILTER (WHERE metric = 'mem_used_bytes') AS mem_used
     FROM clean WHERE kind = 'gauge' GROUP BY node, slot
 )
 SELECT t.node, make_timestamp(t.slot * {interval} * 1000000) AS ts,
@@ -97,29 +100,33 @@ def duplicates_query(samples: str) -> str:
     )
 
 
-def nodes_query(samples: str, duplicates: str, first_record: int) -> str:
-    """SQL numbering the nodes of ``samples`` from ``first_record``: ``node, record, samples``
-    (the input records that count for the node: its samples minus their duplicates)."""
-    return f"""
-        SELECT node, CAST(row_number() OVER (ORDER BY node) - 1 + {int(first_record)} AS BIGINT)
-                   AS record,
-               total - coalesce(d.repeats, 0) AS samples
-        FROM (SELECT node, count(*) AS total FROM {samples} GROUP BY node)
-        LEFT JOIN (SELECT node, count(*) AS repeats FROM {duplicates} GROUP BY node) d
-        USING (node)"""
+def grid_sql(t_ns: str, interval: int) -> str:
+    """SQL for the grid point g of a sample time (nearest multiple of ``interval``)."""
+    step_ns = _step_ns(interval)
+    return f"(({t_ns}) + {step_ns // 2}) // {step_ns}"
 
 
-def node_io_query(samples: str, nodes: str, interval: int) -> str:
-    """SQL for ``node_io`` rows (plus ``_record`` from ``nodes``), ordered by node and ts."""
+def _step_ns(interval: int) -> int:
     if int(interval) != interval or interval < 1:
         raise ValueError(f"interval must be a whole number of seconds >= 1, not {interval!r}")
-    step_ns = int(interval) * NS
+    return int(interval) * NS
+
+
+def node_io_query(
+    samples: str, nodes: str, interval: int, slots: tuple[int, int] = (-(2**62), 2**62)
+) -> str:
+    """SQL for ``node_io`` rows (plus ``_record`` from ``nodes(node, record)``), ordered by
+    node and ts, for the intervals numbered ``slots`` (first, last; ts = slot × interval).
+    An interval's row needs the samples of grid points slot and slot + 1 only."""
+    step_ns = _step_ns(interval)
     return _NODE_IO.format(
         samples=samples,
         nodes=nodes,
         interval=int(interval),
         step_ns=step_ns,
         half_ns=step_ns // 2,
+        first_slot=int(slots[0]),
+        last_slot=int(slots[1]),
         traffic_columns=", ".join(
             f"sum(amount) FILTER (WHERE metric = '{m}') AS {m}" for m in TRAFFIC
         ),

@@ -37,9 +37,11 @@ from __future__ import annotations
 
 import argparse
 import tempfile
+import time
 import zlib
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
@@ -51,14 +53,16 @@ import pyarrow.compute as pc
 from burstlake.jobs.ingest import counters
 from burstlake.jobs.ingest.base import Batch, ParseContext, Reject, Source, UnusableInput
 from burstlake.jobs.ingest.zabbix_mapping import HostNames, Mapping, load_mapping, prefix_rewrite
+from burstlake.lake import ContributionWriter, dataset, lake_path, read_table
 
 FILE_PATTERN = "history*"
 BLOCK_BYTES = 16 << 20  # text decoded per pass-1 step
 READ_BYTES = 1 << 20
 ROWS_PER_BATCH = 200_000  # node_io rows per batch (whole nodes)
-BUCKET_BYTES = 64 << 20  # input text per pass-2 bucket of nodes: bounds pass-2 memory
-MAX_BUCKETS = 1024
-GZIP_RATIO = 10  # assumed text bytes per compressed byte when sizing buckets
+NODE_BUCKETS = 16  # node_io contributions per day: pass 2 recomputes one day of one bucket
+DAY_S = 86_400
+STATE_TABLE = "zabbix_samples"
+SOURCE_NAME = "zabbix"
 REJECTS_PER_BATCH = 50_000
 HISTORY_COLUMNS = ("itemid", "clock", "value")  # required in DB-shape headers; ns optional
 
@@ -347,7 +351,6 @@ class _Spill:
     con: duckdb.DuckDBPyConnection
     root: Path
     hosts: HostNames
-    buckets: int
     params: dict[str, Any]  # SQL parameters of _CLASSIFY
     classify: str | None = None  # chosen from the first block
 
@@ -364,7 +367,7 @@ class _Spill:
         part = _quoted(self.root / f"part-{n:06d}")
         con.execute(
             "COPY (SELECT d.line_no, d.line AS raw, m.node, d.item, d.metric, d.kind, d.t_ns, "
-            f"d.value, hash(m.node) % {self.buckets} AS bucket "
+            f"d.value, {_bucket_sql('m.node')} AS bucket "
             "FROM decoded d JOIN hostmap m USING (host) WHERE d.reason IS NULL) "
             f"TO '{part}' (FORMAT parquet, COMPRESSION zstd, PARTITION_BY (bucket))"
         )
@@ -387,12 +390,6 @@ class _Spill:
             self.con.unregister("new_hosts")
 
 
-def _bucket_count(path: Path) -> int:
-    """Buckets of about BUCKET_BYTES of input text, so pass 2 needs memory for one only."""
-    size = path.stat().st_size * (GZIP_RATIO if _is_gzip(path) else 1)
-    return max(1, min(MAX_BUCKETS, -(-size // BUCKET_BYTES)))
-
-
 def _quoted(path: Path) -> str:
     return str(path).replace("'", "''")
 
@@ -410,7 +407,7 @@ def _pass_one(
     con.execute("CREATE TEMP TABLE hostmap (host VARCHAR, node VARCHAR)")
     _load_items(con, settings.items)
     params = {"has_items": settings.items is not None, "mapping": settings.mapping.origin}
-    state = _Spill(con, spill, settings.hosts, _bucket_count(path), params)
+    state = _Spill(con, spill, settings.hosts, params)
     first = 1
     try:
         for n, block in enumerate(_blocks(_bytes(path, context.progress))):
@@ -432,70 +429,257 @@ def _first_block(lines: pa.Table) -> tuple[str, pa.Table]:
     return _decoder(texts[0]), lines.slice(1)
 
 
+# ------------------------------------------------------------------ the stream of an export
+
+
+def _bucket_sql(node: str) -> str:
+    """SQL for the node bucket of a node name: stable across runs and DuckDB versions."""
+    return f"CAST(md5_number_lower({node}) % {NODE_BUCKETS} AS INTEGER)"
+
+
+def _day_sql(seconds: str) -> str:
+    return f"CAST(floor(({seconds}) / {DAY_S}) AS BIGINT)"
+
+
+def region_id(day: int, bucket: int) -> str:
+    """The node_io contribution holding one UTC day of one node bucket of the Zabbix stream."""
+    return f"zabbix-{datetime.fromtimestamp(day * DAY_S, UTC):%Y%m%d}-b{bucket:02d}"
+
+
+@dataclass(frozen=True)
+class Stream:
+    """This file's place in the lake's Zabbix stream: the other files whose samples continue the
+    same items, and what becomes of earlier contents of the same path."""
+
+    lake: Path
+    source_id: str
+    file: str
+    seq: int  # this file's ingest order
+    others: dict[str, str]  # source_id -> file of every other member
+    replaced: tuple[str, ...] = ()  # earlier contents of this path that this one replaces
+    kept: tuple[str, ...] = ()  # earlier contents of this path that this one continues
+
+    @classmethod
+    def open(cls, context: ParseContext, path: Path) -> Stream:
+        lake = context.lake or lake_path(None)
+        log = read_table(lake, "ingest_log", columns=["source", "source_id", "file"]).to_pylist()
+        members = {r["source_id"]: r["file"] for r in log if r["source"] == SOURCE_NAME}
+        members.pop(context.source_id, None)
+        return cls(lake, context.source_id, str(path), time.time_ns(), members)
+
+    def earlier_versions(self) -> list[str]:
+        return sorted(i for i, f in self.others.items() if f == self.file)
+
+    def decide(self, con: duckdb.DuckDBPyConnection, new: str) -> Stream:
+        """Split the earlier contents of this path into replaced and kept (see module doc)."""
+        replaced, kept = [], []
+        has_samples = con.execute(f"SELECT count(*) > 0 FROM {new}").fetchone()[0]
+        for old in self.earlier_versions():
+            shared = has_samples and self._shares_instants(con, new, old)
+            (replaced if shared else kept).append(old)
+        others = {i: f for i, f in self.others.items() if i not in replaced}
+        return replace(self, others=others, replaced=tuple(replaced), kept=tuple(kept))
+
+    def _shares_instants(self, con: duckdb.DuckDBPyConnection, new: str, old: str) -> bool:
+        reader = self.scan(pc.field("source_id") == old, ["node", "item", "t_ns"])
+        con.register("old_samples", reader)
+        try:
+            return bool(
+                con.execute(
+                    f"SELECT count(*) FROM old_samples JOIN {new} USING (node, item, t_ns)"
+                ).fetchone()[0]
+            )
+        finally:
+            con.unregister("old_samples")
+
+    def scan(self, where: pc.Expression, columns: list[str]) -> pa.RecordBatchReader:
+        """The stored samples matching ``where``, streamed."""
+        return dataset(self.lake, STATE_TABLE).scanner(columns=columns, filter=where).to_reader()
+
+    def stored(self, ids: Iterable[str], bucket: int, window: tuple[int, int] | None):
+        """Filter: samples of files ``ids`` in node ``bucket`` (and t_ns ``window``)."""
+        where = pc.field("source_id").isin(pa.array(sorted(ids), pa.string()))
+        where &= pc.field("bucket") == bucket
+        if window is not None:
+            where &= (pc.field("t_ns") >= window[0]) & (pc.field("t_ns") < window[1])
+        return where
+
+
 # ------------------------------------------------------------------ node_io (pass 2)
 
+_SAMPLE_COLUMNS = ["node", "item", "metric", "kind", "t_ns", "value", "line_no", "seq", "file"]
 
-def _pass_two(con: duckdb.DuckDBPyConnection, spill: Path, settings: Settings) -> Iterator[Batch]:
-    """Duplicates to quarantine, then node_io rows in batches of whole nodes, bucket by bucket."""
-    buckets = sorted({p.name for p in spill.glob("part-*/bucket=*")})
-    if not buckets:
-        return
-    views = []
-    for n, bucket in enumerate(buckets):
-        files = _quoted(spill / "part-*" / bucket / "*.parquet")
-        con.execute(f"CREATE VIEW samples_{n} AS SELECT * FROM read_parquet('{files}')")
-        views.append(f"samples_{n}")
-    con.execute(f"CREATE TEMP TABLE duplicates AS {counters.duplicates_query(views[0])}")
-    for view in views[1:]:
-        con.execute(f"INSERT INTO duplicates {counters.duplicates_query(view)}")
+
+def _pass_two(
+    con: duckdb.DuckDBPyConnection, spill: Path, settings: Settings, stream: Stream
+) -> Iterator[Batch]:
+    """Bucket by bucket and day by day, recompute the node_io contributions the file touches
+    from its samples and the stored samples of the stream's other files."""
+    iv = settings.interval
+    grid = counters.grid_sql("t_ns", iv)
+    con.execute(
+        "CREATE TEMP TABLE duplicates (line_no BIGINT, raw VARCHAR, first_file VARCHAR, "
+        "first_line BIGINT, same BOOLEAN, kept DECIMAL(38, 6))"
+    )
+    touched = _replaced_regions(stream)
+    for bucket in sorted(_spilled_buckets(spill) | set(touched)):
+        new = _bucket_view(con, spill, bucket, stream)
+        con.execute(
+            "INSERT INTO duplicates SELECT line_no, raw, NULL, first_line, value = first_value, "
+            f"first_value FROM ({counters.duplicates_query(new)})"
+        )
+        days = {
+            d
+            for (d,) in con.execute(
+                f"SELECT DISTINCT {_day_sql(f'({grid} + k) * {iv}')} FROM {new}, range(-1, 1) r(k)"
+            ).fetchall()
+        }
+        for day in sorted(days | touched.get(bucket, set())):
+            yield from _region(con, new, bucket, day, settings, stream)
     yield from _duplicate_batches(con)
-    nodes: dict[int, tuple[str, int]] = {}
-    rows = _node_io_rows(con, views, settings.interval, nodes)
-    for table in _whole_nodes(rows, ROWS_PER_BATCH):
+
+
+def _spilled_buckets(spill: Path) -> set[int]:
+    return {int(p.name.split("=", 1)[1]) for p in spill.glob("part-*/bucket=*")}
+
+
+def _replaced_regions(stream: Stream) -> dict[int, set[int]]:
+    """bucket -> days holding samples of the replaced contents (to be recomputed without)."""
+    found: dict[int, set[int]] = {}
+    if not stream.replaced:
+        return found
+    replaced = pa.array(list(stream.replaced), pa.string())
+    reader = stream.scan(pc.field("source_id").isin(replaced), ["bucket", "ts"])
+    for batch in reader:
+        days = pc.divide(
+            pc.cast(pc.cast(batch.column("ts"), pa.int64()), pa.int64()), DAY_S * 1_000_000
+        )
+        pairs = (
+            pa.table({"b": batch.column("bucket"), "d": days}).group_by(["b", "d"]).aggregate([])
+        )
+        for b, d in zip(pairs.column("b").to_pylist(), pairs.column("d").to_pylist(), strict=True):
+            found.setdefault(b, set()).add(d)
+    return found
+
+
+def _bucket_view(con: duckdb.DuckDBPyConnection, spill: Path, bucket: int, stream: Stream) -> str:
+    """View ``new_samples``: this file's samples of one node bucket (possibly none)."""
+    files = sorted(spill.glob(f"part-*/bucket={bucket}/*.parquet"))
+    if files:
+        listed = "[" + ", ".join(f"'{_quoted(f)}'" for f in files) + "]"
+        source = f"SELECT * FROM read_parquet({listed})"
+    else:
+        source = (
+            "SELECT NULL::BIGINT AS line_no, NULL::VARCHAR AS raw, NULL::VARCHAR AS node, "
+            "NULL::VARCHAR AS item, NULL::VARCHAR AS metric, NULL::VARCHAR AS kind, "
+            "NULL::BIGINT AS t_ns, NULL::DECIMAL(38, 6) AS value WHERE false"
+        )
+    con.execute(
+        f"CREATE OR REPLACE TEMP VIEW new_samples AS SELECT *, {stream.seq}::BIGINT AS seq, "
+        f"'{_quoted(Path(stream.file))}' AS file FROM ({source})"
+    )
+    return "new_samples"
+
+
+def _region(
+    con: duckdb.DuckDBPyConnection,
+    new: str,
+    bucket: int,
+    day: int,
+    settings: Settings,
+    stream: Stream,
+) -> Iterator[Batch]:
+    """The node_io rows of one day of one node bucket, from every member's samples."""
+    iv = settings.interval
+    first, last = -(-day * DAY_S // iv), -(-(day + 1) * DAY_S // iv) - 1
+    window = ((first - 2) * iv * counters.NS, (last + 3) * iv * counters.NS)
+    con.register(
+        "stored", stream.scan(stream.stored(stream.others, bucket, window), _SAMPLE_COLUMNS)
+    )
+    con.execute("CREATE OR REPLACE TEMP TABLE other_samples AS SELECT * FROM stored")
+    con.unregister("stored")
+    grid = counters.grid_sql("t_ns", iv)
+    own = f"{new} WHERE {grid} BETWEEN {first} AND {last}"
+    con.execute(
+        "INSERT INTO duplicates SELECT n.line_no, n.raw, o.file, o.line_no, n.value = o.value, "
+        f"o.value FROM (SELECT * FROM {own}) n JOIN other_samples o USING (node, item, t_ns) "
+        "WHERE n.line_no NOT IN (SELECT line_no FROM duplicates) "
+        "QUALIFY row_number() OVER (PARTITION BY n.line_no ORDER BY o.seq, o.line_no) = 1"
+    )
+    columns = ", ".join(_SAMPLE_COLUMNS)
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE region AS "
+        f"SELECT {columns} FROM {new} WHERE t_ns >= {window[0]} AND t_ns < {window[1]} "
+        f"UNION ALL SELECT {columns} FROM other_samples"
+    )
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE nodes AS "
+        "SELECT node, CAST(row_number() OVER (ORDER BY node) - 1 AS BIGINT) AS record, "
+        "coalesce(mine, 0) AS samples FROM (SELECT DISTINCT node FROM region) "
+        f"LEFT JOIN (SELECT node, count(*) AS mine FROM {own} "
+        "AND line_no NOT IN (SELECT line_no FROM duplicates) GROUP BY node) USING (node)"
+    )
+    nodes = {
+        r: (n, c) for n, r, c in con.execute("SELECT node, record, samples FROM nodes").fetchall()
+    }
+    query = counters.node_io_query("region", "nodes", iv, (first, last))
+    empty = True
+    for table in _whole_nodes(
+        con.execute(query).fetch_record_batch(ROWS_PER_BATCH), ROWS_PER_BATCH
+    ):
         records = pc.unique(table.column("_record")).to_pylist()
+        empty = False
         yield Batch(
             {"node_io": table},
             0,
-            origins={r: (f"host {nodes[r][0]} ({nodes[r][1]} samples)", None) for r in records},
+            origins={
+                r: (f"host {nodes[r][0]} ({nodes[r][1]} samples of this file)", None)
+                for r in records
+            },
             weights={r: nodes[r][1] for r in records},
+            contribution=region_id(day, bucket),
         )
-
-
-def _node_io_rows(
-    con: duckdb.DuckDBPyConnection,
-    views: list[str],
-    interval: int,
-    nodes: dict[int, tuple[str, int]],
-) -> Iterator[pa.RecordBatch]:
-    """node_io rows of each bucket in turn; fills ``nodes`` (record -> node, samples) first."""
-    for view in views:
-        query = counters.nodes_query(view, "duplicates", first_record=len(nodes))
-        con.execute(f"CREATE OR REPLACE TEMP TABLE nodes AS {query}")
-        for record, node, count in con.execute(
-            "SELECT record, node, samples FROM nodes"
-        ).fetchall():
-            nodes[record] = (node, count)
-        yield from con.execute(counters.node_io_query(view, "nodes", interval)).fetch_record_batch(
-            ROWS_PER_BATCH
-        )
+    if empty:  # the contribution is recomputed even when nothing remains in it
+        yield Batch({"node_io": con.execute(query).arrow()}, 0, contribution=region_id(day, bucket))
 
 
 def _duplicate_batches(con: duckdb.DuckDBPyConnection) -> Iterator[Batch]:
     result = con.execute(
-        "SELECT line_no, raw, first_line, value = first_value, "
-        "rtrim(rtrim(CAST(first_value AS VARCHAR), '0'), '.') FROM duplicates ORDER BY line_no"
+        "SELECT line_no, raw, first_file, first_line, same, "
+        "rtrim(rtrim(CAST(kept AS VARCHAR), '0'), '.') FROM duplicates ORDER BY line_no"
     )
     while rows := result.fetchmany(REJECTS_PER_BATCH):
         rejects = [
             Reject(
                 f"line {n}",
                 raw,
-                f"duplicate sample of line {first}"
+                f"duplicate sample of {f'{first_file} ' if first_file else ''}line {first}"
                 + ("" if same else f" with another value (kept {kept})"),
             )
-            for n, raw, first, same, kept in rows
+            for n, raw, first_file, first, same, kept in rows
         ]
         yield Batch({}, 0, rejects)
+
+
+def _store_samples(con: duckdb.DuckDBPyConnection, spill: Path, stream: Stream) -> Batch:
+    """Keep this file's samples in the lake for the files that continue its items."""
+    files = _quoted(spill / "part-*" / "*" / "*.parquet")
+    writer = ContributionWriter(stream.lake, STATE_TABLE, stream.source_id)
+    try:
+        if list(spill.glob("part-*/*/*.parquet")):
+            reader = con.execute(
+                "SELECT node, item, metric, kind, make_timestamp(t_ns // 1000) AS ts, t_ns, "
+                "value, bucket, ? AS source_id, ? AS file, line_no, ?::BIGINT AS seq "
+                f"FROM read_parquet('{files}', hive_partitioning = true)",
+                [stream.source_id, stream.file, stream.seq],
+            ).fetch_record_batch(ROWS_PER_BATCH)
+            for batch in reader:
+                writer.write(batch)
+        writer.commit()
+    except BaseException:
+        writer.abort()
+        raise
+    return Batch({}, 0, keep_previous=frozenset(stream.kept))
 
 
 def _whole_nodes(reader: Iterable[pa.RecordBatch], rows: int) -> Iterator[pa.Table]:
@@ -537,9 +721,19 @@ def parse(path: Path, context: ParseContext) -> Iterator[Batch]:
         con.execute("SET enable_progress_bar = false")  # our progress is the byte count
         try:
             yield from _pass_one(path, context, con, spill, settings)
-            yield from _pass_two(con, spill, settings)
+            stream = Stream.open(context, path)
+            if list(spill.glob("part-*/*/*.parquet")):
+                con.execute(
+                    "CREATE VIEW all_new AS SELECT * FROM "
+                    f"read_parquet('{_quoted(spill / 'part-*' / '*' / '*.parquet')}')"
+                )
+                stream = stream.decide(con, "all_new")
+            else:
+                stream = stream.decide(con, "(SELECT NULL AS node WHERE false)")
+            yield from _pass_two(con, spill, settings, stream)
+            yield _store_samples(con, spill, stream)
         finally:
             con.close()
 
 
-SOURCE = Source(name="zabbix", tables=("node_io",), parse=parse)
+SOURCE = Source(name=SOURCE_NAME, tables=("node_io",), parse=parse)

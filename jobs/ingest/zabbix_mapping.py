@@ -22,7 +22,6 @@ import yaml
 from burstlake.schemas.tables import NODE_IO_GAUGES as GAUGES  # mean of samples; last sample
 from burstlake.schemas.tables import NODE_IO_TRAFFIC as TRAFFIC
 
-KINDS = ("counter", "rate", "gauge")
 DEFAULT_MAPPING = "zabbix_mapping.yaml"
 _IPV4 = re.compile(r"^\d+\.\d+\.\d+\.\d+$")
 
