@@ -471,14 +471,18 @@ class Stream:
         return sorted(i for i, f in self.others.items() if f == self.file)
 
     def decide(self, con: duckdb.DuckDBPyConnection, new: str) -> Stream:
-        """Split the earlier contents of this path into replaced and kept (see module doc)."""
+        """Split the earlier contents of this path into replaced and kept (see module doc), and
+        take the stream position (``seq``) of the content this one re-ingests or replaces."""
         replaced, kept = [], []
         has_samples = con.execute(f"SELECT count(*) > 0 FROM {new}").fetchone()[0]
         for old in self.earlier_versions():
             shared = has_samples and self._shares_instants(con, new, old)
             (replaced if shared else kept).append(old)
         others = {i: f for i, f in self.others.items() if i not in replaced}
-        return replace(self, others=others, replaced=tuple(replaced), kept=tuple(kept))
+        ids = pa.array([self.source_id, *replaced], pa.string())
+        seqs = self.scan(pc.field("source_id").isin(ids), ["seq"]).read_all().column("seq")
+        seq = pc.min(seqs).as_py() if len(seqs) else self.seq
+        return replace(self, others=others, replaced=tuple(replaced), kept=tuple(kept), seq=seq)
 
     def _shares_instants(self, con: duckdb.DuckDBPyConnection, new: str, old: str) -> bool:
         reader = self.scan(pc.field("source_id") == old, ["node", "item", "t_ns"])
@@ -603,7 +607,7 @@ def _region(
     con.execute(
         "INSERT INTO duplicates SELECT n.line_no, n.raw, o.file, o.line_no, n.value = o.value, "
         f"o.value FROM (SELECT * FROM {own}) n JOIN other_samples o USING (node, item, t_ns) "
-        "WHERE n.line_no NOT IN (SELECT line_no FROM duplicates) "
+        "WHERE n.line_no NOT IN (SELECT line_no FROM duplicates) AND o.seq < n.seq "
         "QUALIFY row_number() OVER (PARTITION BY n.line_no ORDER BY o.seq, o.line_no) = 1"
     )
     columns = ", ".join(_SAMPLE_COLUMNS)
@@ -640,7 +644,11 @@ def _region(
             contribution=region_id(day, bucket),
         )
     if empty:  # the contribution is recomputed even when nothing remains in it
-        yield Batch({"node_io": con.execute(query).arrow()}, 0, contribution=region_id(day, bucket))
+        yield Batch(
+            {"node_io": con.execute(query).fetch_arrow_table()},
+            0,
+            contribution=region_id(day, bucket),
+        )
 
 
 def _duplicate_batches(con: duckdb.DuckDBPyConnection) -> Iterator[Batch]:
