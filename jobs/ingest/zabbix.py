@@ -12,25 +12,47 @@ Inputs (SPEC §2), plain or gzip-compressed, streamed in blocks of lines:
   ``itemid, host, key_`` (optional ``name``, ``value_type``), e.g. ``SELECT i.itemid, h.host,
   i.key_, i.value_type FROM items i JOIN hosts h USING (hostid)``. Items are matched by key.
 
+The files of one export are one stream per item. A Zabbix server writes one real-time export
+file per history syncer (``StartDBSyncers``) and rotates each to ``.old``; an item's values land
+in whichever syncer's file. The group of files whose samples form one series is therefore not
+named by the user: it is the item itself. Every Zabbix file in the lake is a member (its usable
+samples are kept in the lake table ``zabbix_samples`` under the file's contribution), and a
+series is the samples of one (node, item) from all members, ordered as the files'
+concatenation would order them: by ingest order (``seq``), then line. So files arriving in one
+command, in one drop-directory DAG run or one after another (the next rotation, the ``.old``
+file) give the node_io rows of their concatenation: no interval is lost at a file boundary,
+and two files never write the same node and interval twice.
+
+node_io rows of the stream live in contributions of one UTC day × one node bucket
+(:func:`region_id`, ``NODE_BUCKETS`` buckets by md5 of the node name), not in the file's own.
+A file recomputes exactly the day × bucket contributions its samples reach (an interval's row
+needs only the samples of its two grid points), reading the other members' samples of that
+day and bucket (± 2 intervals): memory is bounded by one day of one bucket, spilled by DuckDB
+beyond ``--memory-limit``. Re-ingesting a file recomputes the same rows (a no-op).
+
+New content at a path already ingested is either a new version of that member or the path's
+next rotation. It **replaces** the earlier content (whose samples and quarantine rows go, and
+whose days are recomputed without it) when the two share a sample instant of some item: a
+corrected file, or one that grew. It **continues** the stream when they share none: the
+syncer file rotated and the path now holds later values, and the earlier content stays (also
+when the new content has no usable sample yet). A replacing version takes the stream position
+of the one it replaces.
+
 Two passes keep memory bounded whatever the size and order of the input: (1) each block of lines
 is decoded and classified in DuckDB SQL, rejects go to quarantine, host names become node names
-and samples are spilled to Parquet, hash-partitioned by node into buckets of about
-``BUCKET_BYTES`` of input; (2) bucket by bucket, the SQL of :mod:`.counters` sorts the samples
-per item and turns them into node_io rows.
+and samples are spilled to Parquet, partitioned by node bucket; (2) bucket by bucket and day by
+day, the SQL of :mod:`.counters` sorts the samples per item and turns them into node_io rows.
 
 Accounting: every input line is a record (the header line of a CSV/TSV is not). A line lands
 when its sample is used; it is quarantined with ``line N`` and a reason when it is empty,
 truncated (not valid JSON), non-numeric, of an unknown item or host, or a duplicate (``duplicate
-sample of line M``). node_io rows aggregate many lines, so they carry one ``_record`` per node
-that stands for all of that node's samples (``Batch.weights``): if a node's rows fail
-validation (say the node is not in the topology), the node's samples count as quarantined.
+sample of line M``, or of ``FILE line M`` when an earlier member holds the same instant).
+node_io rows aggregate many lines, so they carry one ``_record`` per node and contribution that
+stands for this file's samples there (``Batch.weights``): if a node's rows fail validation (say
+the node is not in the topology), those samples count as quarantined.
 
-Known limit: each file is its own contribution and its own set of series. A counter's first
-sample in a file is a baseline, so the interval between the last sample of one file and the
-first of the next is not attributed, and when two files hold the same node and interval (e.g.
-the per-syncer files of one Zabbix server) the later file's row replaces the earlier one (the
-lake keeps one row per node and interval). Ingest files that each hold whole hosts over a
-contiguous time range, or concatenate one period's files first: pass 2 sorts per item.
+All Zabbix input of a lake is taken to be one centre's export at one ``--interval``: items are
+matched across files by itemid (or item name without one) and node.
 """
 
 from __future__ import annotations
