@@ -274,6 +274,19 @@ QUARANTINE = TableSpec(
     key=("source", "file", "location"),
 )
 
+TRAFFIC_BALANCE = pa.list_(
+    pa.struct(
+        [
+            ("metric", pa.string()),
+            ("seen", pa.int64()),
+            ("landed", pa.int64()),
+            ("quarantined", pa.int64()),
+            ("gap", pa.int64()),
+            ("reset", pa.int64()),
+        ]
+    )
+)
+
 INGEST_LOG = TableSpec(
     name="ingest_log",
     doc="One row per ingested file: its content id and the row accounting of SPEC §3.",
@@ -285,6 +298,10 @@ INGEST_LOG = TableSpec(
         ("records_in", pa.int64(), False),
         ("landed", pa.int64(), False),
         ("quarantined", pa.int64(), False),
+        # Byte accounting per traffic metric (Zabbix, Darshan): seen in the input = landed +
+        # quarantined (its record failed) + gap (not attributable to an interval) + reset
+        # (counted since a counter reset); null for sources without traffic.
+        ("traffic", TRAFFIC_BALANCE, True),
         ("ingested_at", TS, False),
     ),
     key=("source_id",),

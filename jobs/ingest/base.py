@@ -80,6 +80,11 @@ class Batch:
     # Earlier contents of this path that stay in the lake instead of being replaced by this one
     # (a rotated Zabbix export file continues the stream, see zabbix.py).
     keep_previous: frozenset[str] = frozenset()
+    # Byte accounting (see :func:`_account_traffic`): metric -> reason -> amount for traffic
+    # seen in the input ('seen') and not landed ('gap', 'reset', 'quarantined'), and
+    # _record -> metric -> amount landing with that record's rows.
+    traffic: dict[str, dict[str, int]] = field(default_factory=dict)
+    record_traffic: dict[int, dict[str, int]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -114,6 +119,11 @@ class FileReport:
     rows: dict[str, int] = field(default_factory=dict)  # lake rows written per table
     superseded: int = 0  # rows of earlier files replaced by this one's (same natural key)
     error: str | None = None  # set when the file was unusable as a whole
+    traffic: dict[str, dict[str, int]] = field(default_factory=dict)  # metric -> reason -> n
+
+    def traffic_lines(self) -> list[str]:
+        """One line per traffic metric: seen = landed + each named loss (+ unexplained)."""
+        return [f"  {metric}: {describe_traffic(parts)}" for metric, parts in self.traffic.items()]
 
     def line(self) -> str:
         text = (
@@ -139,6 +149,35 @@ def describe(totals_: dict[str, int]) -> str:
         f"{t['files']} files, {t['records_in']} records in, {t['landed']} landed, "
         f"{t['quarantined']} quarantined"
     )
+
+
+TRAFFIC_REASONS = ("landed", "quarantined", "gap", "reset")
+
+
+def describe_traffic(parts: Mapping[str, int]) -> str:
+    """'seen 1200 = landed 1000 + gap 200': the balance of one traffic metric."""
+    seen = parts.get("seen", 0)
+    terms = [f"{r} {parts[r]}" for r in TRAFFIC_REASONS if parts.get(r) or r == "landed"]
+    unexplained = seen - sum(parts.get(r, 0) for r in TRAFFIC_REASONS)
+    if unexplained:
+        terms.append(f"UNEXPLAINED {unexplained}")
+    return f"seen {seen} = " + " + ".join(terms)
+
+
+def _account_traffic(report: FileReport, batch: Batch, failed: set[int]) -> None:
+    """Add a batch's byte accounting to the report: a record's traffic lands with its rows, or
+    counts as quarantined when the record failed validation."""
+    for metric, parts in batch.traffic.items():
+        for reason, amount in parts.items():
+            _add(report.traffic, metric, reason, amount)
+    for record, parts in batch.record_traffic.items():
+        for metric, amount in parts.items():
+            _add(report.traffic, metric, "quarantined" if record in failed else "landed", amount)
+
+
+def _add(traffic: dict[str, dict[str, int]], metric: str, reason: str, amount: int) -> None:
+    parts = traffic.setdefault(metric, {})
+    parts[reason] = parts.get(reason, 0) + int(amount)
 
 
 def content_id(path: Path) -> str:
@@ -175,8 +214,9 @@ def _row_origin(table: str, rows: pa.Table, index: int) -> tuple[str, str]:
 
 def _screen(
     batch: Batch, topology_nodes: list[str] | None
-) -> tuple[dict[str, pa.Table], list[Reject], int]:
-    """Validate every table of a batch; drop failing records. Returns good rows, rejects, count."""
+) -> tuple[dict[str, pa.Table], list[Reject], int, set[int]]:
+    """Validate every table of a batch; drop failing records. Returns good rows, rejects, count
+    and the failing ``_record`` values."""
     bad_records: dict[int, str] = {}
     rejects: list[Reject] = []
     good: dict[str, pa.Table] = {}
@@ -209,7 +249,8 @@ def _screen(
             location, raw = batch.origins.get(record, (f"record {record}", None))
             rejects.append(Reject(location, raw, reason))
     good = {t: r.drop_columns([RECORD]) if RECORD in r.column_names else r for t, r in good.items()}
-    return good, rejects, len(rejects) + sum(batch.weights.get(r, 1) - 1 for r in bad_records)
+    failed = len(rejects) + sum(batch.weights.get(r, 1) - 1 for r in bad_records)
+    return good, rejects, failed, set(bad_records)
 
 
 def _topology_nodes(lake: Path | str | None, source: Source) -> list[str] | None:
@@ -267,7 +308,8 @@ def ingest_file(
     keep: frozenset[str] = frozenset()
     try:
         for batch in source.parse(file, context):
-            good, rejects, failed = _screen(batch, topology_nodes)
+            good, rejects, failed, bad_records = _screen(batch, topology_nodes)
+            _account_traffic(report, batch, bad_records)
             for table, rows in good.items():
                 _writer(writers, lake, table, batch.contribution or report.source_id).write(rows)
             keep |= batch.keep_previous
@@ -307,6 +349,11 @@ def _log(lake: str | os.PathLike | None, report: FileReport) -> None:
         "records_in": report.records_in,
         "landed": report.landed,
         "quarantined": report.quarantined,
+        "traffic": [
+            {"metric": m, **{r: parts.get(r, 0) for r in ("seen", *TRAFFIC_REASONS)}}
+            for m, parts in sorted(report.traffic.items())
+        ]
+        or None,
         "ingested_at": _now(),
     }
     write_table(lake, "ingest_log", pa.Table.from_pylist([row]), report.source_id)

@@ -91,6 +91,68 @@ ORDER BY t.node, t.slot
 """
 
 
+_CLEAN = _NODE_IO[_NODE_IO.index("WITH clean AS") : _NODE_IO.index("risen AS")]
+
+_BALANCE = (
+    _CLEAN
+    + """
+marked AS (
+    SELECT *, value - lag(value) OVER s AS rise,
+           t_ns = arg_min(t_ns, (abs(t_ns - g * {step_ns}), seq, line_no))
+                  OVER (PARTITION BY node, item, g) AS chosen
+    FROM clean WHERE kind = 'counter'
+    WINDOW s AS (PARTITION BY node, item ORDER BY t_ns)
+),
+framed AS (
+    SELECT *,
+           last_value(CASE WHEN chosen THEN g END IGNORE NULLS) OVER (s ROWS BETWEEN
+               UNBOUNDED PRECEDING AND 1 PRECEDING) AS before_g,
+           first_value(CASE WHEN chosen THEN g END IGNORE NULLS) OVER (s ROWS BETWEEN
+               CURRENT ROW AND UNBOUNDED FOLLOWING) AS after_g
+    FROM marked
+    WINDOW s AS (PARTITION BY node, item ORDER BY t_ns)
+),
+classed AS (
+    SELECT node, metric, seq,
+           CASE WHEN rise < 0 THEN 'reset' WHEN after_g - before_g = 1 THEN 'landed'
+                ELSE 'gap' END AS reason,
+           CASE WHEN rise < 0 THEN value ELSE rise END AS amount,
+           CASE WHEN rise > 0 AND after_g - before_g = 1 THEN before_g ELSE g - 1 END AS slot
+    FROM framed WHERE rise <> 0
+    UNION ALL
+    SELECT node, metric, min(seq), 'landed', avg(value) * {interval}, g - 1
+    FROM clean WHERE kind = 'rate' GROUP BY node, item, metric, g
+)
+SELECT node, metric, reason, CAST(round(sum(amount)) AS BIGINT) AS bytes
+FROM classed
+WHERE slot BETWEEN {first_slot} AND {last_slot} AND {member} AND amount > 0
+GROUP BY ALL
+"""
+)
+
+
+def balance_query(
+    samples: str, interval: int, slots: tuple[int, int], seq: int | None = None
+) -> str:
+    """SQL for the traffic of the stream member ``seq`` (default all) in intervals ``slots``,
+    per node, metric
+    and reason: ``landed`` (in a node_io interval), ``gap`` (across missing grid points, or
+    before the first / after the last grid sample of a series), ``reset`` (counted since a
+    counter reset or reboot: its value after the drop). A counter rise belongs to the member
+    holding its later sample; a rate sample's traffic (value × interval) to the first member
+    sampling that grid point. Their sum is the traffic seen in the input."""
+    step_ns = _step_ns(interval)
+    return _BALANCE.format(
+        samples=samples,
+        interval=int(interval),
+        step_ns=step_ns,
+        half_ns=step_ns // 2,
+        first_slot=int(slots[0]),
+        last_slot=int(slots[1]),
+        member="true" if seq is None else f"seq = {int(seq)}",
+    )
+
+
 def duplicates_query(samples: str) -> str:
     """SQL for the samples repeating an earlier line's (node, item, instant): ``line_no, raw,
     node, first_line, value, first_value`` (the first line's value is the one that counts)."""

@@ -27,7 +27,7 @@ node_io rows of the stream live in contributions of one UTC day × one node buck
 (:func:`region_id`, ``NODE_BUCKETS`` buckets by md5 of the node name), not in the file's own.
 A file recomputes exactly the day × bucket contributions its samples reach (an interval's row
 needs only the samples of its two grid points), reading the other members' samples of that
-day and bucket (± 2 intervals): memory is bounded by one day of one bucket, spilled by DuckDB
+day and bucket (± 3 intervals): memory is bounded by one day of one bucket, spilled by DuckDB
 beyond ``--memory-limit``. Re-ingesting a file recomputes the same rows (a no-op).
 
 New content at a path already ingested is either a new version of that member or the path's
@@ -58,6 +58,7 @@ matched across files by itemid (or item name without one) and node.
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
 import time
 import zlib
@@ -617,8 +618,7 @@ def _region(
 ) -> Iterator[Batch]:
     """The node_io rows of one day of one node bucket, from every member's samples."""
     iv = settings.interval
-    first, last = -(-day * DAY_S // iv), -(-(day + 1) * DAY_S // iv) - 1
-    window = ((first - 2) * iv * counters.NS, (last + 3) * iv * counters.NS)
+    first, last, window = _slots(day, iv)
     con.register(
         "stored", stream.scan(stream.stored(stream.others, bucket, window), _SAMPLE_COLUMNS)
     )
@@ -649,12 +649,13 @@ def _region(
         r: (n, c) for n, r, c in con.execute("SELECT node, record, samples FROM nodes").fetchall()
     }
     query = counters.node_io_query("region", "nodes", iv, (first, last))
+    traffic, by_record = _balance(con, iv, (first, last), stream.seq, nodes)
+    contribution = region_id(day, bucket)
+    batches = _whole_nodes(con.execute(query).fetch_record_batch(ROWS_PER_BATCH), ROWS_PER_BATCH)
     empty = True
-    for table in _whole_nodes(
-        con.execute(query).fetch_record_batch(ROWS_PER_BATCH), ROWS_PER_BATCH
-    ):
-        records = pc.unique(table.column("_record")).to_pylist()
+    for table in batches:
         empty = False
+        records = pc.unique(table.column("_record")).to_pylist()
         yield Batch(
             {"node_io": table},
             0,
@@ -663,14 +664,79 @@ def _region(
                 for r in records
             },
             weights={r: nodes[r][1] for r in records},
-            contribution=region_id(day, bucket),
+            contribution=contribution,
+            traffic=traffic,
+            record_traffic={r: by_record.pop(r) for r in records if r in by_record},
         )
-    if empty:  # the contribution is recomputed even when nothing remains in it
+        traffic = {}
+    if traffic or by_record or empty:
+        # the contribution is recomputed even when nothing remains in it
         yield Batch(
-            {"node_io": con.execute(query).fetch_arrow_table()},
+            {"node_io": con.execute(query).fetch_arrow_table().slice(0, 0)},
             0,
-            contribution=region_id(day, bucket),
+            contribution=contribution,
+            traffic=traffic,
+            record_traffic=by_record,
         )
+
+
+def _balance(
+    con: duckdb.DuckDBPyConnection,
+    interval: int,
+    slots: tuple[int, int],
+    seq: int,
+    nodes: dict[int, tuple[str, int]],
+) -> tuple[dict[str, dict[str, int]], dict[int, dict[str, int]]]:
+    """This file's traffic in the region: metric -> reason -> bytes (with 'seen', the total),
+    and the landed bytes per node record (quarantined instead if the node's rows fail)."""
+    record_of = {node: record for record, (node, _) in nodes.items()}
+    traffic: dict[str, dict[str, int]] = {}
+    by_record: dict[int, dict[str, int]] = {}
+    query = counters.balance_query("region", interval, slots, seq)
+    for node, metric, reason, amount in con.execute(query).fetchall():
+        parts = traffic.setdefault(metric, {})
+        parts["seen"] = parts.get("seen", 0) + amount
+        if reason == "landed":
+            by_record.setdefault(record_of[node], {})[metric] = amount
+        else:
+            parts[reason] = parts.get(reason, 0) + amount
+    return traffic, by_record
+
+
+def stream_balance(lake: str | os.PathLike | None, interval: int) -> dict[str, dict[str, int]]:
+    """The byte accounting of the lake's whole Zabbix stream, as it stands: per traffic metric
+    seen = landed + gap + reset (see :func:`counters.balance_query`). Unlike the per-file rows
+    of ``ingest_log`` (each as of its file's ingest), this does not depend on the order in
+    which the files arrived: it is what the concatenation of all the files gives."""
+    lake = lake_path(lake)
+    log = read_table(lake, "ingest_log", columns=["source", "source_id"]).to_pylist()
+    members = pa.array(sorted({r["source_id"] for r in log if r["source"] == SOURCE_NAME}))
+    samples = dataset(lake, STATE_TABLE)
+    where = pc.field("source_id").isin(members.cast(pa.string()))
+    keys = samples.to_table(columns=["bucket", "ts"], filter=where)
+    days = pc.divide(pc.cast(keys.column("ts"), pa.int64()), DAY_S * 1_000_000)
+    pairs = pa.table({"b": keys.column("bucket"), "d": days}).group_by(["b", "d"]).aggregate([])
+    traffic: dict[str, dict[str, int]] = {}
+    with duckdb.connect() as con:
+        for bucket, day in sorted(zip(*(pairs.column(c).to_pylist() for c in "bd"), strict=True)):
+            first, last, window = _slots(day, interval)
+            span = (pc.field("bucket") == bucket) & (pc.field("t_ns") >= window[0])
+            span &= pc.field("t_ns") < window[1]
+            region = samples.scanner(columns=_SAMPLE_COLUMNS, filter=where & span).to_reader()
+            con.register("region", region)
+            query = counters.balance_query("region", interval, (first, last))
+            for _, metric, reason, amount in con.execute(query).fetchall():
+                parts = traffic.setdefault(metric, {})
+                parts["seen"] = parts.get("seen", 0) + amount
+                parts[reason] = parts.get(reason, 0) + amount
+            con.unregister("region")
+    return traffic
+
+
+def _slots(day: int, interval: int) -> tuple[int, int, tuple[int, int]]:
+    """The first and last interval of a UTC day, and the sample times (ns) they need."""
+    first, last = -(-day * DAY_S // interval), -(-(day + 1) * DAY_S // interval) - 1
+    return first, last, ((first - 3) * interval * counters.NS, (last + 4) * interval * counters.NS)
 
 
 def _duplicate_batches(con: duckdb.DuckDBPyConnection) -> Iterator[Batch]:
