@@ -92,6 +92,16 @@ def test_item_tags_export_exact_deltas(lake: Path, tmp_path: Path, compress: boo
     assert _quarantine(lake) == TAGS_QUARANTINE
     raw = dict((r["location"], r["raw"]) for r in read_table(lake, "quarantine").to_pylist())
     assert raw["line 31"] == (FIXTURES / "history-tags.ndjson").read_text().splitlines()[30]
+    # bytes: read rises 500+2500+250+50 land, 1000 across the gap at 60 s, 100 since the reset
+    assert _traffic(lake) == {
+        "read_bytes": {"seen": 4400, "landed": 3300, "quarantined": 0, "gap": 1000, "reset": 100},
+        "write_bytes": {"seen": 900, "landed": 900, "quarantined": 0, "gap": 0, "reset": 0},
+    }
+
+
+def _traffic(lake: Path) -> dict[str, dict[str, int]]:
+    (row,) = read_table(lake, "ingest_log", columns=["traffic"]).column(0).to_pylist()
+    return {t.pop("metric"): t for t in row}
 
 
 def test_applications_form_host_rewrite_and_huge_counters(lake: Path, tmp_path: Path) -> None:
@@ -242,6 +252,9 @@ def test_node_missing_from_topology_quarantines_its_samples(lake: Path) -> None:
     assert [r["location"] for r in host] == ["host cn00001 (25 samples of this file)"]
     assert "expect_column_values_to_be_in_set" in host[0]["reason"]
     assert not read_table(lake, "node_io").num_rows
+    assert _traffic(lake)["read_bytes"] == {
+        "seen": 4400, "landed": 0, "quarantined": 3300, "gap": 1000, "reset": 100
+    }  # fmt: skip
 
 
 def test_small_blocks_and_batches_give_the_same_rows(
@@ -268,6 +281,7 @@ def test_cli_ingest_zabbix(lake: Path, capsys: pytest.CaptureFixture) -> None:
     assert main([*argv, "--interval", "10"]) == 0
     out = capsys.readouterr().out
     assert "31 records in, 25 landed, 6 quarantined" in out
+    assert "read_bytes: seen 4400 = landed 3300 + gap 1000 + reset 100" in out
     assert main([*argv, "--mapping", str(lake / "missing.yaml")]) == 2
 
 

@@ -15,6 +15,7 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+import pyarrow.compute as pc
 import pytest
 
 from burstlake.cli import main
@@ -129,7 +130,31 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> dict:
     assert len(rows) > 300 and {r[0] for r in rows} == set(NODES)
     days = {r[1].date() for r in rows}
     assert len(days) == 2  # the stream crosses midnight
-    return {"samples": samples, "node_io": rows, "accounting": _accounting(lake)}
+    balance = zabbix.stream_balance(lake, 10)
+    assert balance == _file_traffic(lake)  # one file: its row is the stream
+    return {
+        "samples": samples,
+        "node_io": rows,
+        "accounting": _accounting(lake),
+        "traffic": _checked_balance(lake),
+    }
+
+
+def _file_traffic(lake: Path) -> dict:
+    (row,) = read_table(lake, "ingest_log", columns=["traffic"]).column(0).to_pylist()
+    return {t.pop("metric"): {k: v for k, v in t.items() if v} for t in row}
+
+
+def _checked_balance(lake: Path) -> dict:
+    """The stream's byte balance: it adds up, and its landed bytes are node_io's."""
+    balance = zabbix.stream_balance(lake, 10)
+    node_io = read_table(lake, "node_io")
+    assert {"read_bytes", "write_bytes", "net_tx_bytes"} <= set(balance)
+    for metric, parts in balance.items():
+        assert parts["seen"] == sum(v for k, v in parts.items() if k != "seen")
+        assert parts["landed"] == pc.sum(node_io.column(metric)).as_py()
+    assert balance["read_bytes"]["gap"] > 0 and balance["read_bytes"]["reset"] > 0
+    return balance
 
 
 HOW = ("interleaved", "items", "time", "rotations")
@@ -146,6 +171,7 @@ def test_split_export_in_one_command_equals_the_single_file(
     assert _node_io(lake) == reference["node_io"]
     assert _accounting(lake) == reference["accounting"]
     assert totals(reports)["records_in"] == len(reference["samples"])
+    assert _checked_balance(lake) == reference["traffic"]
 
 
 @pytest.mark.parametrize("how", ["interleaved", "rotations"])
@@ -159,6 +185,7 @@ def test_split_export_arriving_one_file_at_a_time_in_any_order(
         ingest(zabbix.SOURCE, [files[i]], lake)
     assert _node_io(lake) == reference["node_io"]
     assert _accounting(lake) == reference["accounting"]
+    assert _checked_balance(lake) == reference["traffic"]
     # re-ingesting every file again is a no-op
     ingest(zabbix.SOURCE, files, lake)
     assert _node_io(lake) == reference["node_io"]
@@ -203,8 +230,12 @@ def test_cli_ingest_of_a_split_export(reference: dict, tmp_path: Path, capsys) -
     assert main(["ingest", "zabbix", str(folder), "--lake", str(lake)]) == 0
     assert _node_io(lake) == reference["node_io"]
     records_in, landed, quarantined = reference["accounting"]
-    assert f"{records_in} records in, {landed} landed, {quarantined} quarantined" in (
-        capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"{records_in} records in, {landed} landed, {quarantined} quarantined" in out
+    read = reference["traffic"]["read_bytes"]
+    assert (
+        f"read_bytes: seen {read['seen']} = landed {read['landed']} + gap {read['gap']} + "
+        f"reset {read['reset']}" in out.split("zabbix stream in the lake")[1]
     )
 
 
@@ -232,5 +263,6 @@ def test_rotation_through_the_drop_directory_dag(reference: dict, tmp_path: Path
     lake = Path(os.environ["BURSTLAKE_LAKE"])
     assert _node_io(lake) == reference["node_io"]
     assert _accounting(lake) == reference["accounting"]
+    assert _checked_balance(lake) == reference["traffic"]
     assert run_dag("ingest_zabbix").state == "success"  # nothing new: a no-op
     assert _node_io(lake) == reference["node_io"]

@@ -43,6 +43,7 @@ from burstlake.schemas import spec
 from burstlake.validate import validate
 
 RECORD = "_record"
+CONTRIBUTION = "_contribution"
 
 
 class UnusableInput(Exception):
@@ -74,9 +75,10 @@ class Batch:
     rejects: list[Reject] = field(default_factory=list)
     origins: dict[int, tuple[str, str | None]] = field(default_factory=dict)
     weights: dict[int, int] = field(default_factory=dict)
-    # Rows computed from several files (Zabbix export files read as one stream) land in this
-    # contribution instead of the file's own; a batch with an empty table still replaces it.
-    contribution: str | None = None
+    # Rows computed from several files (Zabbix export files read as one stream) carry the
+    # contribution they land in as a column _contribution instead of landing in the file's
+    # own; every contribution named here is replaced, even if no row of it remains.
+    contributions: frozenset[str] = frozenset()
     # Earlier contents of this path that stay in the lake instead of being replaced by this one
     # (a rotated Zabbix export file continues the stream, see zabbix.py).
     keep_previous: frozenset[str] = frozenset()
@@ -273,6 +275,23 @@ def _forget_previous_versions(
             delete_contribution(lake, old)
 
 
+def _write(
+    writers: dict[tuple[str, str], ContributionWriter],
+    lake: str | os.PathLike | None,
+    table: str,
+    rows: pa.Table,
+    source_id: str,
+) -> None:
+    """Write rows to the file's contribution, or to the one named by their _contribution."""
+    if CONTRIBUTION not in rows.column_names:
+        _writer(writers, lake, table, source_id).write(rows)
+        return
+    names = rows.column(CONTRIBUTION)
+    for name in pc.unique(names).to_pylist():
+        part = rows.filter(pc.equal(names, name)).drop_columns([CONTRIBUTION])
+        _writer(writers, lake, table, name).write(part)
+
+
 def _writer(
     writers: dict[tuple[str, str], ContributionWriter],
     lake: str | os.PathLike | None,
@@ -311,7 +330,10 @@ def ingest_file(
             good, rejects, failed, bad_records = _screen(batch, topology_nodes)
             _account_traffic(report, batch, bad_records)
             for table, rows in good.items():
-                _writer(writers, lake, table, batch.contribution or report.source_id).write(rows)
+                _write(writers, lake, table, rows, report.source_id)
+            for contribution in batch.contributions:
+                for table in source.tables:
+                    _writer(writers, lake, table, contribution)
             keep |= batch.keep_previous
             all_rejects = batch.rejects + rejects
             quarantine.write(_quarantine_rows(report, all_rejects))

@@ -74,7 +74,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from burstlake.jobs.ingest import counters
-from burstlake.jobs.ingest.base import Batch, ParseContext, Reject, Source, UnusableInput
+from burstlake.jobs.ingest.base import (
+    CONTRIBUTION,
+    Batch,
+    ParseContext,
+    Reject,
+    Source,
+    UnusableInput,
+)
 from burstlake.jobs.ingest.zabbix_mapping import HostNames, Mapping, load_mapping, prefix_rewrite
 from burstlake.lake import ContributionWriter, dataset, lake_path, read_table
 
@@ -542,13 +549,21 @@ def _pass_two(
 ) -> Iterator[Batch]:
     """Bucket by bucket and day by day, recompute the node_io contributions the file touches
     from its samples and the stored samples of the stream's other files."""
-    iv = settings.interval
-    grid = counters.grid_sql("t_ns", iv)
     con.execute(
         "CREATE TEMP TABLE duplicates (line_no BIGINT, raw VARCHAR, first_file VARCHAR, "
         "first_line BIGINT, same BOOLEAN, kept DECIMAL(38, 6))"
     )
+    yield from _merged(_regions(con, spill, settings, stream), ROWS_PER_BATCH)
+    yield from _duplicate_batches(con)
+
+
+def _regions(
+    con: duckdb.DuckDBPyConnection, spill: Path, settings: Settings, stream: Stream
+) -> Iterator[Batch]:
+    iv = settings.interval
+    grid = counters.grid_sql("t_ns", iv)
     touched = _replaced_regions(stream)
+    records = [0]  # node records numbered apart across regions
     for bucket in sorted(_spilled_buckets(spill) | set(touched)):
         new = _bucket_view(con, spill, bucket, stream)
         con.execute(
@@ -562,8 +577,7 @@ def _pass_two(
             ).fetchall()
         }
         for day in sorted(days | touched.get(bucket, set())):
-            yield from _region(con, new, bucket, day, settings, stream)
-    yield from _duplicate_batches(con)
+            yield from _region(con, new, bucket, day, settings, stream, records)
 
 
 def _spilled_buckets(spill: Path) -> set[int]:
@@ -615,8 +629,10 @@ def _region(
     day: int,
     settings: Settings,
     stream: Stream,
+    records: list[int],
 ) -> Iterator[Batch]:
-    """The node_io rows of one day of one node bucket, from every member's samples."""
+    """The node_io rows of one day of one node bucket, from every member's samples; node
+    records are numbered from ``records[0]``, which moves past them."""
     iv = settings.interval
     first, last, window = _slots(day, iv)
     con.register(
@@ -640,7 +656,8 @@ def _region(
     )
     con.execute(
         "CREATE OR REPLACE TEMP TABLE nodes AS "
-        "SELECT node, CAST(row_number() OVER (ORDER BY node) - 1 AS BIGINT) AS record, "
+        f"SELECT node, CAST(row_number() OVER (ORDER BY node) - 1 + {records[0]} AS BIGINT) "
+        "AS record, "
         "coalesce(mine, 0) AS samples FROM (SELECT DISTINCT node FROM region) "
         f"LEFT JOIN (SELECT node, count(*) AS mine FROM {own} "
         "AND line_no NOT IN (SELECT line_no FROM duplicates) GROUP BY node) USING (node)"
@@ -648,36 +665,65 @@ def _region(
     nodes = {
         r: (n, c) for n, r, c in con.execute("SELECT node, record, samples FROM nodes").fetchall()
     }
+    records[0] += len(nodes)
     query = counters.node_io_query("region", "nodes", iv, (first, last))
     traffic, by_record = _balance(con, iv, (first, last), stream.seq, nodes)
     contribution = region_id(day, bucket)
     batches = _whole_nodes(con.execute(query).fetch_record_batch(ROWS_PER_BATCH), ROWS_PER_BATCH)
-    empty = True
     for table in batches:
-        empty = False
         records = pc.unique(table.column("_record")).to_pylist()
+        tag = pa.array([contribution] * table.num_rows, pa.string())
         yield Batch(
-            {"node_io": table},
+            {"node_io": table.append_column(CONTRIBUTION, tag)},
             0,
             origins={
                 r: (f"host {nodes[r][0]} ({nodes[r][1]} samples of this file)", None)
                 for r in records
             },
             weights={r: nodes[r][1] for r in records},
-            contribution=contribution,
+            contributions=frozenset([contribution]),
             traffic=traffic,
             record_traffic={r: by_record.pop(r) for r in records if r in by_record},
         )
         traffic = {}
-    if traffic or by_record or empty:
-        # the contribution is recomputed even when nothing remains in it
-        yield Batch(
-            {"node_io": con.execute(query).fetch_arrow_table().slice(0, 0)},
-            0,
-            contribution=contribution,
-            traffic=traffic,
-            record_traffic=by_record,
-        )
+    # the contribution is recomputed even when nothing remains in it
+    yield Batch(
+        {}, 0, contributions=frozenset([contribution]), traffic=traffic, record_traffic=by_record
+    )
+
+
+def _merged(batches: Iterable[Batch], rows: int) -> Iterator[Batch]:
+    """Combine consecutive region batches into batches of about ``rows`` node_io rows (their
+    records are numbered apart), so validation runs on few large batches."""
+    pending: list[Batch] = []
+    size = 0
+    for batch in batches:
+        pending.append(batch)
+        size += sum(t.num_rows for t in batch.tables.values())
+        if size >= rows:
+            yield _combine(pending)
+            pending, size = [], 0
+    if pending:
+        yield _combine(pending)
+
+
+def _combine(batches: list[Batch]) -> Batch:
+    traffic: dict[str, dict[str, int]] = {}
+    for batch in batches:
+        for metric, parts in batch.traffic.items():
+            into = traffic.setdefault(metric, {})
+            for reason, amount in parts.items():
+                into[reason] = into.get(reason, 0) + amount
+    tables = [b.tables["node_io"] for b in batches if "node_io" in b.tables]
+    return Batch(
+        {"node_io": pa.concat_tables(tables)} if tables else {},
+        0,
+        origins={k: v for b in batches for k, v in b.origins.items()},
+        weights={k: v for b in batches for k, v in b.weights.items()},
+        contributions=frozenset().union(*(b.contributions for b in batches)),
+        traffic=traffic,
+        record_traffic={k: v for b in batches for k, v in b.record_traffic.items()},
+    )
 
 
 def _balance(
