@@ -411,3 +411,48 @@ def test_host_names_become_node_names() -> None:
     assert HostNames(strip_domain=False).node("cn1.example.org") == "cn1.example.org"
     with pytest.raises(ValueError, match="is not OLD=NEW"):
         prefix_rewrite("nid")
+
+
+def _line(host: str, t: int, value, itemid: int = 1, name: str = "Lustre read bytes") -> str:
+    return json.dumps(
+        {"host": {"host": host, "name": host}, "itemid": itemid, "name": name,
+         "clock": T0 + t, "ns": 0, "value": value, "type": 3}, ensure_ascii=False
+    )  # fmt: skip
+
+
+def test_hostile_export_bom_host_names_encodings_and_huge_values(
+    lake: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """A BOM, host names that give no node or another host's node, Latin-1 bytes, values
+    beyond 64 bits: each a one-line reason, the good lines land, no traceback."""
+    lines = [
+        _line("cn7", 0, 100),  # line 1, after the BOM
+        _line("cn7", 10, 600),
+        _line("cn7.example.org", 10, 600, itemid=2),  # the same node under a second name
+        _line("../../etc/passwd", 10, 5),
+        _line(".", 10, 5),
+        _line("cn8", 0, 10**30),  # beyond 64 bits
+        _line("cn8", 10, 2**64 - 1),  # a legal uint64, but a rise of ~2^64: a re-initialised
+        # counter, counted as a reset
+        _line("cn8", 0, 5, itemid=3),
+        _line("cn8", 10, 2**64 - 10, itemid=3),
+    ]
+    text = ("\n".join(lines) + "\n").encode()
+    latin1 = _line("n\u00f6de9", 10, 5).encode("latin-1")
+    path = tmp_path / "history-hostile.ndjson"
+    path.write_bytes(b"\xef\xbb\xbf" + text + latin1 + b"\n")
+    assert main(["ingest", "zabbix", str(path), "--lake", str(lake)]) == 0
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err + captured.out
+    assert _rows(lake) == [_row("cn7", 0, read_bytes=500)]
+    assert _quarantine(lake) == [
+        ("line 10", "not valid UTF-8 text (Latin-1 or binary bytes)"),
+        ("line 3", "host 'cn7.example.org' is node cn7, already named by host 'cn7'"),
+        ("line 4", "host name '../../etc/passwd' gives an empty node name"),
+        ("line 5", "host name '.' gives an empty node name"),
+        ("line 6", "value 1000000000000000000000000000000 is beyond 64 bits"),
+    ]
+    # cn8's jump of ~2^64 is no count of bytes: nothing seen, nothing landed
+    assert _traffic(lake)["read_bytes"] == {
+        "seen": 500, "landed": 500, "quarantined": 0, "gap": 0, "reset": 0
+    }  # fmt: skip

@@ -11,7 +11,9 @@ on a grid of ``interval`` seconds:
 * the same item sampled twice at the same instant is a duplicate: the first line counts, the
   others are reported by :func:`duplicates_query`;
 * **counter**: consecutive samples of an item add their rise to a running total; a drop
-  (counter reset, reboot) adds nothing and starts a new series, so no delta is ever negative.
+  (counter reset, reboot) adds nothing and starts a new series, so no delta is ever negative;
+  nor does a jump of 2^63 or more (a 64-bit counter re-initialised), which node_io could not
+  hold.
   The total at grid point g is read from the sample nearest to g; the delta between grid points
   g-1 and g is the traffic of the interval starting at g-1. A delta across missing grid points
   (a gap) is not attributed: its bytes happened at unknown times, and smearing them would
@@ -29,6 +31,7 @@ from __future__ import annotations
 from burstlake.jobs.ingest.zabbix_mapping import TRAFFIC
 
 NS = 1_000_000_000
+MAX_RISE = 2**63  # a counter jumping this much (a 64-bit counter re-initialised) is a reset
 
 _RANKED = """
 SELECT *, row_number() OVER same AS copy, first_value(line_no) OVER same AS first_line,
@@ -49,7 +52,7 @@ risen AS (
     FROM clean WHERE kind = 'counter'
 ),
 totals AS (
-    SELECT *, sum(CASE WHEN rise > 0 THEN rise ELSE 0 END)
+    SELECT *, sum(CASE WHEN rise > 0 AND rise < {max_rise} THEN rise ELSE 0 END)
               OVER (PARTITION BY node, item ORDER BY t_ns ROWS UNBOUNDED PRECEDING) AS total
     FROM risen
 ),
@@ -114,16 +117,16 @@ framed AS (
 ),
 classed AS (
     SELECT node, metric, seq,
-           CASE WHEN rise < 0 THEN 'reset' WHEN after_g - before_g = 1 THEN 'landed'
-                ELSE 'gap' END AS reason,
-           CASE WHEN rise < 0 THEN value ELSE rise END AS amount,
+           CASE WHEN rise < 0 OR rise >= {max_rise} THEN 'reset'
+                WHEN after_g - before_g = 1 THEN 'landed' ELSE 'gap' END AS reason,
+           CASE WHEN rise < 0 THEN value WHEN rise >= {max_rise} THEN 0 ELSE rise END AS amount,
            CASE WHEN rise > 0 AND after_g - before_g = 1 THEN before_g ELSE g - 1 END AS slot
     FROM framed WHERE rise <> 0
     UNION ALL
     SELECT node, metric, min(seq), 'landed', avg(value) * {interval}, g - 1
     FROM clean WHERE kind = 'rate' GROUP BY node, item, metric, g
 )
-SELECT node, metric, reason, CAST(round(sum(amount)) AS BIGINT) AS bytes
+SELECT node, metric, reason, CAST(round(sum(amount)) AS HUGEINT) AS bytes
 FROM classed
 WHERE slot BETWEEN {first_slot} AND {last_slot} AND {member} AND amount > 0
 GROUP BY ALL
@@ -149,6 +152,7 @@ def balance_query(
         half_ns=step_ns // 2,
         first_slot=int(slots[0]),
         last_slot=int(slots[1]),
+        max_rise=MAX_RISE,
         member="true" if seq is None else f"seq = {int(seq)}",
     )
 
@@ -189,6 +193,7 @@ def node_io_query(
         half_ns=step_ns // 2,
         first_slot=int(slots[0]),
         last_slot=int(slots[1]),
+        max_rise=MAX_RISE,
         traffic_columns=", ".join(
             f"sum(amount) FILTER (WHERE metric = '{m}') AS {m}" for m in TRAFFIC
         ),

@@ -94,6 +94,7 @@ DAY_S = 86_400
 STATE_TABLE = "zabbix_samples"
 SOURCE_NAME = "zabbix"
 REJECTS_PER_BATCH = 50_000
+BOM = b"\xef\xbb\xbf"
 HISTORY_COLUMNS = ("itemid", "clock", "value")  # required in DB-shape headers; ns optional
 
 
@@ -205,8 +206,8 @@ def _bytes(path: Path, progress) -> Iterator[bytes]:
     with path.open("rb") as raw:
         chunks = _gunzip(raw) if gzipped else iter(lambda: raw.read(READ_BYTES), b"")
         done = 0
-        for chunk in chunks:
-            yield chunk
+        for n, chunk in enumerate(chunks):
+            yield chunk[3:] if n == 0 and chunk.startswith(BOM) else chunk  # as Slurm does
             progress(raw.tell() - done)
             done = raw.tell()
 
@@ -294,13 +295,17 @@ resolved AS (
 ),
 mapped AS (
     SELECT r.*, coalesce(k.metric, n.metric) AS metric, coalesce(k.kind, n.kind) AS kind,
-           coalesce(k.scale, n.scale) AS scale
+           coalesce(k.scale, n.scale) AS scale,
+           -- far beyond 64 bits the exact product would overflow DECIMAL(38): no value then
+           CASE WHEN CAST(number AS DOUBLE) * CAST(coalesce(k.scale, n.scale) AS DOUBLE) < 1e20
+                THEN CAST(number * coalesce(k.scale, n.scale) AS DECIMAL(38, 6)) END AS scaled
     FROM resolved r
     LEFT JOIN mapping k ON k.match = 'key' AND k.ident = r.item_key
     LEFT JOIN mapping n ON n.match = 'name' AND n.ident = r.item_name
 )
 SELECT line_no, line,
     CASE WHEN bad IS NOT NULL THEN bad
+         WHEN contains(line, '�') THEN 'not valid UTF-8 text (Latin-1 or binary bytes)'
          WHEN clock IS NULL THEN 'no clock'
          WHEN value IS NULL THEN 'no value'
          WHEN value_type IS NOT NULL AND value_type NOT IN ('0', '3') THEN
@@ -309,6 +314,11 @@ SELECT line_no, line,
               || ' is not numeric (0 float, 3 unsigned)'
          WHEN number IS NULL THEN 'value ' || left(value, 40) || ' is not a number'
          WHEN number < 0 THEN 'negative value ' || value
+         -- (JSON numbers above 2^63 arrive as doubles: 2^64 - 1 reads as 2^64)
+         WHEN scaled IS NULL OR kind = 'counter' AND CAST(scaled AS DOUBLE) > 18446744073709551616
+              OR kind <> 'counter' AND scaled >= CAST('9223372036854775808' AS DECIMAL(38, 6))
+                 / CASE kind WHEN 'rate' THEN $interval ELSE 1 END
+              THEN 'value ' || left(value, 40) || ' is beyond 64 bits'
          WHEN clock_s IS NULL OR clock_s NOT BETWEEN 0 AND 4102444799 THEN
               'clock ' || clock || ' is not a Unix time in seconds'
          WHEN ns_i IS NULL OR ns_i NOT BETWEEN 0 AND 999999999 THEN
@@ -324,7 +334,7 @@ SELECT line_no, line,
     END AS reason,
     node_host AS host, coalesce(itemid, 'name:' || item_name) AS item, metric, kind,
     clock_s * 1000000000 + ns_i AS t_ns,
-    CAST(number * scale AS DECIMAL(38, 6)) AS value
+    scaled AS value
 FROM mapped
 """
 
@@ -394,6 +404,10 @@ class _Spill:
         con.execute(f"CREATE OR REPLACE TEMP TABLE decoded AS {self.classify}", self.params)
         con.unregister("lines")
         self._learn_hosts()
+        con.execute(
+            "UPDATE decoded SET reason = m.reason FROM hostmap m "
+            "WHERE decoded.host = m.host AND decoded.reason IS NULL AND m.reason IS NOT NULL"
+        )
         part = _quoted(self.root / f"part-{n:06d}")
         con.execute(
             "COPY (SELECT d.line_no, d.line AS raw, m.node, d.item, d.metric, d.kind, d.t_ns, "
@@ -407,17 +421,36 @@ class _Spill:
         return lines.num_rows, [Reject(f"line {no}", line, reason) for no, line, reason in rows]
 
     def _learn_hosts(self) -> None:
-        """Add the block's new host names and their node names to table ``hostmap``."""
+        """Add the block's new host names to table ``hostmap``: their node name, or why they
+        have none (it is empty, or another host name of the file already gives it: ``cn1`` and
+        ``cn1.example.org`` are one node, and counting both would double its traffic)."""
         new = self.con.execute(
-            "SELECT DISTINCT host FROM decoded WHERE reason IS NULL "
-            "AND host NOT IN (SELECT host FROM hostmap)"
+            "SELECT host FROM decoded WHERE reason IS NULL "
+            "AND host NOT IN (SELECT host FROM hostmap) GROUP BY host ORDER BY min(line_no)"
         ).fetchall()
-        if new:
-            names = [h for (h,) in new]
-            nodes = pa.table({"host": names, "node": map(self.hosts.node, names)})
-            self.con.register("new_hosts", nodes)
-            self.con.execute("INSERT INTO hostmap SELECT host, node FROM new_hosts")
-            self.con.unregister("new_hosts")
+        if not new:
+            return
+        taken = dict(
+            self.con.execute("SELECT node, host FROM hostmap WHERE node IS NOT NULL").fetchall()
+        )
+        rows = []
+        for (host,) in new:
+            node = self.hosts.node(host)
+            if not node:
+                rows.append((host, None, f"host name {host[:60]!r} gives an empty node name"))
+            elif node in taken:
+                reason = f"host {host[:60]!r} is node {node}, already named by host {taken[node]!r}"
+                rows.append((host, None, reason))
+            else:
+                taken[node] = host
+                rows.append((host, node, None))
+        columns = ("host", "node", "reason")
+        table = pa.table(
+            {c: pa.array([r[i] for r in rows], pa.string()) for i, c in enumerate(columns)}
+        )
+        self.con.register("new_hosts", table)
+        self.con.execute("INSERT INTO hostmap SELECT host, node, reason FROM new_hosts")
+        self.con.unregister("new_hosts")
 
 
 def _quoted(path: Path) -> str:
@@ -434,9 +467,13 @@ def _pass_one(
     """Decode the file block by block; yields one batch of records and rejects per block.
     A broken compressed stream is one more record: the unreadable rest of the file."""
     con.register("mapping", settings.mapping.table())
-    con.execute("CREATE TEMP TABLE hostmap (host VARCHAR, node VARCHAR)")
+    con.execute("CREATE TEMP TABLE hostmap (host VARCHAR, node VARCHAR, reason VARCHAR)")
     _load_items(con, settings.items)
-    params = {"has_items": settings.items is not None, "mapping": settings.mapping.origin}
+    params = {
+        "has_items": settings.items is not None,
+        "mapping": settings.mapping.origin,
+        "interval": settings.interval,
+    }
     state = _Spill(con, spill, settings.hosts, params)
     first = 1
     try:
