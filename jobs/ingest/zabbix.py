@@ -305,7 +305,7 @@ mapped AS (
 )
 SELECT line_no, line,
     CASE WHEN bad IS NOT NULL THEN bad
-         WHEN contains(line, '�') THEN 'not valid UTF-8 text (Latin-1 or binary bytes)'
+         WHEN contains(line, chr(65533)) THEN 'not valid UTF-8 text (Latin-1 or binary bytes)'
          WHEN clock IS NULL THEN 'no clock'
          WHEN value IS NULL THEN 'no value'
          WHEN value_type IS NOT NULL AND value_type NOT IN ('0', '3') THEN
@@ -314,11 +314,6 @@ SELECT line_no, line,
               || ' is not numeric (0 float, 3 unsigned)'
          WHEN number IS NULL THEN 'value ' || left(value, 40) || ' is not a number'
          WHEN number < 0 THEN 'negative value ' || value
-         -- (JSON numbers above 2^63 arrive as doubles: 2^64 - 1 reads as 2^64)
-         WHEN scaled IS NULL OR kind = 'counter' AND CAST(scaled AS DOUBLE) > 18446744073709551616
-              OR kind <> 'counter' AND scaled >= CAST('9223372036854775808' AS DECIMAL(38, 6))
-                 / CASE kind WHEN 'rate' THEN $interval ELSE 1 END
-              THEN 'value ' || left(value, 40) || ' is beyond 64 bits'
          WHEN clock_s IS NULL OR clock_s NOT BETWEEN 0 AND 4102444799 THEN
               'clock ' || clock || ' is not a Unix time in seconds'
          WHEN ns_i IS NULL OR ns_i NOT BETWEEN 0 AND 999999999 THEN
@@ -331,6 +326,11 @@ SELECT line_no, line,
          WHEN metric IS NULL THEN 'item ' || coalesce('key ''' || item_key || '''',
               'name ''' || item_name || '''', 'without key or name')
               || ' is not in the mapping ' || $mapping
+         -- (JSON numbers above 2^63 arrive as doubles: 2^64 - 1 reads as 2^64)
+         WHEN scaled IS NULL OR kind = 'counter' AND CAST(scaled AS DOUBLE) > 18446744073709551616
+              OR kind <> 'counter' AND scaled >= CAST('9223372036854775808' AS DECIMAL(38, 6))
+                 / CASE kind WHEN 'rate' THEN $interval ELSE 1 END
+              THEN 'value ' || left(value, 40) || ' is beyond 64 bits'
     END AS reason,
     node_host AS host, coalesce(itemid, 'name:' || item_name) AS item, metric, kind,
     clock_s * 1000000000 + ns_i AS t_ns,
