@@ -266,3 +266,26 @@ def test_rotation_through_the_drop_directory_dag(reference: dict, tmp_path: Path
     assert _checked_balance(lake) == reference["traffic"]
     assert run_dag("ingest_zabbix").state == "success"  # nothing new: a no-op
     assert _node_io(lake) == reference["node_io"]
+
+
+def test_lake_option_and_empty_query_answers(tmp_path: Path, capsys) -> None:
+    """--lake naming a file, a mistyped --lake, an empty query: one line each, exit 2."""
+    afile = tmp_path / "notes.txt"
+    afile.write_text("x")
+    lake = tmp_path / "lake"
+    fixture = Path(__file__).parent / "fixtures" / "zabbix" / "history-tags.ndjson"
+    assert main(["ingest", "zabbix", str(fixture), "--lake", str(lake)]) == 0
+    assert "starting a new one" in capsys.readouterr().err
+    cases = [
+        (["sql", "--lake", str(afile), "SELECT 1"], "is a file, not a lake directory"),
+        (["ingest", "zabbix", str(fixture), "--lake", str(afile)], "is a file, not a lake"),
+        (["sql", "--lake", str(tmp_path / "lkae"), "SELECT 1"], "no lake at --lake"),
+        (["sql", "--lake", str(lake), "  "], "empty query"),
+        (["ingest", "zabbix", str(fixture), "--lake", str(tmp_path)], "holds other files"),
+    ]
+    for argv, message in cases:
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and message in err[0] and "Traceback" not in err[0], argv
+    assert not (tmp_path / "lkae").exists()
+    assert main(["sql", "--lake", str(lake), "SELECT count(*) AS n FROM node_io"]) == 0

@@ -19,6 +19,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "Each run replaces the previous one. Local Spark by default; --spark-master runs the "
         "same jobs on a cluster.",
     )
-    add_lake_argument(parser)
+    add_lake_argument(parser, existing=True)
     add_arguments(parser)
     parser.set_defaults(handler=execute)
