@@ -164,3 +164,12 @@ def test_bom_and_integers_beyond_64_bits(lake, tmp_path):
         ("line 3", f"malformed record: {huge} is out of range for a 32-bit integer"),
         ("line 4", f"malformed record: {2**31} is out of range for a 32-bit integer"),
     ]
+
+
+def test_a_ten_megabyte_csv_field_is_one_quarantined_line(lake, tmp_path):
+    path = tmp_path / "big.csv"
+    path.write_text('node,cabinet\ncn1,cab0\ncn2,"' + "x" * 10_000_000 + '"\ncn3,cab0\n')
+    [report] = _ingest(lake, path)
+    assert (report.records_in, report.landed, report.quarantined) == (3, 2, 1)
+    [(location, reason)] = _quarantine(lake)
+    assert location == "line 3" and "field larger than field limit" in reason

@@ -43,7 +43,7 @@ def check_lake(args: argparse.Namespace) -> None:
         )
     if not is_lake and path.is_dir() and any(path.iterdir()):
         raise ValueError(f"--lake {text} holds other files, not a lake: give a new directory")
-    if not is_lake:
+    if not path.exists():
         print(f"burstlake: no lake at {text}; starting a new one", file=sys.stderr)
 
 

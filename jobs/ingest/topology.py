@@ -113,7 +113,10 @@ def _records(lines: list[str]) -> Iterator[tuple[int, str, dict | Exception]]:
     if "processor_id=" in first:
         parse = lambda line: _xt_row(_xt_fields(line))  # noqa: E731
     else:
-        header = [h.strip().lower() for h in next(csv.reader([first]))]
+        try:
+            header = [h.strip().lower() for h in next(csv.reader([first]))]
+        except csv.Error as err:
+            raise UnusableInput(f"first record is not CSV: {err}") from None
         if "node" not in header or "cabinet" not in header:
             raise UnusableInput(
                 "neither an xtdb2proc dump nor a CSV with 'node' and 'cabinet' columns "
@@ -124,8 +127,8 @@ def _records(lines: list[str]) -> Iterator[tuple[int, str, dict | Exception]]:
     for number, line in body:
         try:
             yield number, line, parse(line)
-        except ValueError as err:
-            yield number, line, err
+        except (ValueError, csv.Error) as err:
+            yield number, line, ValueError(str(err))
 
 
 def parse(path: Path, context: ParseContext) -> Iterator[Batch]:
