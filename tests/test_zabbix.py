@@ -456,3 +456,19 @@ def test_hostile_export_bom_host_names_encodings_and_huge_values(
     assert _traffic(lake)["read_bytes"] == {
         "seen": 500, "landed": 500, "quarantined": 0, "gap": 0, "reset": 0
     }  # fmt: skip
+
+
+def test_ignored_items_are_counted_not_quarantined(lake: Path, tmp_path: Path) -> None:
+    mapping = tmp_path / "mapping.yaml"
+    default = (Path(zabbix.__file__).parent / "zabbix_mapping.yaml").read_text()
+    mapping.write_text(default + "ignore: {names: [Disk free]}\n")
+    (report,) = ingest(
+        zabbix.SOURCE, [FIXTURES / "history-tags.ndjson"], lake, {"mapping": mapping}
+    )
+    assert (report.records_in, report.landed, report.quarantined) == (31, 26, 5)
+    assert "line 22" not in dict(_quarantine(lake))
+    assert _rows(lake) == TAGS_ROWS
+    twice = tmp_path / "twice.yaml"
+    twice.write_text(default + "ignore: {names: [Lustre read bytes]}\n")
+    with pytest.raises(ValueError, match="name 'Lustre read bytes' mapped more than once"):
+        load_mapping(twice)

@@ -58,6 +58,7 @@ matched across files by itemid (or item name without one) and node.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import tempfile
 import time
@@ -82,9 +83,16 @@ from burstlake.jobs.ingest.base import (
     Source,
     UnusableInput,
 )
-from burstlake.jobs.ingest.zabbix_mapping import HostNames, Mapping, load_mapping, prefix_rewrite
+from burstlake.jobs.ingest.zabbix_mapping import (
+    IGNORE,
+    HostNames,
+    Mapping,
+    load_mapping,
+    prefix_rewrite,
+)
 from burstlake.lake import ContributionWriter, dataset, lake_path, read_table
 
+LOG = logging.getLogger(__name__)
 FILE_PATTERN = "history*"
 BLOCK_BYTES = 16 << 20  # text decoded per pass-1 step
 READ_BYTES = 1 << 20
@@ -323,6 +331,7 @@ SELECT line_no, line,
          WHEN node_host IS NULL AND NOT $has_items THEN
               'no host: history rows need the item table (--items FILE)'
          WHEN node_host IS NULL THEN 'itemid ' || itemid || ' is not in the item table'
+         WHEN kind = 'ignore' THEN 'ignore'
          WHEN metric IS NULL THEN 'item ' || coalesce('key ''' || item_key || '''',
               'name ''' || item_name || '''', 'without key or name')
               || ' is not in the mapping ' || $mapping
@@ -393,6 +402,7 @@ class _Spill:
     hosts: HostNames
     params: dict[str, Any]  # SQL parameters of _CLASSIFY
     classify: str | None = None  # chosen from the first block
+    ignored: int = 0  # lines of items on the mapping's ignore list
 
     def block(self, n: int, lines: pa.Table) -> tuple[int, list[Reject]]:
         """Classify a block: spill its samples by node bucket; return its records and rejects."""
@@ -416,8 +426,12 @@ class _Spill:
             f"TO '{part}' (FORMAT parquet, COMPRESSION zstd, PARTITION_BY (bucket))"
         )
         rows = con.execute(
-            "SELECT line_no, line, reason FROM decoded WHERE reason IS NOT NULL ORDER BY line_no"
+            "SELECT line_no, line, reason FROM decoded WHERE reason IS NOT NULL "
+            f"AND reason <> '{IGNORE}' ORDER BY line_no"
         ).fetchall()
+        self.ignored += con.execute(
+            f"SELECT count(*) FROM decoded WHERE reason = '{IGNORE}'"
+        ).fetchone()[0]
         return lines.num_rows, [Reject(f"line {no}", line, reason) for no, line, reason in rows]
 
     def _learn_hosts(self) -> None:
@@ -485,6 +499,8 @@ def _pass_one(
     except BrokenStream as err:
         reason = f"{err}; the rest of the file after line {first - 1} is lost"
         yield Batch({}, 1, [Reject(f"byte {err.offset}", None, reason)])
+    if state.ignored:
+        LOG.info("%s: %d lines of items on the ignore list (landed, unused)", path, state.ignored)
 
 
 def _first_block(lines: pa.Table) -> tuple[str, pa.Table]:
