@@ -5,6 +5,7 @@ Real Spark-free path: the real parser, base.ingest, Great Expectations, Parquet 
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -431,3 +432,21 @@ def test_deeply_nested_json_is_unusable_not_a_crash(lake, tmp_path, capsys):
     assert err == [
         f"burstlake ingest slurm: {path}: JSON nested too deeply to be sacct --json output"
     ]
+
+
+def test_json_numbers_beyond_64_bits_and_of_the_wrong_type(lake, tmp_path):
+    job = {"job_id": 1, "name": "a", "time": {"start": 1, "end": 2}, "steps": []}
+    jobs = [
+        job,
+        {**job, "job_id": 2, "required": {"CPUs": 10**30}},
+        {**job, "job_id": 3, "time": {"start": 1e30}},
+        {**job, "job_id": 4, "allocation_nodes": "many"},
+    ]
+    path = tmp_path / "sacct.json"
+    path.write_text(json.dumps({"jobs": jobs}))
+    report = ingest(slurm.SOURCE, [path], lake)[0]
+    assert (report.records_in, report.landed, report.quarantined) == (4, 1, 3)
+    reasons = dict(_quarantine(lake))
+    assert reasons["jobs[1]"] == f"bad job: {10**30} is beyond the 64-bit range"
+    assert reasons["jobs[2]"] == "bad job: time 1e+30 is not epoch seconds"
+    assert reasons["jobs[3]"] == "bad job: 'many' is not a number"

@@ -184,7 +184,13 @@ def _number(value: Any) -> Any:
     if isinstance(value, dict):
         if not value.get("set", True) or value.get("infinite"):
             return None
-        return value.get("number")
+        value = value.get("number")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{str(value)[:40]!r} is not a number")
+    if isinstance(value, int) and not -(2**63) <= value < 2**63:
+        raise ValueError(f"{str(value)[:40]} is beyond the 64-bit range")
     return value
 
 
@@ -192,9 +198,10 @@ def _epoch(value: Any) -> datetime | None:
     seconds = _number(value)
     if seconds in (None, 0):
         return None
-    if not isinstance(seconds, int | float):
-        raise ValueError(f"time {value!r} is not epoch seconds")
-    return datetime.fromtimestamp(seconds, UTC)
+    try:
+        return datetime.fromtimestamp(seconds, UTC)
+    except (OverflowError, OSError, ValueError):
+        raise ValueError(f"time {str(seconds)[:40]} is not epoch seconds") from None
 
 
 def _json_state(value: Any) -> tuple[str | None, int | None]:
