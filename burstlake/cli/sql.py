@@ -17,7 +17,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("query", help='e.g. "SELECT count(*) FROM jobs"')
     parser.add_argument("--max-rows", type=int, default=40, help="rows to print (default 40)")
-    add_lake_argument(parser)
+    add_lake_argument(parser, existing=True)
     parser.set_defaults(handler=run)
 
 
@@ -26,6 +26,8 @@ def run(args: argparse.Namespace) -> int:
 
     from burstlake.catalog import connect
 
+    if not args.query.strip():
+        raise ValueError('empty query: give one SQL statement, e.g. "SELECT count(*) FROM jobs"')
     con = connect(args.lake)
     try:
         result = con.execute(args.query)

@@ -241,6 +241,7 @@ def parse(path: Path, context: ParseContext) -> Iterator[Batch]:
     origins = {0: _origin(job, "log header")}
     origins |= {r[RECORD]: _origin(r, f"module={r['module']} rank={r['rank']}") for r in ranks}
     origins |= _heatmap_origins(log, first_heatmap)
+    seen, by_record = _traffic(ranks)
     yield Batch(
         tables={
             "darshan_jobs": _table("darshan_jobs", [job]),
@@ -249,7 +250,26 @@ def parse(path: Path, context: ParseContext) -> Iterator[Batch]:
         },
         records=len(origins),
         origins=origins,
+        traffic=seen,
+        record_traffic=by_record,
     )
+
+
+def _traffic(ranks: list[dict]) -> tuple[dict[str, dict[str, int]], dict[int, dict[str, int]]]:
+    """Byte accounting of a log: the storage-layer bytes of each rank record (what
+    ``darshan_jobs`` sums), landing with the record or quarantined with it."""
+    seen: dict[str, dict[str, int]] = {}
+    by_record: dict[int, dict[str, int]] = {}
+    for row in ranks:
+        if row["module"] not in STORAGE_MODULES:
+            continue
+        for measure in ("bytes_read", "bytes_written"):
+            amount = max(0, int(row[measure] or 0))
+            if amount:
+                by_record.setdefault(row[RECORD], {})[measure] = amount
+                parts = seen.setdefault(measure, {})
+                parts["seen"] = parts.get("seen", 0) + amount
+    return seen, by_record
 
 
 SOURCE = Source(

@@ -46,15 +46,22 @@ def _lines(path: Path) -> list[str]:
         except (OSError, EOFError) as err:
             raise UnusableInput(f"corrupt gzip: {err}") from err
     try:
-        return raw.decode("utf-8").splitlines()
+        return raw.decode("utf-8-sig").splitlines()  # a BOM (Excel's CSV export) is dropped
     except UnicodeDecodeError as err:
         raise UnusableInput(f"not text (byte {err.start} is not UTF-8)") from err
 
 
+INT32 = 2**31
+
+
 def _int(value: str | None) -> int | None:
+    """A 32-bit integer field (the topology's row, col, x, y, z); ValueError otherwise."""
     if value is None or value.strip().lower() in ("", "null", "none"):
         return None
-    return int(value)
+    number = int(value)
+    if not -INT32 <= number < INT32:
+        raise ValueError(f"{value.strip()[:40]} is out of range for a 32-bit integer")
+    return number
 
 
 def _xt_fields(line: str) -> dict[str, str]:
@@ -77,8 +84,8 @@ def _xt_row(fields: dict[str, str]) -> dict:
         "node": f"nid{int(fields['processor_id']):05d}",
         "cabinet": cabinet,
         "switch": blade,
-        "row": int(fields["cab_row"]),
-        "col": int(fields["cab_position"]),
+        "row": _int(fields["cab_row"]),
+        "col": _int(fields["cab_position"]),
         "x": _int(fields.get("x_coord")),
         "y": _int(fields.get("y_coord")),
         "z": _int(fields.get("z_coord")),
@@ -106,7 +113,10 @@ def _records(lines: list[str]) -> Iterator[tuple[int, str, dict | Exception]]:
     if "processor_id=" in first:
         parse = lambda line: _xt_row(_xt_fields(line))  # noqa: E731
     else:
-        header = [h.strip().lower() for h in next(csv.reader([first]))]
+        try:
+            header = [h.strip().lower() for h in next(csv.reader([first]))]
+        except csv.Error as err:
+            raise UnusableInput(f"first record is not CSV: {err}") from None
         if "node" not in header or "cabinet" not in header:
             raise UnusableInput(
                 "neither an xtdb2proc dump nor a CSV with 'node' and 'cabinet' columns "
@@ -117,8 +127,8 @@ def _records(lines: list[str]) -> Iterator[tuple[int, str, dict | Exception]]:
     for number, line in body:
         try:
             yield number, line, parse(line)
-        except ValueError as err:
-            yield number, line, err
+        except (ValueError, csv.Error) as err:
+            yield number, line, ValueError(str(err))
 
 
 def parse(path: Path, context: ParseContext) -> Iterator[Batch]:
