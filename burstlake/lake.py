@@ -77,6 +77,12 @@ def is_delta(path: Path) -> bool:
     return (path / "_delta_log").is_dir() and any((path / "_delta_log").glob("*.json"))
 
 
+def is_lake(path: Path) -> bool:
+    """Whether ``path`` is a lake directory: its catalog, a table or a folder of its writers."""
+    own = ("catalog.duckdb", STAGING, LOCKS, RUNS, "_txn", "_migrate", *REGISTRY)
+    return path.is_dir() and any((path / name).exists() for name in own)
+
+
 def delta_schema(table_spec: TableSpec) -> pa.Schema:
     """The stored schema: the contract's columns, ``_source_id`` and (if partitioned) ``day``."""
     fields = [*table_spec.schema, pa.field(SOURCE, pa.string(), nullable=False)]

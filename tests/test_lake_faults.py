@@ -31,18 +31,19 @@ HEADER = (
 )
 
 
-def _sacct(path: Path, jobs: range, state: str = "COMPLETED") -> Path:
-    """A small sacct export: one job line and one batch step line per job, 2 nodes each."""
+def _sacct(path: Path, jobs: range, state: str = "COMPLETED", digits: int = 3) -> Path:
+    """A small sacct export: one job line and one batch step line per job, 2 nodes each
+    (``cn001``.., or with ``digits`` 5 the hand lake's ``cn00001``..)."""
     lines = [HEADER]
     for job in jobs:
         a, b = job % 4 + 1, (job + 1) % 4 + 1
-        nodes = f"cn{min(a, b):03d},cn{max(a, b):03d}"
+        nodes = f"cn{min(a, b):0{digits}d},cn{max(a, b):0{digits}d}"
         times = f"2024-03-01T00:{job % 60:02d}:00|2024-03-01T01:00:00"
         lines.append(
             f"{job}|app{job}|u{job % 3}|{5000 + job}|acct|work|2024-03-01T00:00:00|"
             f"2024-03-01T00:00:00|{times}|8|8|2|{nodes}|{state}|0:0|th"
         )
-        lines.append(f"{job}.batch|batch|||||||{times}||4|1|cn{a:03d}|{state}|0:0|th")
+        lines.append(f"{job}.batch|batch|||||||{times}||4|1|cn{a:0{digits}d}|{state}|0:0|th")
     path.write_text("\n".join(lines) + "\n")
     return path
 
@@ -216,7 +217,8 @@ def test_metrics_killed_mid_run_then_rerun_beside_an_ingest(spark, tmp_path):
     assert lakes.published_run(lake, "metrics") == published
 
     versions = lakes.read_versions(lake, INPUTS)
-    sacct = _sacct(tmp_path / "jobs.sacct", range(1, 31))
+    # nodes of the hand lake's topology: a job on unknown nodes is quarantined whole
+    sacct = _sacct(tmp_path / "jobs.sacct", range(1, 31), digits=5)
     marker = tmp_path / "q"
     proc = _paused(
         _cli("ingest", "slurm", str(sacct), "--lake", str(lake)), "ingest-commit", marker

@@ -30,15 +30,13 @@ def check_lake(args: argparse.Namespace) -> None:
         return
     from pathlib import Path
 
-    from burstlake.schemas import REGISTRY
+    from burstlake.lake import is_lake as lake_at
 
     text, existing = args.lake, args.lake_must_exist
     path = Path(text)
     if path.exists() and not path.is_dir():
         raise ValueError(f"--lake {text} is a file, not a lake directory")
-    is_lake = path.is_dir() and (
-        (path / "catalog.duckdb").exists() or any((path / t).is_dir() for t in REGISTRY)
-    )
+    is_lake = lake_at(path)
     if existing and not is_lake:
         raise ValueError(
             f"no lake at --lake {text} (mistyped? a lake is made by burstlake ingest, synth "
