@@ -7,6 +7,7 @@ row contents are then compared with a clean run of the same inputs.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -241,3 +242,64 @@ def test_metrics_killed_mid_run_then_rerun_beside_an_ingest(spark, tmp_path):
     assert info["burstlake.run"] == f"metrics:{record['run']}"
     assert lakes.read_version(lake, "jobs") > versions["jobs"]  # the ingest is visible now
     assert catalog.sql(lake, "SELECT count(*) FROM jobs WHERE cluster = 'th'")[0][0].as_py() == 30
+
+
+def _zabbix(path: Path, start: int, samples: int, offset: int = 0) -> Path:
+    """A real-time export: read-byte counters of two nodes every 10 s from ``start``."""
+    lines = []
+    for n, node in enumerate(("cn001", "cn002")):
+        for k in range(samples):
+            sample = {
+                "host": {"host": node, "name": node},
+                "itemid": 100 + n,
+                "name": "Lustre read bytes",
+                "clock": start + 10 * k,
+                "ns": 0,
+                "value": 1000 * (k + 1) * (n + 1) + offset,
+                "type": 3,
+            }
+            lines.append(json.dumps(sample))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _zabbix_state(lake: Path) -> dict[str, list[tuple]]:
+    """The rows a Zabbix ingest writes (ingest times and stream positions left out), sorted."""
+    out = {}
+    for table in ("node_io", "zabbix_samples", "quarantine", "ingest_log"):
+        rows = read_table(lake, table).to_pylist()
+        skip = {"ingested_at", "seq", "traffic"}
+        out[table] = sorted(
+            tuple(sorted((k, str(v)) for k, v in r.items() if k not in skip)) for r in rows
+        )
+    return out
+
+
+def test_killed_zabbix_landing_of_a_changed_file_is_undone_in_shared_node_io(tmp_path):
+    """A Zabbix file rewrites node_io parts shared with the other files of the export; a landing
+    killed after that commit, whose file then changed, is undone: the lake is as before it."""
+    from burstlake.jobs.ingest import zabbix
+
+    lake, t0 = tmp_path / "lake", 1700000000
+    first = _zabbix(tmp_path / "history-syncer-1.ndjson", t0, 30)
+    ingest(zabbix.SOURCE, [first], lake)
+    before = _zabbix_state(lake)
+    assert before["node_io"] and before["zabbix_samples"]
+    node_io = lakes.latest_version(lake, "node_io")
+
+    second = _zabbix(tmp_path / "history-syncer-2.ndjson", t0 + 300, 30, offset=30_000)
+    args = _cli("ingest", "zabbix", str(second), "--lake", str(lake))
+    _kill(_paused(args, "ingest-commit", tmp_path / "p"))
+    assert lakes.latest_version(lake, "node_io") == node_io + 1  # the shared parts committed
+    assert _zabbix_state(lake) == before  # but readers do not see them
+    _zabbix(second, t0 + 300, 31, offset=30_000)  # the file changed (it grew)
+
+    ingest(zabbix.SOURCE, [first], lake)  # a no-op that reconciles the killed landing
+    assert _zabbix_state(lake) == before
+    assert lakes.latest_version(lake, "node_io") > node_io + 1  # undone by a new commit
+    assert not lakes.intents(lake)
+
+    ingest(zabbix.SOURCE, [second], lake)  # its current content lands as a clean run gives it
+    clean = tmp_path / "clean"
+    ingest(zabbix.SOURCE, [first, second], clean)
+    assert _zabbix_state(lake) == _zabbix_state(clean)
