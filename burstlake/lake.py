@@ -1,4 +1,6 @@
-"""The lake (design document §3): one Delta Lake table per folder, and the one place that writes.
+"""The lake: one Delta Lake table per folder, and the one place that writes.
+
+See docs/design.md, 'The lake: the only interface between stages'.
 
 Layout: ``<lake>/<table>/`` is a Delta table (Parquet files plus ``_delta_log``); day-partitioned
 tables are partitioned by a ``day`` column (``day=YYYY-MM-DD`` folders) derived from their

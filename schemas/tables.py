@@ -1,4 +1,6 @@
-"""Arrow schemas of the lake tables (SPEC §3): the one contract between ingest, metrics and replay.
+"""Arrow schemas of the lake tables: the one contract between ingest, metrics and replay.
+
+See docs/design.md, 'The lake'.
 
 Every table is declared once here as a :class:`TableSpec`. Writers cast to these schemas, readers
 return them, the DuckDB catalog and the Great Expectations suites are derived from them.
@@ -289,7 +291,8 @@ TRAFFIC_BALANCE = pa.list_(
 
 INGEST_LOG = TableSpec(
     name="ingest_log",
-    doc="One row per ingested file: its content id and the row accounting of SPEC §3.",
+    doc="One row per ingested file: its content id and its row accounting (docs/design.md, "
+    "'The lake').",
     schema=_schema(
         ("source", pa.string(), False),
         ("file", pa.string(), False),

@@ -1,5 +1,5 @@
-"""Darshan ingest (SPEC §2, §3): every real sample log lands, totals match pydarshan's own,
-damaged logs are quarantined and the batch goes on."""
+"""Darshan ingest (docs/design.md, 'Sources' and 'The lake'): every real sample log lands,
+totals match pydarshan's own, damaged logs are quarantined and the batch goes on."""
 
 from __future__ import annotations
 

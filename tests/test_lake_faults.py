@@ -1,4 +1,4 @@
-"""Fault tests of the Delta lake (design document §3, issue 17), with real processes and kills.
+"""Fault tests of the Delta lake (docs/design.md, 'The lake'; issue 17): real processes, kills.
 
 A process is stopped at a named phase through ``BURSTLAKE_PAUSE_AT`` (see
 :func:`burstlake.lake.checkpoint`) and killed there with SIGKILL, or let go on; row counts and

@@ -1,4 +1,6 @@
-"""Slurm ingest: sacct -P text and sacct --json into jobs, job_steps, job_nodes (SPEC §2, §3).
+"""Slurm ingest: sacct -P text and sacct --json into jobs, job_steps, job_nodes.
+
+See docs/design.md, 'Sources' and 'The lake'.
 
 Real Spark-free path: the real parser, base.ingest, Great Expectations, Parquet and DuckDB.
 """

@@ -1,4 +1,7 @@
-"""Topology ingest: CSV and Cray xtdb2proc (SPEC §2), with bad input and row accounting."""
+"""Topology ingest: CSV and Cray xtdb2proc, with bad input and row accounting.
+
+See docs/design.md, 'Sources'.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Zabbix ingest → node_io: exact hand-computed deltas, quarantine, accounting (SPEC §2, §3)."""
+"""Zabbix ingest → node_io: exact hand-computed deltas, quarantine, accounting.
+
+See docs/design.md, 'Sources' and 'The lake'.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``burstlake ingest slurm|zabbix|darshan|topology PATH...`` (SPEC §6)."""
+"""``burstlake ingest slurm|zabbix|darshan|topology PATH...`` (docs/design.md, 'Command line')."""
 
 from __future__ import annotations
 

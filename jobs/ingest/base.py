@@ -1,4 +1,6 @@
-"""The one ingest mechanism every source plugs into (SPEC §3: nothing is lost silently).
+"""The one ingest mechanism every source plugs into: nothing is lost silently.
+
+See docs/design.md, 'Sources' and 'The lake'.
 
 A source module (slurm, topology, zabbix, darshan) provides a :class:`Source`: a parser from one
 file to a stream of :class:`Batch` es. This module does the rest, the same way for every source:
@@ -11,15 +13,16 @@ file to a stream of :class:`Batch` es. This module does the rest, the same way f
 4. account for every input record: ``records_in = landed + quarantined``, logged in
    ``ingest_log``, and refresh the DuckDB catalog.
 
-Landing is transactional (design document §3): rows are staged while the file is parsed, then
-each table gets one Delta commit that adds the file's rows and removes what earlier content of
-the same path wrote; ``ingest_log`` is committed last, so a file is never marked landed without
-its rows. An intent record under ``<lake>/_txn`` lives while the commits run; a landing killed
-there is reconciled by the next ``ingest``: the file is ingested again if it is unchanged, or
-the landing's commits are undone if it changed or vanished (earlier content of the path stays
-landed). A file may also write other contributions of a table (``Batch.contributions``: the
-Zabbix stream's day x node-bucket parts of ``node_io``); they land in the same commit as its
-own rows, under a lock per source (``Source.serial``) since other files share them.
+Landing is transactional (docs/design.md, 'The lake'): rows are staged while the file is parsed,
+then each table gets one Delta commit that adds the file's rows and removes what earlier content
+of the same path wrote; ``ingest_log`` is committed last, so a file is never marked landed
+without its rows. An intent record under ``<lake>/_txn`` lives while the commits run; a landing
+killed there is reconciled by the next ``ingest``: the file is ingested again if it is
+unchanged, or the landing's commits are undone if it changed or vanished (earlier content of the
+path stays landed). A file may also write other contributions of a table
+(``Batch.contributions``: the Zabbix stream's day x node-bucket parts of ``node_io``); they land
+in the same commit as its own rows, under a lock per source (``Source.serial``) since other
+files share them.
 
 Rows may carry a ``_record`` column: the index of the input record that produced them (one
 sacct line makes a ``jobs`` row and many ``job_nodes`` rows). A record with any failing row is

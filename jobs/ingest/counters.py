@@ -1,4 +1,6 @@
-"""Monitoring samples → per-interval node traffic (SPEC §2; paper 004 §2.2: 10 s node counters).
+"""Monitoring samples → per-interval node traffic (paper 004 §2.2: 10 s node counters).
+
+See docs/design.md, 'Sources'.
 
 This module builds the DuckDB SQL; the caller runs it. Input is a relation of samples
 ``(line_no, seq, node, item, metric, kind, t_ns, value)`` (``kind``: counter, rate or gauge;

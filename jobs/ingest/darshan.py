@@ -1,4 +1,6 @@
-"""Darshan: per-rank I/O of one application run from its binary log, any 3.x version (SPEC §2).
+"""Darshan: per-rank I/O of one application run from its binary log, any 3.x version.
+
+See docs/design.md, 'Sources'.
 
 Lands one ``darshan_jobs`` row per log, one ``darshan_rank_io`` row per module and rank
 (rank -1: shared files reduced over all ranks), the per-rank view paper 004 §3.2 reads rank-0
@@ -11,14 +13,13 @@ never share one, even the per-process logs of one non-MPI job that started in th
 ``job_id`` is the scheduler job id Darshan recorded (``SLURM_JOB_ID``), as text, so it joins
 ``jobs.job_id``.
 
-Input records, for the accounting of SPEC §3: a log's header (its ``darshan_jobs`` row), each
-module × rank total (a ``darshan_rank_io`` row) and each module × rank heatmap (its bins with
-traffic, ``darshan_heatmap`` rows); a record failing its expectations is quarantined alone.
-A log whose records Darshan had to drop at run time (memory limits) lands with
-``partial = true``. A log darshan-util cannot open, can only read part of (truncated, corrupt),
-or crashes on, is quarantined whole.
-darshan-util can crash the process on a damaged log, so logs are read in a separate process.
-"""
+Input records, for the accounting of docs/design.md, 'The lake': a log's header (its
+``darshan_jobs`` row), each module × rank total (a ``darshan_rank_io`` row) and each module ×
+rank heatmap (its bins with traffic, ``darshan_heatmap`` rows); a record failing its
+expectations is quarantined alone. A log whose records Darshan had to drop at run time (memory
+limits) lands with ``partial = true``. A log darshan-util cannot open, can only read part of
+(truncated, corrupt), or crashes on, is quarantined whole. darshan-util can crash the process on
+a damaged log, so logs are read in a separate process."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Topology: node → cabinet → I/O node, from a CSV or a Cray ``xtdb2proc`` dump (SPEC §2).
+"""Topology: node → cabinet → I/O node, from a CSV or a Cray ``xtdb2proc`` dump.
+
+See docs/design.md, 'Sources'.
 
 CSV: a header with at least ``node`` and ``cabinet`` (``ion``, ``switch``, ``row``, ``col``,
 ``x``, ``y``, ``z``, ``node_type`` optional, other columns ignored).

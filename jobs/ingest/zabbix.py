@@ -1,6 +1,6 @@
 """Zabbix history → node_io: real-time export NDJSON, or DB/API history rows + item table.
 
-Inputs (SPEC §2), plain or gzip-compressed, streamed in blocks of lines:
+Inputs (docs/design.md, 'Sources'), plain or gzip-compressed, streamed in blocks of lines:
 
 * real-time export ``history-*.ndjson``: one JSON object per line with ``host`` (``{host,
   name}``), ``groups``, ``applications`` (Zabbix ≤ 5.x) or ``item_tags`` (6.x, 7.x),

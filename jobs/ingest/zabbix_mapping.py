@@ -1,4 +1,4 @@
-"""What Zabbix items and hosts mean in ``node_io`` terms (SPEC §2, Zabbix row).
+"""What Zabbix items and hosts mean in ``node_io`` terms (docs/design.md, 'Sources').
 
 The item mapping is a YAML file (the documented default is ``zabbix_mapping.yaml`` beside this
 module): per node_io metric, the item names (real-time export) and keys (item table, DB, API)
