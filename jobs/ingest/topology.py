@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import gzip
 import io
 import os
 from collections.abc import Iterator
@@ -23,6 +22,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
+from burstlake.jobs.ingest import inputs
 from burstlake.jobs.ingest.base import RECORD, Batch, ParseContext, Reject, Source, UnusableInput
 from burstlake.schemas import REGISTRY, spec
 
@@ -41,12 +41,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _lines(path: Path) -> list[str]:
-    raw = path.read_bytes()
-    if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError) as err:
-            raise UnusableInput(f"corrupt gzip: {err}") from err
+    try:
+        raw = inputs.read_all(path)
+    except inputs.BrokenStream as err:
+        raise UnusableInput(f"corrupt gzip: {err} at byte {err.offset}") from None
     try:
         return raw.decode("utf-8-sig").splitlines()  # a BOM (Excel's CSV export) is dropped
     except UnicodeDecodeError as err:
