@@ -452,3 +452,21 @@ def test_json_numbers_beyond_64_bits_and_of_the_wrong_type(lake, tmp_path):
     assert reasons["jobs[1]"] == f"bad job: {10**30} is beyond the 64-bit range"
     assert reasons["jobs[2]"] == "bad job: time 1e+30 is not epoch seconds"
     assert reasons["jobs[3]"] == "bad job: 'many' is not a number"
+
+
+def test_gzip_and_truncated_gzip_dumps(lake, tmp_path):
+    """The shared plain/gzip reader: a compressed dump lands like the plain one; a truncated
+    one lands what came before and says where the rest was lost."""
+    import gzip
+
+    text = "JobID|NodeList\n" + "".join(f"{i}|cn{i}\n" for i in range(1, 2001))
+    whole = tmp_path / "sacct.txt.gz"
+    whole.write_bytes(gzip.compress(text.encode()))
+    report = ingest(slurm.SOURCE, [whole], lake)[0]
+    assert (report.records_in, report.landed, report.quarantined) == (2000, 2000, 0)
+    cut = tmp_path / "cut.txt.gz"
+    cut.write_bytes(whole.read_bytes()[:-200])
+    report = ingest(slurm.SOURCE, [cut], lake)[0]
+    assert report.error is None and report.quarantined >= 1 and report.landed > 1000
+    reasons = [r for loc, r in _quarantine(lake) if loc.startswith("byte ")]
+    assert reasons == ["gzip stream ends early (truncated file); the rest of the file is lost"]

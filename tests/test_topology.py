@@ -176,3 +176,27 @@ def test_a_ten_megabyte_csv_field_is_one_quarantined_line(lake, tmp_path):
     assert (report.records_in, report.landed, report.quarantined) == (3, 2, 1)
     [(location, reason)] = _quarantine(lake)
     assert location == "line 3" and "field larger than field limit" in reason
+
+
+def test_rows_that_landed_before_their_topology_are_checked_when_it_arrives(lake, tmp_path, capsys):
+    """Zabbix lands first (no topology to check against); the topology arrives without one of
+    its nodes: that is reported by the CLI and by the drop-directory landing."""
+    from burstlake.cli import main
+    from burstlake.jobs.ingest.dropdir import land_files
+
+    export = Path(__file__).parent / "fixtures" / "zabbix" / "history-tags.ndjson"
+    assert main(["ingest", "zabbix", str(export), "--lake", str(lake)]) == 0
+    path = tmp_path / "topo.csv"
+    path.write_text("node,cabinet\ncn2,cab0\n")
+    capsys.readouterr()
+    assert main(["ingest", "topology", str(path), "--lake", str(lake)]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "topology check of rows landed earlier: node_io: 1 node names not in topology (cn00001)"
+        in out
+    )
+    path.write_text("node,cabinet\ncn2,cab0\ncn3,cab0\n")
+    result = land_files("topology", [str(path)], lake)
+    assert result["not_in_topology"] == ["node_io: 1 node names not in topology (cn00001)"]
+    path.write_text("node,cabinet\ncn00001,cab0\n")
+    assert land_files("topology", [str(path)], lake)["not_in_topology"] == []

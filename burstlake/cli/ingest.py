@@ -45,6 +45,11 @@ def run(args: argparse.Namespace) -> int:
             print(line)
     print(f"{args.source}: {describe(totals(reports))}")
     _print_traffic(args, reports)
+    if args.source == "topology":
+        from burstlake.jobs.ingest.topology import describe_unknown, unknown_nodes
+
+        for line in describe_unknown(unknown_nodes(args.lake)):
+            print(f"topology check of rows landed earlier: {line}")
     unusable = [r for r in reports if r.error]
     for r in unusable:
         print(f"burstlake ingest {args.source}: {r.file}: {r.error}", file=sys.stderr)

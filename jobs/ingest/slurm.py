@@ -31,7 +31,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import pyarrow as pa
 
-from burstlake.jobs.ingest import hostlist
+from burstlake.jobs.ingest import hostlist, inputs
 from burstlake.jobs.ingest.base import RECORD, Batch, ParseContext, Reject, Source, UnusableInput
 from burstlake.schemas import spec
 from burstlake.schemas.sources import SACCT_TEXT_FIELDS as TEXT_FIELDS
@@ -455,31 +455,34 @@ def _text_records(lines: Iterator[tuple[int, bytes]], context: ParseContext) -> 
     zone = time_zone(context.options.get("tz") or "UTC")
     collector = _Collector(context.options.get("cluster"))
     header_line, header, trailing = None, [], False
-    for number, raw in lines:
-        if collector.rows.records >= BATCH_RECORDS:
-            yield collector.take()
-        line = raw.decode("utf-8", "replace").rstrip("\r\n")
-        if number == 1:
-            line = line.removeprefix("\ufeff")
-        if not line.strip() or line == header_line:  # blank, or the header of a concatenation
-            continue
-        if header_line is None or _is_header(line):  # a concatenated dump's own header
-            header_line = line
-            header, trailing = _header(line)
-            continue
-        fields = (line[:-1] if trailing and line.endswith("|") else line).split("|")
-        location = f"line {number}"
-        if len(fields) != len(header):
-            truncated = "" if raw.endswith(b"\n") else "truncated last line: "
-            reason = f"{truncated}{len(fields)} fields, the header has {len(header)}"
-            collector.reject(location, line, reason)
-            continue
-        try:
-            entry = _text_entry({c: v for c, v in zip(header, fields, strict=True) if c}, zone)
-        except ValueError as err:
-            collector.reject(location, line, str(err))
-            continue
-        collector.add(number, location, line, [entry])
+    try:
+        for number, raw in lines:
+            if collector.rows.records >= BATCH_RECORDS:
+                yield collector.take()
+            line = raw.decode("utf-8", "replace").rstrip("\r\n")
+            if number == 1:
+                line = line.removeprefix("\ufeff")
+            if not line.strip() or line == header_line:  # blank, or the header of a concatenation
+                continue
+            if header_line is None or _is_header(line):  # a concatenated dump's own header
+                header_line = line
+                header, trailing = _header(line)
+                continue
+            fields = (line[:-1] if trailing and line.endswith("|") else line).split("|")
+            location = f"line {number}"
+            if len(fields) != len(header):
+                truncated = "" if raw.endswith(b"\n") else "truncated last line: "
+                reason = f"{truncated}{len(fields)} fields, the header has {len(header)}"
+                collector.reject(location, line, reason)
+                continue
+            try:
+                entry = _text_entry({c: v for c, v in zip(header, fields, strict=True) if c}, zone)
+            except ValueError as err:
+                collector.reject(location, line, str(err))
+                continue
+            collector.add(number, location, line, [entry])
+    except inputs.BrokenStream as err:
+        collector.reject(f"byte {err.offset}", None, f"{err}; the rest of the file is lost")
     if header_line is None:
         raise UnusableInput("empty file: no sacct header line")
     yield collector.take()
@@ -511,24 +514,38 @@ def _json_records(data: bytes, context: ParseContext) -> Iterator[Batch]:
 
 
 def _numbered_lines(path: Path, context: ParseContext) -> Iterator[tuple[int, bytes]]:
-    with path.open("rb") as handle:
-        for number, raw in enumerate(handle, 1):
-            context.progress(len(raw))
-            yield number, raw
+    """The (decompressed) lines with their line ends; a damaged gzip raises BrokenStream after
+    the lines read before it."""
+    pending, number = b"", 0
+    for chunk in inputs.chunks(path, context.progress):
+        lines = (pending + chunk).split(b"\n")
+        pending = lines.pop()
+        for line in lines:
+            number += 1
+            yield number, line + b"\n"
+    if pending:
+        yield number + 1, pending
 
 
 def _first_byte(path: Path) -> bytes:
-    with path.open("rb") as handle:
-        head = handle.read(4096)
+    try:
+        head = next(inputs.chunks(path), b"")[:4096]
+    except inputs.BrokenStream as err:
+        raise UnusableInput(f"binary file, not sacct output (gzip magic, but {err})") from None
     if b"\0" in head:
         raise UnusableInput("binary file, not sacct output")
     return head.lstrip()[:1]
 
 
 def parse(path: Path, context: ParseContext) -> Iterator[Batch]:
-    """Batches of jobs/job_steps/job_nodes rows from one sacct text or JSON file."""
+    """Batches of jobs/job_steps/job_nodes rows from one sacct text or JSON file, plain or
+    gzip-compressed."""
     if _first_byte(path) == b"{":
-        yield from _json_records(path.read_bytes(), context)
+        try:
+            data = inputs.read_all(path)
+        except inputs.BrokenStream as err:
+            raise UnusableInput(f"sacct --json output: {err} at byte {err.offset}") from None
+        yield from _json_records(data, context)
     else:
         yield from _text_records(_numbered_lines(path, context), context)
 

@@ -16,15 +16,17 @@ from __future__ import annotations
 
 import argparse
 import csv
-import gzip
 import io
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
+import duckdb
 import pyarrow as pa
 
+from burstlake.jobs.ingest import inputs
 from burstlake.jobs.ingest.base import RECORD, Batch, ParseContext, Reject, Source, UnusableInput
-from burstlake.schemas import spec
+from burstlake.schemas import REGISTRY, spec
 
 FILE_PATTERN = "*"
 CSV_COLUMNS = ("node", "cabinet", "ion", "switch", "row", "col", "x", "y", "z", "node_type")
@@ -41,12 +43,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _lines(path: Path) -> list[str]:
-    raw = path.read_bytes()
-    if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError) as err:
-            raise UnusableInput(f"corrupt gzip: {err}") from err
+    try:
+        raw = inputs.read_all(path)
+    except inputs.BrokenStream as err:
+        raise UnusableInput(f"corrupt gzip: {err} at byte {err.offset}") from None
     try:
         return raw.decode("utf-8-sig").splitlines()  # a BOM (Excel's CSV export) is dropped
     except UnicodeDecodeError as err:
@@ -155,6 +155,53 @@ def parse(path: Path, context: ParseContext) -> Iterator[Batch]:
     schema = spec("topology").schema.append(pa.field(RECORD, pa.int64()))
     table = pa.Table.from_pylist(rows, schema=schema)
     yield Batch({"topology": table}, records=records, rejects=rejects, origins=origins)
+
+
+def unknown_nodes(lake: str | os.PathLike | None) -> dict[str, list[str]]:
+    """Node names in the lake's tables that are not in its topology, per table (sorted).
+
+    Ingest checks node names against the topology loaded at the time; rows that landed before
+    their topology arrived are checked here, when it does (DAGs run in any order)."""
+    from burstlake.lake import dataset, table_files
+
+    if not table_files(lake, "topology"):
+        return {}
+    known = dataset(lake, "topology").to_table(columns=["node"])
+    found: dict[str, list[str]] = {}
+    with duckdb.connect() as con:
+        con.register("known", known)
+        for table in REGISTRY.values():
+            if (
+                not table.node_columns
+                or table.name == "topology"
+                or not table_files(lake, table.name)
+            ):
+                continue
+            con.register("rows", dataset(lake, table.name))
+            missing = sorted(
+                {
+                    n
+                    for column in table.node_columns
+                    for (n,) in con.execute(
+                        f'SELECT DISTINCT "{column}" FROM rows WHERE "{column}" NOT IN '
+                        "(SELECT node FROM known)"
+                    ).fetchall()
+                }
+            )
+            con.unregister("rows")
+            if missing:
+                found[table.name] = missing
+    return found
+
+
+def describe_unknown(found: dict[str, list[str]]) -> list[str]:
+    """One line per table: 'node_io: 2 node names not in topology (cn9, cn10)'."""
+    return [
+        f"{table}: {len(names)} node names not in topology ({', '.join(names[:5])}"
+        + (", ..." if len(names) > 5 else "")
+        + ")"
+        for table, names in found.items()
+    ]
 
 
 SOURCE = Source(name="topology", tables=("topology",), parse=parse)

@@ -62,19 +62,18 @@ import logging
 import os
 import tempfile
 import time
-import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from burstlake.jobs.ingest import counters
+from burstlake.jobs.ingest import counters, inputs
 from burstlake.jobs.ingest.base import (
     CONTRIBUTION,
     Batch,
@@ -95,7 +94,6 @@ from burstlake.lake import dataset, lake_path, read_table
 LOG = logging.getLogger(__name__)
 FILE_PATTERN = "history*"
 BLOCK_BYTES = 16 << 20  # text decoded per pass-1 step
-READ_BYTES = 1 << 20
 ROWS_PER_BATCH = 200_000  # node_io rows per batch (whole nodes)
 NODE_BUCKETS = 16  # node_io contributions per day: pass 2 recomputes one day of one bucket
 DAY_S = 86_400
@@ -178,46 +176,10 @@ class Settings:
 # ------------------------------------------------------------------ reading lines
 
 
-class BrokenStream(Exception):
-    """The compressed stream ends early or is corrupt; what came before it was read."""
-
-    def __init__(self, offset: int, reason: str) -> None:
-        super().__init__(reason)
-        self.offset = offset
-
-
-def _gunzip(raw: IO[bytes]) -> Iterator[bytes]:
-    """Decompress (possibly multi-member) gzip, yielding every byte recovered before a fault."""
-    inflate, fed = zlib.decompressobj(wbits=31), False
-    for data in iter(lambda: raw.read(READ_BYTES), b""):
-        while data:
-            try:
-                yield inflate.decompress(data)
-            except zlib.error as err:
-                raise BrokenStream(raw.tell(), f"corrupt gzip data ({err})") from None
-            fed = True
-            if not inflate.eof:
-                break
-            data, inflate, fed = inflate.unused_data, zlib.decompressobj(wbits=31), False
-    if fed and not inflate.eof:
-        raise BrokenStream(raw.tell(), "gzip stream ends early (truncated file)")
-
-
-def _is_gzip(path: Path) -> bool:
-    with path.open("rb") as raw:
-        return raw.read(2) == b"\x1f\x8b"
-
-
 def _bytes(path: Path, progress) -> Iterator[bytes]:
-    """The file's (decompressed) bytes, reporting compressed bytes read to ``progress``."""
-    gzipped = _is_gzip(path)
-    with path.open("rb") as raw:
-        chunks = _gunzip(raw) if gzipped else iter(lambda: raw.read(READ_BYTES), b"")
-        done = 0
-        for n, chunk in enumerate(chunks):
-            yield chunk[3:] if n == 0 and chunk.startswith(BOM) else chunk  # as Slurm does
-            progress(raw.tell() - done)
-            done = raw.tell()
+    """The file's (decompressed) bytes, without a leading UTF-8 BOM (as Slurm reads it)."""
+    for n, chunk in enumerate(inputs.chunks(path, progress)):
+        yield chunk[3:] if n == 0 and chunk.startswith(BOM) else chunk
 
 
 def _blocks(chunks: Iterable[bytes]) -> Iterator[bytes]:
@@ -235,7 +197,7 @@ def _blocks(chunks: Iterable[bytes]) -> Iterator[bytes]:
             cut = data.rfind(b"\n")
             yield data[:cut]
             pending, size = [data[cut + 1 :]], len(data) - cut - 1
-    except BrokenStream:
+    except inputs.BrokenStream:
         yield from _last_block(pending)
         raise
     yield from _last_block(pending)
@@ -496,7 +458,7 @@ def _pass_one(
             first += lines.num_rows
             records, rejects = state.block(n, lines)
             yield Batch({}, records, rejects)
-    except BrokenStream as err:
+    except inputs.BrokenStream as err:
         reason = f"{err}; the rest of the file after line {first - 1} is lost"
         yield Batch({}, 1, [Reject(f"byte {err.offset}", None, reason)])
     if state.ignored:
