@@ -1,4 +1,4 @@
-"""What the Delta Lake transactions cost (design document §3, issue 17).
+"""What the Delta Lake transactions cost (docs/design.md, 'The lake', issue 17).
 
 In one process, on a temporary lake:
 

@@ -1,4 +1,6 @@
-"""``<lake>/catalog.duckdb``: one DuckDB view per lake table (design document §3), so SQL works.
+"""``<lake>/catalog.duckdb``: one DuckDB view per lake table, so SQL works.
+
+See docs/design.md, 'The lake'.
 
 The catalog is derived data. Each view reads the Parquet files of one committed Delta version
 of its table (the version :func:`burstlake.lake.read_version` names, so all views together are

@@ -1,4 +1,6 @@
-"""The lake (design document §3): one Delta Lake table per folder, and the one place that writes.
+"""The lake: one Delta Lake table per folder, and the one place that writes.
+
+See docs/design.md, 'The lake: the only interface between stages'.
 
 Layout: ``<lake>/<table>/`` is a Delta table (Parquet files plus ``_delta_log``); day-partitioned
 tables are partitioned by a ``day`` column (``day=YYYY-MM-DD`` folders) derived from their
@@ -56,6 +58,7 @@ STAGING = "_staging"
 LOCKS = "_locks"
 RUNS = "_runs"
 COMMIT_RETRIES = 20
+PREDICATE = "burstlake.predicate"  # commit metadata: the rows a write replaced
 
 
 class LakeError(OSError):
@@ -74,6 +77,12 @@ def table_dir(lake: str | os.PathLike | None, table: str) -> Path:
 def is_delta(path: Path) -> bool:
     """Whether ``path`` holds a Delta table (a ``_delta_log`` with at least one commit)."""
     return (path / "_delta_log").is_dir() and any((path / "_delta_log").glob("*.json"))
+
+
+def is_lake(path: Path) -> bool:
+    """Whether ``path`` is a lake directory: its catalog, a table or a folder of its writers."""
+    own = ("catalog.duckdb", STAGING, LOCKS, RUNS, "_txn", "_migrate", *REGISTRY)
+    return path.is_dir() and any((path / name).exists() for name in own)
 
 
 def delta_schema(table_spec: TableSpec) -> pa.Schema:
@@ -122,6 +131,11 @@ def _locked(lake: Path, name: str) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def exclusive(lake: str | os.PathLike | None, name: str) -> contextlib.AbstractContextManager:
+    """An exclusive lock ``name`` on the lake, held for the block (e.g. one source's landings)."""
+    return _locked(lake_path(lake), name)
 
 
 class _Owned:
@@ -519,6 +533,11 @@ class ContributionWriter:
     ``commit()`` lands them in one Delta commit that also removes what the same ``source_id``
     (and the ids in ``replaces``) wrote before, and the rows of other contributions whose
     ``replace_key`` reappears (``superseded``).
+
+    One writer may also write rows into other contributions of the table
+    (``write(rows, contribution=...)``, or :meth:`claim` for one that ends up empty): rows
+    computed from several inputs, such as the Zabbix stream's day x node-bucket parts of
+    ``node_io``. Each such contribution is replaced whole by the same commit.
     """
 
     def __init__(
@@ -532,6 +551,7 @@ class ContributionWriter:
         self.lake = lake_path(lake)
         self.source_id = source_id
         self.replaces = sorted(set(replaces) - {source_id})
+        self.contributions: set[str] = set()  # other contributions written (replaced whole)
         self.rows = 0
         self.superseded = 0  # rows of older contributions replaced on commit
         self.version: int | None = None  # the committed version
@@ -548,11 +568,18 @@ class ContributionWriter:
     def staging(self) -> Path:
         return self._scratch.path
 
-    def write(self, rows: pa.Table | pa.RecordBatch) -> None:
+    def claim(self, contributions: Iterable[str]) -> None:
+        """Replace these contributions in the commit, whether or not rows are written to them."""
+        self.contributions.update(contributions)
+
+    def write(self, rows: pa.Table | pa.RecordBatch, contribution: str | None = None) -> None:
+        """Stage rows of this writer's contribution, or of ``contribution`` (see class doc)."""
+        if contribution is not None and contribution != self.source_id:
+            self.contributions.add(contribution)
         table = conform(rows, self.spec)
         if table.num_rows == 0:
             return
-        stored = _stored(table, self.spec, self.source_id)
+        stored = _stored(table, self.spec, contribution or self.source_id)
         self.rows += table.num_rows
         try:
             if self._writer is not None and self._file_rows >= ROWS_PER_FILE:
@@ -594,6 +621,10 @@ class ContributionWriter:
             self.abort()
         return self.rows
 
+    def owned(self) -> list[str]:
+        """Every contribution the commit replaces: its own, ``replaces`` and those written."""
+        return [self.source_id, *self.replaces, *sorted(self.contributions - {self.source_id})]
+
     def abort(self) -> None:
         if self._writer is not None:
             with contextlib.suppress(OSError):
@@ -629,13 +660,12 @@ def _commit(writer: ContributionWriter) -> tuple[int, int]:
     """One Delta commit of a staged contribution; returns (rows superseded, new version)."""
     table_spec, path = writer.spec, writer.lake / writer.spec.name
     schema = delta_schema(table_spec)
-    ids = [writer.source_id, *writer.replaces]
+    ids = writer.owned()
     predicate = f"{SOURCE} IN ({', '.join(map(_quote, ids))})"
     new = ds.dataset([str(f) for f in writer._files], schema=schema, format="parquet")
     current = _RUN.get()
     metadata = current.metadata() if current is not None and current.lake == writer.lake else {}
     metadata["burstlake.source_id"] = writer.source_id
-    properties = CommitProperties(custom_metadata=metadata)
     partition_by = [DAY] if table_spec.partition_by else None
     if not is_delta(path):  # created empty first, so the rows below stream in
         write_deltalake(
@@ -650,6 +680,8 @@ def _commit(writer: ContributionWriter) -> tuple[int, int]:
         else:
             predicate = None  # the whole table is rewritten
         data = pa.concat_tables([new.to_table(), kept.cast(schema)])
+    metadata[PREDICATE] = predicate or ""  # what the commit replaced (see undo_landing)
+    properties = CommitProperties(custom_metadata=metadata)
     write_deltalake(
         dt,
         data,
@@ -674,7 +706,7 @@ def _superseded(
     if not table_spec.replace_key or not writer._files:
         return 0, None, []
     staged = [str(f) for f in writer._files]
-    own = {writer.source_id, *writer.replaces}
+    own = set(writer.owned())
     with duckdb.connect() as con:
         files = "[" + ", ".join(_quote(f) for f in staged) + "]"
         keys = ", ".join(f'"{k}"' for k in table_spec.replace_key)
@@ -765,6 +797,70 @@ def delete_contribution(
         except (OSError, DeltaError) as err:
             raise (_lake_error(err, root) or err) from err
     return removed
+
+
+def undo_landing(
+    lake: str | os.PathLike | None, source_id: str, tables: Iterable[str], since: float
+) -> int:
+    """Undo the commits a killed landing of ``source_id`` made since ``since`` (epoch s).
+
+    Each commit is undone by one new commit that puts back what it replaced (the rows its
+    predicate covered, as of the version before it), newest first, so every table is as it
+    was before the landing: earlier contents of the same path come back with their
+    ``ingest_log`` row. Sound because a landing's contributions are written by no one else
+    until it is reconciled (writers of a shared contribution hold their source's lock, see
+    ``Source.serial``). Returns the number of commits undone.
+    """
+    root = lake_path(lake)
+    undone = 0
+    for name in tables:
+        path = root / name
+        if not is_delta(path):
+            continue
+        try:
+            with _locked(root, name):
+                for version, sid in _commit_sources(root, name, since - 5):
+                    if sid != source_id:
+                        continue
+                    info = commit_metadata(root, name, version)
+                    if PREDICATE not in info or "burstlake.deleted" in info:
+                        continue
+                    _put_back(root, name, version, info[PREDICATE] or None, source_id)
+                    undone += 1
+        except (OSError, DeltaError) as err:
+            raise (_lake_error(err, root) or err) from err
+    return undone
+
+
+def _put_back(root: Path, name: str, version: int, predicate: str | None, source_id: str) -> None:
+    """One commit restoring the rows ``predicate`` covered before ``version`` (all if None)."""
+    table_spec, path = spec(name), root / name
+    schema = delta_schema(table_spec)
+    before = DeltaTable(path, version=version - 1)
+    uris = [u.removeprefix("file://") for u in before.file_uris()]
+    if uris:
+        listed = "[" + ", ".join(_quote(u) for u in uris) + "]"
+        hive = "true" if table_spec.partition_by else "false"
+        where = f" WHERE {predicate}" if predicate else ""
+        with duckdb.connect() as con:
+            rows = con.execute(
+                f"SELECT * FROM read_parquet({listed}, hive_partitioning={hive}, "
+                f"union_by_name=true){where}"
+            ).fetch_arrow_table()
+        rows = rows.select(schema.names).cast(schema)
+    else:
+        rows = schema.empty_table()
+    dt = DeltaTable(path)
+    write_deltalake(
+        dt,
+        rows,
+        mode="overwrite",
+        predicate=predicate,
+        schema_mode="merge",
+        commit_properties=CommitProperties(custom_metadata={"burstlake.deleted": source_id}),
+    )
+    dt.update_incremental()
+    _republish(root, name, dt.version())
 
 
 # --- housekeeping -----------------------------------------------------------------------------

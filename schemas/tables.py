@@ -1,4 +1,6 @@
-"""Arrow schemas of the lake tables (SPEC §3): the one contract between ingest, metrics and replay.
+"""Arrow schemas of the lake tables: the one contract between ingest, metrics and replay.
+
+See docs/design.md, 'The lake'.
 
 Every table is declared once here as a :class:`TableSpec`. Writers cast to these schemas, readers
 return them, the DuckDB catalog and the Great Expectations suites are derived from them.
@@ -236,6 +238,30 @@ TOPOLOGY = TableSpec(
     replace_key=("node",),
 )
 
+ZABBIX_SAMPLES = TableSpec(
+    name="zabbix_samples",
+    doc="Ingest state, not for analysis: the usable samples of every Zabbix file, so that the "
+    "files of one export (one per history syncer, rotated to .old) are read as one stream per "
+    "item and a later file continues the series of an earlier one (jobs/ingest/zabbix.py).",
+    schema=_schema(
+        ("node", pa.string(), False),
+        ("item", pa.string(), False),  # itemid, or 'name:<item name>' without one
+        ("metric", pa.string(), False),
+        ("kind", pa.string(), False),  # counter, rate, gauge
+        ("ts", TS, False),  # sample time (partition day); t_ns is exact
+        ("t_ns", pa.int64(), False),
+        ("value", pa.decimal128(38, 6), False),
+        ("bucket", pa.int32(), False),  # node bucket of the node_io contribution it feeds
+        ("source_id", pa.string(), False),  # the file's contribution
+        ("file", pa.string(), False),
+        ("line_no", pa.int64(), False),
+        ("seq", pa.int64(), False),  # ingest order: of two files' samples at one instant the
+        # earlier-ingested counts, as the earlier line of a concatenation would
+    ),
+    key=("source_id", "line_no"),
+    partition_by="ts",
+)
+
 QUARANTINE = TableSpec(
     name="quarantine",
     doc="Rejected input: what, where and why. Rows in = rows landed + rows quarantined.",
@@ -250,9 +276,23 @@ QUARANTINE = TableSpec(
     key=("source", "file", "location"),
 )
 
+TRAFFIC_BALANCE = pa.list_(
+    pa.struct(
+        [
+            ("metric", pa.string()),
+            ("seen", pa.int64()),
+            ("landed", pa.int64()),
+            ("quarantined", pa.int64()),
+            ("gap", pa.int64()),
+            ("reset", pa.int64()),
+        ]
+    )
+)
+
 INGEST_LOG = TableSpec(
     name="ingest_log",
-    doc="One row per ingested file: its content id and the row accounting of SPEC §3.",
+    doc="One row per ingested file: its content id and its row accounting (docs/design.md, "
+    "'The lake').",
     schema=_schema(
         ("source", pa.string(), False),
         ("file", pa.string(), False),
@@ -261,6 +301,10 @@ INGEST_LOG = TableSpec(
         ("records_in", pa.int64(), False),
         ("landed", pa.int64(), False),
         ("quarantined", pa.int64(), False),
+        # Byte accounting per traffic metric (Zabbix, Darshan): seen in the input = landed +
+        # quarantined (its record failed) + gap (not attributable to an interval) + reset
+        # (counted since a counter reset); null for sources without traffic.
+        ("traffic", TRAFFIC_BALANCE, True),
         ("ingested_at", TS, False),
     ),
     key=("source_id",),
@@ -276,6 +320,7 @@ RAW_TABLES: tuple[TableSpec, ...] = (
     DARSHAN_RANK_IO,
     DARSHAN_HEATMAP,
     TOPOLOGY,
+    ZABBIX_SAMPLES,
     QUARANTINE,
     INGEST_LOG,
 )

@@ -1,5 +1,5 @@
-"""Darshan ingest (SPEC §2, §3): every real sample log lands, totals match pydarshan's own,
-damaged logs are quarantined and the batch goes on."""
+"""Darshan ingest (docs/design.md, 'Sources' and 'The lake'): every real sample log lands,
+totals match pydarshan's own, damaged logs are quarantined and the batch goes on."""
 
 from __future__ import annotations
 
@@ -326,3 +326,20 @@ def test_cli_ingests_a_directory_of_logs(shared_data, tmp_path, lake, capsys):
     assert sql(lake, "SELECT DISTINCT job_id FROM darshan_jobs").to_pylist() == [
         {"job_id": "4478544"}
     ]
+
+
+def test_ingest_log_byte_balance_matches_darshan_jobs(landed):
+    """Bytes seen in each log (storage-layer rank records) all land, and equal the log's
+    darshan_jobs totals, which pydarshan's module totals give independently."""
+    lake, _ = landed
+    rows = sql(
+        lake,
+        "SELECT j.bytes_read, j.bytes_written, i.traffic FROM darshan_jobs j "
+        "JOIN ingest_log i ON j.log_id = i.source_id",
+    ).to_pylist()
+    assert any(r["traffic"] for r in rows)
+    for row in rows:
+        balance = {t["metric"]: t for t in row["traffic"] or []}
+        for measure in ("bytes_read", "bytes_written"):
+            parts = balance.get(measure, {"seen": 0, "landed": 0})
+            assert parts["seen"] == parts["landed"] == row[measure]

@@ -1,4 +1,4 @@
-"""The lake's writer, reader and DuckDB catalog (design document §3; Delta Lake, issue 17)."""
+"""The lake's writer, reader and DuckDB catalog (docs/design.md, 'The lake'; issue 17)."""
 
 from __future__ import annotations
 

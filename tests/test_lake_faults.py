@@ -1,4 +1,4 @@
-"""Fault tests of the Delta lake (design document §3, issue 17), with real processes and kills.
+"""Fault tests of the Delta lake (docs/design.md, 'The lake'; issue 17): real processes, kills.
 
 A process is stopped at a named phase through ``BURSTLAKE_PAUSE_AT`` (see
 :func:`burstlake.lake.checkpoint`) and killed there with SIGKILL, or let go on; row counts and
@@ -7,6 +7,7 @@ row contents are then compared with a clean run of the same inputs.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -31,18 +32,19 @@ HEADER = (
 )
 
 
-def _sacct(path: Path, jobs: range, state: str = "COMPLETED") -> Path:
-    """A small sacct export: one job line and one batch step line per job, 2 nodes each."""
+def _sacct(path: Path, jobs: range, state: str = "COMPLETED", digits: int = 3) -> Path:
+    """A small sacct export: one job line and one batch step line per job, 2 nodes each
+    (``cn001``.., or with ``digits`` 5 the hand lake's ``cn00001``..)."""
     lines = [HEADER]
     for job in jobs:
         a, b = job % 4 + 1, (job + 1) % 4 + 1
-        nodes = f"cn{min(a, b):03d},cn{max(a, b):03d}"
+        nodes = f"cn{min(a, b):0{digits}d},cn{max(a, b):0{digits}d}"
         times = f"2024-03-01T00:{job % 60:02d}:00|2024-03-01T01:00:00"
         lines.append(
             f"{job}|app{job}|u{job % 3}|{5000 + job}|acct|work|2024-03-01T00:00:00|"
             f"2024-03-01T00:00:00|{times}|8|8|2|{nodes}|{state}|0:0|th"
         )
-        lines.append(f"{job}.batch|batch|||||||{times}||4|1|cn{a:03d}|{state}|0:0|th")
+        lines.append(f"{job}.batch|batch|||||||{times}||4|1|cn{a:0{digits}d}|{state}|0:0|th")
     path.write_text("\n".join(lines) + "\n")
     return path
 
@@ -216,7 +218,8 @@ def test_metrics_killed_mid_run_then_rerun_beside_an_ingest(spark, tmp_path):
     assert lakes.published_run(lake, "metrics") == published
 
     versions = lakes.read_versions(lake, INPUTS)
-    sacct = _sacct(tmp_path / "jobs.sacct", range(1, 31))
+    # nodes of the hand lake's topology: a job on unknown nodes is quarantined whole
+    sacct = _sacct(tmp_path / "jobs.sacct", range(1, 31), digits=5)
     marker = tmp_path / "q"
     proc = _paused(
         _cli("ingest", "slurm", str(sacct), "--lake", str(lake)), "ingest-commit", marker
@@ -240,3 +243,65 @@ def test_metrics_killed_mid_run_then_rerun_beside_an_ingest(spark, tmp_path):
     assert lakes.read_version(lake, "jobs") > versions["jobs"]  # the ingest is visible now
     query = f"SELECT records_in FROM ingest_log WHERE file = '{sacct}'"  # 30 jobs + 30 steps
     assert catalog.sql(lake, query).column(0).to_pylist() == [60]
+    assert catalog.sql(lake, "SELECT count(*) FROM jobs WHERE cluster = 'th'")[0][0].as_py() == 30
+
+
+def _zabbix(path: Path, start: int, samples: int, offset: int = 0) -> Path:
+    """A real-time export: read-byte counters of two nodes every 10 s from ``start``."""
+    lines = []
+    for n, node in enumerate(("cn001", "cn002")):
+        for k in range(samples):
+            sample = {
+                "host": {"host": node, "name": node},
+                "itemid": 100 + n,
+                "name": "Lustre read bytes",
+                "clock": start + 10 * k,
+                "ns": 0,
+                "value": 1000 * (k + 1) * (n + 1) + offset,
+                "type": 3,
+            }
+            lines.append(json.dumps(sample))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _zabbix_state(lake: Path) -> dict[str, list[tuple]]:
+    """The rows a Zabbix ingest writes (ingest times and stream positions left out), sorted."""
+    out = {}
+    for table in ("node_io", "zabbix_samples", "quarantine", "ingest_log"):
+        rows = read_table(lake, table).to_pylist()
+        skip = {"ingested_at", "seq", "traffic"}
+        out[table] = sorted(
+            tuple(sorted((k, str(v)) for k, v in r.items() if k not in skip)) for r in rows
+        )
+    return out
+
+
+def test_killed_zabbix_landing_of_a_changed_file_is_undone_in_shared_node_io(tmp_path):
+    """A Zabbix file rewrites node_io parts shared with the other files of the export; a landing
+    killed after that commit, whose file then changed, is undone: the lake is as before it."""
+    from burstlake.jobs.ingest import zabbix
+
+    lake, t0 = tmp_path / "lake", 1700000000
+    first = _zabbix(tmp_path / "history-syncer-1.ndjson", t0, 30)
+    ingest(zabbix.SOURCE, [first], lake)
+    before = _zabbix_state(lake)
+    assert before["node_io"] and before["zabbix_samples"]
+    node_io = lakes.latest_version(lake, "node_io")
+
+    second = _zabbix(tmp_path / "history-syncer-2.ndjson", t0 + 300, 30, offset=30_000)
+    args = _cli("ingest", "zabbix", str(second), "--lake", str(lake))
+    _kill(_paused(args, "ingest-commit", tmp_path / "p"))
+    assert lakes.latest_version(lake, "node_io") == node_io + 1  # the shared parts committed
+    assert _zabbix_state(lake) == before  # but readers do not see them
+    _zabbix(second, t0 + 300, 31, offset=30_000)  # the file changed (it grew)
+
+    ingest(zabbix.SOURCE, [first], lake)  # a no-op that reconciles the killed landing
+    assert _zabbix_state(lake) == before
+    assert lakes.latest_version(lake, "node_io") > node_io + 1  # undone by a new commit
+    assert not lakes.intents(lake)
+
+    ingest(zabbix.SOURCE, [second], lake)  # its current content lands as a clean run gives it
+    clean = tmp_path / "clean"
+    ingest(zabbix.SOURCE, [first, second], clean)
+    assert _zabbix_state(lake) == _zabbix_state(clean)

@@ -1,10 +1,13 @@
-"""Slurm ingest: sacct -P text and sacct --json into jobs, job_steps, job_nodes (SPEC §2, §3).
+"""Slurm ingest: sacct -P text and sacct --json into jobs, job_steps, job_nodes.
+
+See docs/design.md, 'Sources' and 'The lake'.
 
 Real Spark-free path: the real parser, base.ingest, Great Expectations, Parquet and DuckDB.
 """
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -276,16 +279,18 @@ def test_bad_lines_are_quarantined_with_location_and_reason(
 
 
 def test_end_before_start_is_caught_by_the_expectation_suite(lake):
+    """Job 22 fails; job 23's step fails, and a job's records land or fail together, so job
+    23's allocation (line 3, standing for its step's line 4 too) is quarantined with it."""
     report = _ingest(lake, "end_before_start.sacct")
-    assert (report.records_in, report.landed, report.quarantined) == (3, 1, 2)
+    assert (report.records_in, report.landed, report.quarantined) == (3, 0, 3)
     rows = read_table(lake, "quarantine").sort_by("location").to_pylist()
-    assert [r["location"] for r in rows] == ["line 2", "line 4"]
+    assert [r["location"] for r in rows] == ["line 2", "line 3"]
     assert rows[0]["reason"].startswith("jobs: failed expect_column_pair_values_a_to_be_greater")
     assert rows[1]["reason"].startswith("job_steps: failed expect_column_pair_values_a_to_be")
     assert all("column_A=end" in r["reason"] and "column_B=start" in r["reason"] for r in rows)
     assert rows[0]["raw"].startswith("22|a|COMPLETED|2020-01-01T02:00:00")
-    assert _rows(lake, "jobs", "job_id").keys() == {("23",)}
-    assert read_table(lake, "job_nodes").column("node").to_pylist() == ["cn5"]  # not cn1..cn4
+    assert not read_table(lake, "jobs").num_rows
+    assert not read_table(lake, "job_nodes").num_rows  # no orphan rows
     assert read_table(lake, "job_steps").num_rows == 0
 
 
@@ -374,3 +379,94 @@ def test_bad_job_ids(text):
 )
 def test_states(text, parsed):
     assert slurm.parse_state(text) == parsed
+
+
+# ---------------------------------------------------------------- hostile input (issue 14)
+
+
+def test_concatenated_dump_with_a_header_in_another_order(lake, tmp_path):
+    path = tmp_path / "two-dumps.sacct"
+    path.write_text(
+        "JobID|JobName|NodeList|AllocCPUS\n"
+        "1|a|cn1|4\n"
+        "AllocCPUS|NodeList|JobName|JobID\n"  # the second dump's own header
+        "8|cn2|b|2\n"
+    )
+    report = ingest(slurm.SOURCE, [path], lake)[0]
+    assert (report.records_in, report.landed, report.quarantined) == (2, 2, 0)
+    jobs = _rows(lake, "jobs", "job_id")
+    assert (jobs[("2",)]["job_name"], jobs[("2",)]["alloc_cpus"]) == ("b", 8)
+    assert jobs[("2",)]["nodelist"] == "cn2"
+
+
+def test_a_job_lands_or_fails_with_its_steps(lake, tmp_path):
+    """Job 5's nodes are not in the topology: its allocation and its steps are quarantined
+    together (no orphan steps); job 7's bad nodelist takes its step with it."""
+    import pyarrow as pa
+
+    from burstlake.lake import write_table
+
+    write_table(lake, "topology", pa.table({"node": ["cn1"], "cabinet": ["c0"]}), "topo")
+    path = tmp_path / "jobs.sacct"
+    path.write_text(
+        "JobID|NodeList|AllocCPUS\n"
+        "4|cn1|1\n4.0|cn1|1\n"
+        "5|cn9|1\n5.batch|cn9|1\n5.0|cn9|1\n"
+        "7|cn[3-|1\n7.0|cn3|1\n"
+        f"8|cn1|{10**30}\n"
+    )
+    report = ingest(slurm.SOURCE, [path], lake)[0]
+    assert (report.records_in, report.landed, report.quarantined) == (8, 2, 6)
+    assert set(_rows(lake, "jobs", "job_id")) == {("4",)}
+    assert set(_rows(lake, "job_steps", "job_id", "step_id")) == {("4", "0")}
+    reasons = dict(_quarantine(lake))
+    assert reasons["line 4"].startswith("job_nodes: failed expect_column_values_to_be_in_set")
+    assert reasons["line 7"] == "bad nodelist: hostlist 'cn[3-': '[' is never closed"
+    assert reasons["line 8"] == "the allocation of 7 (line 7) was quarantined"
+    assert reasons["line 9"].endswith("is beyond the 64-bit range")
+
+
+def test_deeply_nested_json_is_unusable_not_a_crash(lake, tmp_path, capsys):
+    path = tmp_path / "nested.json"
+    path.write_text('{"jobs": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    assert main(["ingest", "slurm", str(path), "--lake", str(lake)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        f"burstlake ingest slurm: {path}: JSON nested too deeply to be sacct --json output"
+    ]
+
+
+def test_json_numbers_beyond_64_bits_and_of_the_wrong_type(lake, tmp_path):
+    job = {"job_id": 1, "name": "a", "time": {"start": 1, "end": 2}, "steps": []}
+    jobs = [
+        job,
+        {**job, "job_id": 2, "required": {"CPUs": 10**30}},
+        {**job, "job_id": 3, "time": {"start": 1e30}},
+        {**job, "job_id": 4, "allocation_nodes": "many"},
+    ]
+    path = tmp_path / "sacct.json"
+    path.write_text(json.dumps({"jobs": jobs}))
+    report = ingest(slurm.SOURCE, [path], lake)[0]
+    assert (report.records_in, report.landed, report.quarantined) == (4, 1, 3)
+    reasons = dict(_quarantine(lake))
+    assert reasons["jobs[1]"] == f"bad job: {10**30} is beyond the 64-bit range"
+    assert reasons["jobs[2]"] == "bad job: time 1e+30 is not epoch seconds"
+    assert reasons["jobs[3]"] == "bad job: 'many' is not a number"
+
+
+def test_gzip_and_truncated_gzip_dumps(lake, tmp_path):
+    """The shared plain/gzip reader: a compressed dump lands like the plain one; a truncated
+    one lands what came before and says where the rest was lost."""
+    import gzip
+
+    text = "JobID|NodeList\n" + "".join(f"{i}|cn{i}\n" for i in range(1, 2001))
+    whole = tmp_path / "sacct.txt.gz"
+    whole.write_bytes(gzip.compress(text.encode()))
+    report = ingest(slurm.SOURCE, [whole], lake)[0]
+    assert (report.records_in, report.landed, report.quarantined) == (2000, 2000, 0)
+    cut = tmp_path / "cut.txt.gz"
+    cut.write_bytes(whole.read_bytes()[:-200])
+    report = ingest(slurm.SOURCE, [cut], lake)[0]
+    assert report.error is None and report.quarantined >= 1 and report.landed > 1000
+    reasons = [r for loc, r in _quarantine(lake) if loc.startswith("byte ")]
+    assert reasons == ["gzip stream ends early (truncated file); the rest of the file is lost"]

@@ -3,6 +3,7 @@ data, calibration targets, and raw files → ingest agreeing with the direct lak
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -312,6 +313,12 @@ def test_raw_files_ingest_to_the_same_node_io(tmp_path: Path) -> None:
     direct, ingested, raw = tmp_path / "direct", tmp_path / "ingested", tmp_path / "raw"
     assert main([*common, "--lake", str(direct)]) == 0
     assert main([*common, "--raw", str(raw)]) == 0
+    # each item's values are spread over the syncer files, as a Zabbix server writes them
+    files_of: dict[int, set[str]] = {}
+    for path in (raw / "zabbix").iterdir():
+        for line in path.read_text().splitlines():
+            files_of.setdefault(json.loads(line)["itemid"], set()).add(path.name)
+    assert len(files_of) > 10 and all(len(f) == 4 for f in files_of.values())
     lake = ["--lake", str(ingested)]
     assert main(["ingest", "topology", str(raw / "topology"), *lake]) == 0
     assert main(["ingest", "slurm", str(raw / "slurm"), *lake]) == 0

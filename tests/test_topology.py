@@ -1,4 +1,7 @@
-"""Topology ingest: CSV and Cray xtdb2proc (SPEC §2), with bad input and row accounting."""
+"""Topology ingest: CSV and Cray xtdb2proc, with bad input and row accounting.
+
+See docs/design.md, 'Sources'.
+"""
 
 from __future__ import annotations
 
@@ -147,3 +150,53 @@ def test_a_newer_file_supersedes_older_rows_of_the_same_node(lake, tmp_path):
         "cn010": "cab1",
         "cn099": "cab7",
     }
+
+
+def test_bom_and_integers_beyond_64_bits(lake, tmp_path):
+    """A UTF-8 BOM (Excel's CSV) is dropped; an integer too large for its column is one
+    quarantined line, not a crash."""
+    path = tmp_path / "bom.csv"
+    huge = "1" + "0" * 30
+    text = f"node,cabinet,row,col\ncn1,cab0,0,1\ncn2,cab0,{huge},2\ncn3,cab1,1,{2**31}\n"
+    path.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    [report] = _ingest(lake, path)
+    assert (report.records_in, report.landed, report.quarantined) == (3, 1, 2)
+    assert report.error is None
+    assert read_table(lake, "topology").column("node").to_pylist() == ["cn1"]
+    assert _quarantine(lake) == [
+        ("line 3", f"malformed record: {huge} is out of range for a 32-bit integer"),
+        ("line 4", f"malformed record: {2**31} is out of range for a 32-bit integer"),
+    ]
+
+
+def test_a_ten_megabyte_csv_field_is_one_quarantined_line(lake, tmp_path):
+    path = tmp_path / "big.csv"
+    path.write_text('node,cabinet\ncn1,cab0\ncn2,"' + "x" * 10_000_000 + '"\ncn3,cab0\n')
+    [report] = _ingest(lake, path)
+    assert (report.records_in, report.landed, report.quarantined) == (3, 2, 1)
+    [(location, reason)] = _quarantine(lake)
+    assert location == "line 3" and "field larger than field limit" in reason
+
+
+def test_rows_that_landed_before_their_topology_are_checked_when_it_arrives(lake, tmp_path, capsys):
+    """Zabbix lands first (no topology to check against); the topology arrives without one of
+    its nodes: that is reported by the CLI and by the drop-directory landing."""
+    from burstlake.cli import main
+    from burstlake.jobs.ingest.dropdir import land_files
+
+    export = Path(__file__).parent / "fixtures" / "zabbix" / "history-tags.ndjson"
+    assert main(["ingest", "zabbix", str(export), "--lake", str(lake)]) == 0
+    path = tmp_path / "topo.csv"
+    path.write_text("node,cabinet\ncn2,cab0\n")
+    capsys.readouterr()
+    assert main(["ingest", "topology", str(path), "--lake", str(lake)]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "topology check of rows landed earlier: node_io: 1 node names not in topology (cn00001)"
+        in out
+    )
+    path.write_text("node,cabinet\ncn2,cab0\ncn3,cab0\n")
+    result = land_files("topology", [str(path)], lake)
+    assert result["not_in_topology"] == ["node_io: 1 node names not in topology (cn00001)"]
+    path.write_text("node,cabinet\ncn00001,cab0\n")
+    assert land_files("topology", [str(path)], lake)["not_in_topology"] == []

@@ -1,4 +1,7 @@
-"""Zabbix ingest → node_io: exact hand-computed deltas, quarantine, accounting (SPEC §2, §3)."""
+"""Zabbix ingest → node_io: exact hand-computed deltas, quarantine, accounting.
+
+See docs/design.md, 'Sources' and 'The lake'.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ import pyarrow as pa
 import pytest
 
 from burstlake.cli import main
-from burstlake.jobs.ingest import zabbix
+from burstlake.jobs.ingest import inputs, zabbix
 from burstlake.jobs.ingest.base import ingest
 from burstlake.jobs.ingest.zabbix_mapping import HostNames, load_mapping, prefix_rewrite
 from burstlake.lake import read_table, write_table
@@ -92,6 +95,16 @@ def test_item_tags_export_exact_deltas(lake: Path, tmp_path: Path, compress: boo
     assert _quarantine(lake) == TAGS_QUARANTINE
     raw = dict((r["location"], r["raw"]) for r in read_table(lake, "quarantine").to_pylist())
     assert raw["line 31"] == (FIXTURES / "history-tags.ndjson").read_text().splitlines()[30]
+    # bytes: read rises 500+2500+250+50 land, 1000 across the gap at 60 s, 100 since the reset
+    assert _traffic(lake) == {
+        "read_bytes": {"seen": 4400, "landed": 3300, "quarantined": 0, "gap": 1000, "reset": 100},
+        "write_bytes": {"seen": 900, "landed": 900, "quarantined": 0, "gap": 0, "reset": 0},
+    }
+
+
+def _traffic(lake: Path) -> dict[str, dict[str, int]]:
+    (row,) = read_table(lake, "ingest_log", columns=["traffic"]).column(0).to_pylist()
+    return {t.pop("metric"): t for t in row}
 
 
 def test_applications_form_host_rewrite_and_huge_counters(lake: Path, tmp_path: Path) -> None:
@@ -239,9 +252,12 @@ def test_node_missing_from_topology_quarantines_its_samples(lake: Path) -> None:
     assert (report.records_in, report.landed, report.quarantined) == (31, 0, 31)
     rows = read_table(lake, "quarantine").to_pylist()
     host = [r for r in rows if r["location"].startswith("host ")]
-    assert [r["location"] for r in host] == ["host cn00001 (25 samples)"]
+    assert [r["location"] for r in host] == ["host cn00001 (25 samples of this file)"]
     assert "expect_column_values_to_be_in_set" in host[0]["reason"]
     assert not read_table(lake, "node_io").num_rows
+    assert _traffic(lake)["read_bytes"] == {
+        "seen": 4400, "landed": 0, "quarantined": 3300, "gap": 1000, "reset": 100
+    }  # fmt: skip
 
 
 def test_small_blocks_and_batches_give_the_same_rows(
@@ -249,9 +265,9 @@ def test_small_blocks_and_batches_give_the_same_rows(
 ) -> None:
     """Block, read and batch boundaries fall inside lines and between nodes; nodes spread
     over several pass-2 buckets."""
-    monkeypatch.setattr(zabbix, "BUCKET_BYTES", 1000)
+    monkeypatch.setattr(zabbix, "NODE_BUCKETS", 3)
     monkeypatch.setattr(zabbix, "BLOCK_BYTES", 700)
-    monkeypatch.setattr(zabbix, "READ_BYTES", 333)
+    monkeypatch.setattr(inputs, "READ_BYTES", 333)
     monkeypatch.setattr(zabbix, "ROWS_PER_BATCH", 2)
     path = tmp_path / "history-both.ndjson.gz"
     text = (FIXTURES / "history-tags.ndjson").read_text().splitlines()[:29]
@@ -268,6 +284,7 @@ def test_cli_ingest_zabbix(lake: Path, capsys: pytest.CaptureFixture) -> None:
     assert main([*argv, "--interval", "10"]) == 0
     out = capsys.readouterr().out
     assert "31 records in, 25 landed, 6 quarantined" in out
+    assert "read_bytes: seen 4400 = landed 3300 + gap 1000 + reset 100" in out
     assert main([*argv, "--mapping", str(lake / "missing.yaml")]) == 2
 
 
@@ -397,3 +414,64 @@ def test_host_names_become_node_names() -> None:
     assert HostNames(strip_domain=False).node("cn1.example.org") == "cn1.example.org"
     with pytest.raises(ValueError, match="is not OLD=NEW"):
         prefix_rewrite("nid")
+
+
+def _line(host: str, t: int, value, itemid: int = 1, name: str = "Lustre read bytes") -> str:
+    return json.dumps(
+        {"host": {"host": host, "name": host}, "itemid": itemid, "name": name,
+         "clock": T0 + t, "ns": 0, "value": value, "type": 3}, ensure_ascii=False
+    )  # fmt: skip
+
+
+def test_hostile_export_bom_host_names_encodings_and_huge_values(
+    lake: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """A BOM, host names that give no node or another host's node, Latin-1 bytes, values
+    beyond 64 bits: each a one-line reason, the good lines land, no traceback."""
+    lines = [
+        _line("cn7", 0, 100),  # line 1, after the BOM
+        _line("cn7", 10, 600),
+        _line("cn7.example.org", 10, 600, itemid=2),  # the same node under a second name
+        _line("../../etc/passwd", 10, 5),
+        _line(".", 10, 5),
+        _line("cn8", 0, 10**30),  # beyond 64 bits
+        _line("cn8", 10, 2**64 - 1),  # a legal uint64, but a rise of ~2^64: a re-initialised
+        # counter, counted as a reset
+        _line("cn8", 0, 5, itemid=3),
+        _line("cn8", 10, 2**64 - 10, itemid=3),
+    ]
+    text = ("\n".join(lines) + "\n").encode()
+    latin1 = _line("n\u00f6de9", 10, 5).encode("latin-1")
+    path = tmp_path / "history-hostile.ndjson"
+    path.write_bytes(b"\xef\xbb\xbf" + text + latin1 + b"\n")
+    assert main(["ingest", "zabbix", str(path), "--lake", str(lake)]) == 0
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err + captured.out
+    assert _rows(lake) == [_row("cn7", 0, read_bytes=500)]
+    assert _quarantine(lake) == [
+        ("line 10", "not valid UTF-8 text (Latin-1 or binary bytes)"),
+        ("line 3", "host 'cn7.example.org' is node cn7, already named by host 'cn7'"),
+        ("line 4", "host name '../../etc/passwd' gives an empty node name"),
+        ("line 5", "host name '.' gives an empty node name"),
+        ("line 6", "value 1000000000000000000000000000000 is beyond 64 bits"),
+    ]
+    # cn8's jump of ~2^64 is no count of bytes: nothing seen, nothing landed
+    assert _traffic(lake)["read_bytes"] == {
+        "seen": 500, "landed": 500, "quarantined": 0, "gap": 0, "reset": 0
+    }  # fmt: skip
+
+
+def test_ignored_items_are_counted_not_quarantined(lake: Path, tmp_path: Path) -> None:
+    mapping = tmp_path / "mapping.yaml"
+    default = (Path(zabbix.__file__).parent / "zabbix_mapping.yaml").read_text()
+    mapping.write_text(default + "ignore: {names: [Disk free]}\n")
+    (report,) = ingest(
+        zabbix.SOURCE, [FIXTURES / "history-tags.ndjson"], lake, {"mapping": mapping}
+    )
+    assert (report.records_in, report.landed, report.quarantined) == (31, 26, 5)
+    assert "line 22" not in dict(_quarantine(lake))
+    assert _rows(lake) == TAGS_ROWS
+    twice = tmp_path / "twice.yaml"
+    twice.write_text(default + "ignore: {names: [Lustre read bytes]}\n")
+    with pytest.raises(ValueError, match="name 'Lustre read bytes' mapped more than once"):
+        load_mapping(twice)

@@ -13,10 +13,39 @@ import sys
 COMMANDS = ("ingest", "synth", "metrics", "replay", "flows", "report", "sql", "lake", "demo")
 
 
-def add_lake_argument(parser: argparse.ArgumentParser) -> None:
+def add_lake_argument(parser: argparse.ArgumentParser, existing: bool = False) -> None:
+    """``--lake DIR``. A command that only reads (``existing``) refuses a directory that holds
+    no lake, so a mistyped path is an error instead of an empty answer; one that writes says
+    when it starts a new lake. A file is never a lake."""
     parser.add_argument(
         "--lake", default=None, help="lake directory (default: $BURSTLAKE_LAKE or ./lake)"
     )
+    parser.set_defaults(lake_must_exist=existing)
+
+
+def check_lake(args: argparse.Namespace) -> None:
+    """ValueError with a one-line reason when ``--lake`` cannot be the lake (see
+    :func:`add_lake_argument`)."""
+    if getattr(args, "lake", None) is None or not hasattr(args, "lake_must_exist"):
+        return
+    from pathlib import Path
+
+    from burstlake.lake import is_lake as lake_at
+
+    text, existing = args.lake, args.lake_must_exist
+    path = Path(text)
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"--lake {text} is a file, not a lake directory")
+    is_lake = lake_at(path)
+    if existing and not is_lake:
+        raise ValueError(
+            f"no lake at --lake {text} (mistyped? a lake is made by burstlake ingest, synth "
+            "or demo)"
+        )
+    if not is_lake and path.is_dir() and any(path.iterdir()):
+        raise ValueError(f"--lake {text} holds other files, not a lake: give a new directory")
+    if not path.exists():
+        print(f"burstlake: no lake at {text}; starting a new one", file=sys.stderr)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        check_lake(args)
         return int(args.handler(args) or 0)
     except (ValueError, OSError) as err:  # bad input, missing file, full disk, read-only lake
         print(f"burstlake {args.command}: {err}", file=sys.stderr)

@@ -1,4 +1,4 @@
-"""``burstlake lake``: housekeeping of the Delta lake (design document §3).
+"""``burstlake lake``: housekeeping of the Delta lake (docs/design.md, 'The lake').
 
 ``migrate`` converts a lake written in the pre-Delta layout; ``vacuum`` deletes the files of
 old versions; ``catalog`` rebuilds ``catalog.duckdb``; ``clean`` removes what killed runs left.

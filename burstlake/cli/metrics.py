@@ -31,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``burstlake metrics``."""
     from burstlake.jobs.metrics.settings import MetricSettings
 
-    add_lake_argument(parser)
+    add_lake_argument(parser, existing=True)
     parser.add_argument(
         "--spark-master",
         default=None,

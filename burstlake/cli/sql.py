@@ -19,13 +19,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("query", help='e.g. "SELECT count(*) FROM jobs"')
     parser.add_argument("--max-rows", type=int, default=40, help="rows to print (default 40)")
-    add_lake_argument(parser)
+    add_lake_argument(parser, existing=True)
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from burstlake.catalog import sql
 
+    if not args.query.strip():
+        raise ValueError('empty query: give one SQL statement, e.g. "SELECT count(*) FROM jobs"')
     table = sql(args.lake, args.query)
     shown = table.slice(0, args.max_rows)
     rows = list(zip(*(column.to_pylist() for column in shown.columns), strict=True))

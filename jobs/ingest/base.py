@@ -1,4 +1,6 @@
-"""The one ingest mechanism every source plugs into (SPEC §3: nothing is lost silently).
+"""The one ingest mechanism every source plugs into: nothing is lost silently.
+
+See docs/design.md, 'Sources' and 'The lake'.
 
 A source module (slurm, topology, zabbix, darshan) provides a :class:`Source`: a parser from one
 file to a stream of :class:`Batch` es. This module does the rest, the same way for every source:
@@ -11,12 +13,16 @@ file to a stream of :class:`Batch` es. This module does the rest, the same way f
 4. account for every input record: ``records_in = landed + quarantined``, logged in
    ``ingest_log``, and refresh the DuckDB catalog.
 
-Landing is transactional (design document §3): rows are staged while the file is parsed, then
-each table gets one Delta commit that adds the file's rows and removes what earlier content of
-the same path wrote; ``ingest_log`` is committed last, so a file is never marked landed without
-its rows. An intent record under ``<lake>/_txn`` lives while the commits run; a landing killed
-there is reconciled by the next ``ingest``: the file is ingested again if it is unchanged, or
-everything its interrupted and earlier contents wrote is removed if it changed or vanished.
+Landing is transactional (docs/design.md, 'The lake'): rows are staged while the file is parsed,
+then each table gets one Delta commit that adds the file's rows and removes what earlier content
+of the same path wrote; ``ingest_log`` is committed last, so a file is never marked landed
+without its rows. An intent record under ``<lake>/_txn`` lives while the commits run; a landing
+killed there is reconciled by the next ``ingest``: the file is ingested again if it is
+unchanged, or the landing's commits are undone if it changed or vanished (earlier content of the
+path stays landed). A file may also write other contributions of a table
+(``Batch.contributions``: the Zabbix stream's day x node-bucket parts of ``node_io``); they land
+in the same commit as its own rows, under a lock per source (``Source.serial``) since other
+files share them.
 
 Rows may carry a ``_record`` column: the index of the input record that produced them (one
 sacct line makes a ``jobs`` row and many ``job_nodes`` rows). A record with any failing row is
@@ -25,13 +31,15 @@ quarantined whole, so no half of it lands. Rows without ``_record`` are quaranti
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import os
 import shutil
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from contextlib import nullcontext
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -54,6 +62,7 @@ from burstlake.schemas import spec
 from burstlake.validate import validate
 
 RECORD = "_record"
+CONTRIBUTION = "_contribution"
 log = logging.getLogger(__name__)
 
 
@@ -86,6 +95,22 @@ class Batch:
     rejects: list[Reject] = field(default_factory=list)
     origins: dict[int, tuple[str, str | None]] = field(default_factory=dict)
     weights: dict[int, int] = field(default_factory=dict)
+    # Rows computed from several files (Zabbix export files read as one stream) carry the
+    # contribution they land in as a column _contribution instead of landing in the file's
+    # own; every contribution named here is replaced, even if no row of it remains. All of
+    # them land in the file's one commit per table.
+    contributions: frozenset[str] = frozenset()
+    # Earlier contents of this path that stay in the lake instead of being replaced by this one
+    # (a rotated Zabbix export file continues the stream, see zabbix.py).
+    keep_previous: frozenset[str] = frozenset()
+    # Byte accounting (see :func:`_account_traffic`): metric -> reason -> amount for traffic
+    # seen in the input ('seen') and not landed ('gap', 'reset', 'quarantined'), and
+    # _record -> metric -> amount landing with that record's rows.
+    traffic: dict[str, dict[str, int]] = field(default_factory=dict)
+    record_traffic: dict[int, dict[str, int]] = field(default_factory=dict)
+    # Rows of the source's state tables (``Source.state_tables``), landed unvalidated in the
+    # file's contribution with the rest of the file.
+    state: dict[str, pa.Table] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -94,15 +119,24 @@ class ParseContext:
 
     options: Mapping[str, Any] = field(default_factory=dict)
     progress: Callable[[int], None] = lambda nbytes: None
+    lake: Path | None = None  # set by ingest_file: sources reading earlier files' state
+    source_id: str = ""  # set by ingest_file: the file's contribution
 
 
 @dataclass(frozen=True)
 class Source:
-    """An input source: its name, the tables it writes, and its parser."""
+    """An input source: its name, the tables it writes, and its parser.
+
+    ``state_tables`` hold ingest state the source keeps for later files (not records). A
+    ``serial`` source reads that state while parsing and writes contributions shared by
+    several files, so its files land one at a time (a lock per source and lake).
+    """
 
     name: str
     tables: tuple[str, ...]
     parse: Callable[[Path, ParseContext], Iterable[Batch]]
+    state_tables: tuple[str, ...] = ()
+    serial: bool = False
 
 
 @dataclass
@@ -118,6 +152,11 @@ class FileReport:
     rows: dict[str, int] = field(default_factory=dict)  # lake rows written per table
     superseded: int = 0  # rows of earlier files replaced by this one's (same natural key)
     error: str | None = None  # set when the file was unusable as a whole
+    traffic: dict[str, dict[str, int]] = field(default_factory=dict)  # metric -> reason -> n
+
+    def traffic_lines(self) -> list[str]:
+        """One line per traffic metric: seen = landed + each named loss (+ unexplained)."""
+        return [f"  {metric}: {describe_traffic(parts)}" for metric, parts in self.traffic.items()]
 
     def line(self) -> str:
         text = (
@@ -143,6 +182,35 @@ def describe(totals_: dict[str, int]) -> str:
         f"{t['files']} files, {t['records_in']} records in, {t['landed']} landed, "
         f"{t['quarantined']} quarantined"
     )
+
+
+TRAFFIC_REASONS = ("landed", "quarantined", "gap", "reset")
+
+
+def describe_traffic(parts: Mapping[str, int]) -> str:
+    """'seen 1200 = landed 1000 + gap 200': the balance of one traffic metric."""
+    seen = parts.get("seen", 0)
+    terms = [f"{r} {parts[r]}" for r in TRAFFIC_REASONS if parts.get(r) or r == "landed"]
+    unexplained = seen - sum(parts.get(r, 0) for r in TRAFFIC_REASONS)
+    if unexplained:
+        terms.append(f"UNEXPLAINED {unexplained}")
+    return f"seen {seen} = " + " + ".join(terms)
+
+
+def _account_traffic(report: FileReport, batch: Batch, failed: set[int]) -> None:
+    """Add a batch's byte accounting to the report: a record's traffic lands with its rows, or
+    counts as quarantined when the record failed validation."""
+    for metric, parts in batch.traffic.items():
+        for reason, amount in parts.items():
+            _add(report.traffic, metric, reason, amount)
+    for record, parts in batch.record_traffic.items():
+        for metric, amount in parts.items():
+            _add(report.traffic, metric, "quarantined" if record in failed else "landed", amount)
+
+
+def _add(traffic: dict[str, dict[str, int]], metric: str, reason: str, amount: int) -> None:
+    parts = traffic.setdefault(metric, {})
+    parts[reason] = parts.get(reason, 0) + int(amount)
 
 
 def content_id(path: Path) -> str:
@@ -179,8 +247,9 @@ def _row_origin(table: str, rows: pa.Table, index: int) -> tuple[str, str]:
 
 def _screen(
     batch: Batch, topology_nodes: list[str] | None
-) -> tuple[dict[str, pa.Table], list[Reject], int]:
-    """Validate every table of a batch; drop failing records. Returns good rows, rejects, count."""
+) -> tuple[dict[str, pa.Table], list[Reject], int, set[int]]:
+    """Validate every table of a batch; drop failing records. Returns good rows, rejects, count
+    and the failing ``_record`` values."""
     bad_records: dict[int, str] = {}
     rejects: list[Reject] = []
     good: dict[str, pa.Table] = {}
@@ -213,7 +282,8 @@ def _screen(
             location, raw = batch.origins.get(record, (f"record {record}", None))
             rejects.append(Reject(location, raw, reason))
     good = {t: r.drop_columns([RECORD]) if RECORD in r.column_names else r for t, r in good.items()}
-    return good, rejects, len(rejects) + sum(batch.weights.get(r, 1) - 1 for r in bad_records)
+    failed = len(rejects) + sum(batch.weights.get(r, 1) - 1 for r in bad_records)
+    return good, rejects, failed, set(bad_records)
 
 
 def _topology_nodes(lake: Path | str | None, source: Source) -> list[str] | None:
@@ -224,7 +294,8 @@ def _topology_nodes(lake: Path | str | None, source: Source) -> list[str] | None
 
 
 def _previous_versions(lake: Path | str | None, file: str, source_id: str) -> list[str]:
-    """The source_ids earlier content of the same path landed as (replaced by this one)."""
+    """The source_ids earlier content of the same path landed as (replaced by this one unless
+    the parser keeps them, ``Batch.keep_previous``)."""
     if not table_files(lake, "ingest_log"):
         return []
     log = read_table(lake, "ingest_log", columns=["file", "source_id"]).to_pylist()
@@ -244,9 +315,11 @@ def reconcile(
     """Finish or undo landings whose process died during their commits (module doc).
 
     An unchanged file is ingested again (roll forward) with the options it was first given,
-    unless it is in ``skip`` (about to be ingested anyway); a changed or vanished file has
-    everything its interrupted and earlier contents wrote removed, so the lake and
-    ``ingest_log`` agree and the drop directory lands the file's current content next time.
+    unless it is in ``skip`` (about to be ingested anyway); for a changed or vanished file
+    every commit of the interrupted landing is undone (:func:`burstlake.lake.undo_landing`,
+    which also restores rows it shared with other files, such as Zabbix ``node_io``), so the
+    lake and ``ingest_log`` are as before it and the drop directory lands the file's current
+    content next time.
     Returns the reports of the files ingested again.
     """
     from burstlake.jobs.ingest import source_module
@@ -271,12 +344,33 @@ def reconcile(
                 reports.append(ingest_file(source, file, root, context))
         else:
             log.warning(
-                "%s changed or vanished during an interrupted ingest; removing its rows", file
+                "%s changed or vanished during an interrupted ingest; undoing its commits", file
             )
-            for old in [sid, *record["replaces"]]:
-                delete_contribution(root, old, record["tables"])
+            with _serial(root, source_module(record["source"]).SOURCE):
+                lakes.undo_landing(root, sid, record["tables"], record["started"])
         shutil.rmtree(record["path"], ignore_errors=True)
     return reports
+
+
+def _writers(root: Path, source: Source, source_id: str) -> dict[str, ContributionWriter]:
+    """One writer per table the file lands in (quarantine last): one commit per table."""
+    tables = [*source.tables, *source.state_tables, "quarantine"]
+    return {t: ContributionWriter(root, t, source_id) for t in tables}
+
+
+def _write(writer: ContributionWriter, rows: pa.Table) -> None:
+    """Write rows to the file's contribution, or to the ones named by their _contribution."""
+    if CONTRIBUTION not in rows.column_names:
+        writer.write(rows)
+        return
+    names = rows.column(CONTRIBUTION)
+    for name in pc.unique(names).to_pylist():
+        writer.write(rows.filter(pc.equal(names, name)).drop_columns([CONTRIBUTION]), name)
+
+
+def _serial(root: Path, source: Source) -> contextlib.AbstractContextManager:
+    """The lock a ``serial`` source's files land under (nothing for the others)."""
+    return lakes.exclusive(root, f"source-{source.name}") if source.serial else nullcontext()
 
 
 def ingest_file(
@@ -291,63 +385,80 @@ def ingest_file(
     A file unusable as a whole (unreadable, not this format) lands one quarantine row and a
     report with ``error`` set; it never raises for bad input.
     """
-    context = context or ParseContext()
     file = Path(os.path.abspath(path))
     if not file.is_file():
         return FileReport(source.name, str(file), "-", error="no such file")
     report = FileReport(source.name, str(file), content_id(file))
     root = lake_path(lake)
-    writers = {t: ContributionWriter(root, t, report.source_id) for t in source.tables}
-    quarantine = ContributionWriter(root, "quarantine", report.source_id)
+    context = replace(context or ParseContext(), lake=root, source_id=report.source_id)
+    with _serial(root, source):
+        _land(source, file, root, context, topology_nodes, report)
+    return report
+
+
+def _land(
+    source: Source,
+    file: Path,
+    root: Path,
+    context: ParseContext,
+    topology_nodes: list[str] | None,
+    report: FileReport,
+) -> None:
+    """Parse, screen and stage the file, then land it (module doc)."""
+    writers = _writers(root, source, report.source_id)
+    keep: frozenset[str] = frozenset()
     try:
         for batch in source.parse(file, context):
             checkpoint("ingest-parse")
-            good, rejects, failed = _screen(batch, topology_nodes)
+            good, rejects, failed, bad_records = _screen(batch, topology_nodes)
+            _account_traffic(report, batch, bad_records)
             for table, rows in good.items():
+                _write(writers[table], rows)
+            for table, rows in batch.state.items():
                 writers[table].write(rows)
-            all_rejects = batch.rejects + rejects
-            quarantine.write(_quarantine_rows(report, all_rejects))
+            for table in source.tables:
+                writers[table].claim(batch.contributions)
+            keep |= batch.keep_previous
+            writers["quarantine"].write(_quarantine_rows(report, batch.rejects + rejects))
             report.records_in += batch.records
             report.quarantined += len(batch.rejects) + failed
     except UnusableInput as err:
-        for writer in [*writers.values(), quarantine]:
+        for writer in writers.values():
             writer.abort()
-        writers = {t: ContributionWriter(root, t, report.source_id) for t in source.tables}
-        quarantine = ContributionWriter(root, "quarantine", report.source_id)
+        writers = _writers(root, source, report.source_id)
         report.error = str(err)
         report.records_in, report.quarantined = 1, 1
-        quarantine.write(_quarantine_rows(report, [Reject("whole file", None, str(err))]))
+        rejects = [Reject("whole file", None, str(err))]
+        writers["quarantine"].write(_quarantine_rows(report, rejects))
     except BaseException:
-        for writer in [*writers.values(), quarantine]:
+        for writer in writers.values():
             writer.abort()
         raise
     report.landed = report.records_in - report.quarantined
     checkpoint("ingest-stage")
-    replaces = _previous_versions(root, report.file, report.source_id)
+    replaces = [r for r in _previous_versions(root, report.file, report.source_id) if r not in keep]
     record = {
         "source": source.name,
         "file": report.file,
         "options": _json_options(context.options),
         "replaces": replaces,
-        "tables": [*source.tables, "quarantine", "ingest_log"],
+        "tables": [*writers, "ingest_log"],
     }
     try:
         with lakes.landing(root, report.source_id, record):
             for table, writer in writers.items():
                 writer.replaces = replaces
                 rows = writer.commit()
-                if report.error is None:
-                    report.rows[table] = rows
-                report.superseded += writer.superseded
+                if table in source.tables:
+                    if report.error is None:
+                        report.rows[table] = rows
+                    report.superseded += writer.superseded
                 checkpoint("ingest-commit")
-            quarantine.replaces = replaces
-            quarantine.commit()
             _log(root, report, replaces)
     except BaseException:
-        for writer in [*writers.values(), quarantine]:
+        for writer in writers.values():
             writer.abort()
         raise
-    return report
 
 
 def _log(lake: Path, report: FileReport, replaces: list[str]) -> None:
@@ -359,6 +470,11 @@ def _log(lake: Path, report: FileReport, replaces: list[str]) -> None:
         "records_in": report.records_in,
         "landed": report.landed,
         "quarantined": report.quarantined,
+        "traffic": [
+            {"metric": m, **{r: parts.get(r, 0) for r in ("seen", *TRAFFIC_REASONS)}}
+            for m, parts in sorted(report.traffic.items())
+        ]
+        or None,
         "ingested_at": _now(),
     }
     write_table(lake, "ingest_log", pa.Table.from_pylist([row]), report.source_id, replaces)

@@ -1,4 +1,6 @@
-"""Darshan: per-rank I/O of one application run from its binary log, any 3.x version (SPEC §2).
+"""Darshan: per-rank I/O of one application run from its binary log, any 3.x version.
+
+See docs/design.md, 'Sources'.
 
 Lands one ``darshan_jobs`` row per log, one ``darshan_rank_io`` row per module and rank
 (rank -1: shared files reduced over all ranks), the per-rank view paper 004 §3.2 reads rank-0
@@ -11,14 +13,13 @@ never share one, even the per-process logs of one non-MPI job that started in th
 ``job_id`` is the scheduler job id Darshan recorded (``SLURM_JOB_ID``), as text, so it joins
 ``jobs.job_id``.
 
-Input records, for the accounting of SPEC §3: a log's header (its ``darshan_jobs`` row), each
-module × rank total (a ``darshan_rank_io`` row) and each module × rank heatmap (its bins with
-traffic, ``darshan_heatmap`` rows); a record failing its expectations is quarantined alone.
-A log whose records Darshan had to drop at run time (memory limits) lands with
-``partial = true``. A log darshan-util cannot open, can only read part of (truncated, corrupt),
-or crashes on, is quarantined whole.
-darshan-util can crash the process on a damaged log, so logs are read in a separate process.
-"""
+Input records, for the accounting of docs/design.md, 'The lake': a log's header (its
+``darshan_jobs`` row), each module × rank total (a ``darshan_rank_io`` row) and each module ×
+rank heatmap (its bins with traffic, ``darshan_heatmap`` rows); a record failing its
+expectations is quarantined alone. A log whose records Darshan had to drop at run time (memory
+limits) lands with ``partial = true``. A log darshan-util cannot open, can only read part of
+(truncated, corrupt), or crashes on, is quarantined whole. darshan-util can crash the process on
+a damaged log, so logs are read in a separate process."""
 
 from __future__ import annotations
 
@@ -241,6 +242,7 @@ def parse(path: Path, context: ParseContext) -> Iterator[Batch]:
     origins = {0: _origin(job, "log header")}
     origins |= {r[RECORD]: _origin(r, f"module={r['module']} rank={r['rank']}") for r in ranks}
     origins |= _heatmap_origins(log, first_heatmap)
+    seen, by_record = _traffic(ranks)
     yield Batch(
         tables={
             "darshan_jobs": _table("darshan_jobs", [job]),
@@ -249,7 +251,26 @@ def parse(path: Path, context: ParseContext) -> Iterator[Batch]:
         },
         records=len(origins),
         origins=origins,
+        traffic=seen,
+        record_traffic=by_record,
     )
+
+
+def _traffic(ranks: list[dict]) -> tuple[dict[str, dict[str, int]], dict[int, dict[str, int]]]:
+    """Byte accounting of a log: the storage-layer bytes of each rank record (what
+    ``darshan_jobs`` sums), landing with the record or quarantined with it."""
+    seen: dict[str, dict[str, int]] = {}
+    by_record: dict[int, dict[str, int]] = {}
+    for row in ranks:
+        if row["module"] not in STORAGE_MODULES:
+            continue
+        for measure in ("bytes_read", "bytes_written"):
+            amount = max(0, int(row[measure] or 0))
+            if amount:
+                by_record.setdefault(row[RECORD], {})[measure] = amount
+                parts = seen.setdefault(measure, {})
+                parts["seen"] = parts.get("seen", 0) + amount
+    return seen, by_record
 
 
 SOURCE = Source(

@@ -1,4 +1,6 @@
-"""Read one Darshan log with pydarshan into per-module, per-rank totals (SPEC §2, §3).
+"""Read one Darshan log with pydarshan into per-module, per-rank totals.
+
+See docs/design.md, 'Sources' and 'The lake'.
 
 This module only reads: it turns a log into a :class:`DarshanLog` of plain Python and numpy
 values (picklable, so it can cross from the isolated reader process, see ``darshan.py``).

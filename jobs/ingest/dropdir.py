@@ -6,6 +6,7 @@ content the lake has not seen (by content id, so a rerun or a re-dropped file is
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from burstlake.jobs.ingest import source_module
 from burstlake.jobs.ingest.base import content_id, expand_paths, ingest, totals
 from burstlake.lake import lake_path, read_table, table_files
 
+LOG = logging.getLogger(__name__)
 DEFAULT_DROP = "drop"
 
 
@@ -41,4 +43,11 @@ def land_files(source: str, files: list[str], lake: str | os.PathLike | None = N
     unusable = [f"{r.file}: {r.error}" for r in reports if r.error]
     if unusable:
         raise ValueError(f"{source}: unusable input files: {'; '.join(unusable)}")
-    return totals(reports)
+    result: dict = totals(reports)
+    if source == "topology":  # rows that landed before their topology are checked now
+        from burstlake.jobs.ingest.topology import describe_unknown, unknown_nodes
+
+        result["not_in_topology"] = describe_unknown(unknown_nodes(lake_path(lake)))
+        for line in result["not_in_topology"]:
+            LOG.warning("topology check of rows landed earlier: %s", line)
+    return result

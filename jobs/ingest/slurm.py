@@ -31,7 +31,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import pyarrow as pa
 
-from burstlake.jobs.ingest import hostlist
+from burstlake.jobs.ingest import hostlist, inputs
 from burstlake.jobs.ingest.base import RECORD, Batch, ParseContext, Reject, Source, UnusableInput
 from burstlake.schemas import spec
 from burstlake.schemas.sources import SACCT_TEXT_FIELDS as TEXT_FIELDS
@@ -126,9 +126,12 @@ def _int(text: str) -> int | None:
     if not text:
         return None
     try:
-        return int(text)
+        number = int(text)
     except ValueError:
         raise ValueError(f"{text!r} is not a whole number") from None
+    if not -(2**63) <= number < 2**63:
+        raise ValueError(f"{text[:40]} is beyond the 64-bit range")
+    return number
 
 
 def _text_entry(values: dict[str, str], zone: tzinfo) -> dict[str, Any]:
@@ -161,7 +164,13 @@ def _number(value: Any) -> Any:
     if isinstance(value, dict):
         if not value.get("set", True) or value.get("infinite"):
             return None
-        return value.get("number")
+        value = value.get("number")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{str(value)[:40]!r} is not a number")
+    if isinstance(value, int) and not -(2**63) <= value < 2**63:
+        raise ValueError(f"{str(value)[:40]} is beyond the 64-bit range")
     return value
 
 
@@ -169,9 +178,10 @@ def _epoch(value: Any) -> datetime | None:
     seconds = _number(value)
     if seconds in (None, 0):
         return None
-    if not isinstance(seconds, int | float):
-        raise ValueError(f"time {value!r} is not epoch seconds")
-    return datetime.fromtimestamp(seconds, UTC)
+    try:
+        return datetime.fromtimestamp(seconds, UTC)
+    except (OverflowError, OSError, ValueError):
+        raise ValueError(f"time {str(seconds)[:40]} is not epoch seconds") from None
 
 
 def _json_state(value: Any) -> tuple[str | None, int | None]:
@@ -292,6 +302,7 @@ class _Rows:
     job_nodes: dict[str, list] = field(default_factory=lambda: {c: [] for c in NODE_COLUMNS})
     rejects: list[Reject] = field(default_factory=list)
     origins: dict[int, tuple[str, str | None]] = field(default_factory=dict)
+    weights: dict[int, int] = field(default_factory=dict)  # records standing for several lines
     records: int = 0
 
     def add_nodes(self, job: dict, nodes: list[str]) -> None:
@@ -310,7 +321,7 @@ class _Rows:
         }
         if self.job_nodes["node"]:
             tables["job_nodes"] = pa.Table.from_pydict(self.job_nodes, schema=_schema("job_nodes"))
-        return Batch(tables, self.records, self.rejects, self.origins)
+        return Batch(tables, self.records, self.rejects, self.origins, self.weights)
 
 
 def _checked(read: Callable[[str | None], Any], entry: dict) -> Any:
@@ -350,6 +361,8 @@ class _Collector:
         self.cluster = cluster
         self.seen: dict[tuple, tuple[str, int]] = {}  # (cluster, job, step) -> (where, hash)
         self.rows = _Rows()
+        self.failed: dict[tuple, str] = {}  # (cluster, job) of a rejected allocation -> where
+        self.job_record: dict[tuple, int] = {}  # (cluster, job) -> record of its allocation
 
     def reject(self, location: str, raw: str, reason: str) -> None:
         self.rows.records += 1
@@ -365,10 +378,19 @@ class _Collector:
                 key = (entry["cluster"], job_id, step_id)
                 self._check_new(key, keys, raw)
                 keys.append(key)
+                job_key = (entry["cluster"], job_id)
                 if step_id is None:
+                    self.failed[job_key] = location  # until the allocation is known good
                     jobs.append(_allocation_row(entry, job_id, record))
+                    del self.failed[job_key]
+                elif job_key in self.failed:
+                    raise ValueError(
+                        f"the allocation of {job_id} ({self.failed[job_key]}) was quarantined"
+                    )
                 else:
-                    steps.append(_step_row(entry, job_id, step_id, record))
+                    # a job's records land or fail together: its steps share its record
+                    shared = self.job_record.get(job_key, record)
+                    steps.append(_step_row(entry, job_id, step_id, shared))
         except ValueError as err:
             self.reject(location, raw, str(err))
             return
@@ -379,8 +401,14 @@ class _Collector:
         for job, nodes in jobs:
             rows.jobs.append(job)
             rows.add_nodes(job, nodes)
+            self.job_record[job["cluster"], job["job_id"]] = record
         rows.job_steps += steps
-        rows.origins[record] = (location, raw)
+        shared = {step[RECORD] for step in steps} - {record}
+        if shared:  # a step line joining its allocation's record
+            (into,) = shared
+            rows.weights[into] = rows.weights.get(into, 1) + 1
+        else:
+            rows.origins[record] = (location, raw)
 
     def _check_new(self, key: tuple, keys: list[tuple], raw: str) -> None:
         name = key[1] + (f".{key[2]}" if key[2] else "")
@@ -394,6 +422,7 @@ class _Collector:
 
     def take(self) -> Batch:
         batch, self.rows = self.rows.batch(), _Rows()
+        self.job_record.clear()  # records are numbered per batch
         return batch
 
 
@@ -416,35 +445,44 @@ def _header(line: str) -> tuple[list[str | None], bool]:
     return [TEXT_FIELDS.get(n) for n in names], trailing
 
 
+def _is_header(line: str) -> bool:
+    """A line naming sacct fields (JobID among them) rather than holding values."""
+    names = [n.strip().lower() for n in line.rstrip("|").split("|")]
+    return bool({"jobid", "jobidraw"} & set(names)) and all(n in TEXT_FIELDS for n in names)
+
+
 def _text_records(lines: Iterator[tuple[int, bytes]], context: ParseContext) -> Iterator[Batch]:
     zone = time_zone(context.options.get("tz") or "UTC")
     collector = _Collector(context.options.get("cluster"))
     header_line, header, trailing = None, [], False
-    for number, raw in lines:
-        if collector.rows.records >= BATCH_RECORDS:
-            yield collector.take()
-        line = raw.decode("utf-8", "replace").rstrip("\r\n")
-        if number == 1:
-            line = line.removeprefix("\ufeff")
-        if not line.strip() or line == header_line:  # blank, or the header of a concatenation
-            continue
-        if header_line is None:
-            header_line = line
-            header, trailing = _header(line)
-            continue
-        fields = (line[:-1] if trailing and line.endswith("|") else line).split("|")
-        location = f"line {number}"
-        if len(fields) != len(header):
-            truncated = "" if raw.endswith(b"\n") else "truncated last line: "
-            reason = f"{truncated}{len(fields)} fields, the header has {len(header)}"
-            collector.reject(location, line, reason)
-            continue
-        try:
-            entry = _text_entry({c: v for c, v in zip(header, fields, strict=True) if c}, zone)
-        except ValueError as err:
-            collector.reject(location, line, str(err))
-            continue
-        collector.add(number, location, line, [entry])
+    try:
+        for number, raw in lines:
+            if collector.rows.records >= BATCH_RECORDS:
+                yield collector.take()
+            line = raw.decode("utf-8", "replace").rstrip("\r\n")
+            if number == 1:
+                line = line.removeprefix("\ufeff")
+            if not line.strip() or line == header_line:  # blank, or the header of a concatenation
+                continue
+            if header_line is None or _is_header(line):  # a concatenated dump's own header
+                header_line = line
+                header, trailing = _header(line)
+                continue
+            fields = (line[:-1] if trailing and line.endswith("|") else line).split("|")
+            location = f"line {number}"
+            if len(fields) != len(header):
+                truncated = "" if raw.endswith(b"\n") else "truncated last line: "
+                reason = f"{truncated}{len(fields)} fields, the header has {len(header)}"
+                collector.reject(location, line, reason)
+                continue
+            try:
+                entry = _text_entry({c: v for c, v in zip(header, fields, strict=True) if c}, zone)
+            except ValueError as err:
+                collector.reject(location, line, str(err))
+                continue
+            collector.add(number, location, line, [entry])
+    except inputs.BrokenStream as err:
+        collector.reject(f"byte {err.offset}", None, f"{err}; the rest of the file is lost")
     if header_line is None:
         raise UnusableInput("empty file: no sacct header line")
     yield collector.take()
@@ -455,6 +493,8 @@ def _json_records(data: bytes, context: ParseContext) -> Iterator[Batch]:
         document = json.loads(data)
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise UnusableInput(f"not valid sacct --json output: {err}") from err
+    except RecursionError:
+        raise UnusableInput("JSON nested too deeply to be sacct --json output") from None
     jobs = document.get("jobs") if isinstance(document, dict) else None
     if not isinstance(jobs, list):
         raise UnusableInput("JSON without a 'jobs' list: not sacct --json output")
@@ -474,24 +514,38 @@ def _json_records(data: bytes, context: ParseContext) -> Iterator[Batch]:
 
 
 def _numbered_lines(path: Path, context: ParseContext) -> Iterator[tuple[int, bytes]]:
-    with path.open("rb") as handle:
-        for number, raw in enumerate(handle, 1):
-            context.progress(len(raw))
-            yield number, raw
+    """The (decompressed) lines with their line ends; a damaged gzip raises BrokenStream after
+    the lines read before it."""
+    pending, number = b"", 0
+    for chunk in inputs.chunks(path, context.progress):
+        lines = (pending + chunk).split(b"\n")
+        pending = lines.pop()
+        for line in lines:
+            number += 1
+            yield number, line + b"\n"
+    if pending:
+        yield number + 1, pending
 
 
 def _first_byte(path: Path) -> bytes:
-    with path.open("rb") as handle:
-        head = handle.read(4096)
+    try:
+        head = next(inputs.chunks(path), b"")[:4096]
+    except inputs.BrokenStream as err:
+        raise UnusableInput(f"binary file, not sacct output (gzip magic, but {err})") from None
     if b"\0" in head:
         raise UnusableInput("binary file, not sacct output")
     return head.lstrip()[:1]
 
 
 def parse(path: Path, context: ParseContext) -> Iterator[Batch]:
-    """Batches of jobs/job_steps/job_nodes rows from one sacct text or JSON file."""
+    """Batches of jobs/job_steps/job_nodes rows from one sacct text or JSON file, plain or
+    gzip-compressed."""
     if _first_byte(path) == b"{":
-        yield from _json_records(path.read_bytes(), context)
+        try:
+            data = inputs.read_all(path)
+        except inputs.BrokenStream as err:
+            raise UnusableInput(f"sacct --json output: {err} at byte {err.offset}") from None
+        yield from _json_records(data, context)
     else:
         yield from _text_records(_numbered_lines(path, context), context)
 

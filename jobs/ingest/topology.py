@@ -1,4 +1,6 @@
-"""Topology: node → cabinet → I/O node, from a CSV or a Cray ``xtdb2proc`` dump (SPEC §2).
+"""Topology: node → cabinet → I/O node, from a CSV or a Cray ``xtdb2proc`` dump.
+
+See docs/design.md, 'Sources'.
 
 CSV: a header with at least ``node`` and ``cabinet`` (``ion``, ``switch``, ``row``, ``col``,
 ``x``, ``y``, ``z``, ``node_type`` optional, other columns ignored).
@@ -14,15 +16,17 @@ from __future__ import annotations
 
 import argparse
 import csv
-import gzip
 import io
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
+import duckdb
 import pyarrow as pa
 
+from burstlake.jobs.ingest import inputs
 from burstlake.jobs.ingest.base import RECORD, Batch, ParseContext, Reject, Source, UnusableInput
-from burstlake.schemas import spec
+from burstlake.schemas import REGISTRY, spec
 
 FILE_PATTERN = "*"
 CSV_COLUMNS = ("node", "cabinet", "ion", "switch", "row", "col", "x", "y", "z", "node_type")
@@ -39,22 +43,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _lines(path: Path) -> list[str]:
-    raw = path.read_bytes()
-    if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError) as err:
-            raise UnusableInput(f"corrupt gzip: {err}") from err
     try:
-        return raw.decode("utf-8").splitlines()
+        raw = inputs.read_all(path)
+    except inputs.BrokenStream as err:
+        raise UnusableInput(f"corrupt gzip: {err} at byte {err.offset}") from None
+    try:
+        return raw.decode("utf-8-sig").splitlines()  # a BOM (Excel's CSV export) is dropped
     except UnicodeDecodeError as err:
         raise UnusableInput(f"not text (byte {err.start} is not UTF-8)") from err
 
 
+INT32 = 2**31
+
+
 def _int(value: str | None) -> int | None:
+    """A 32-bit integer field (the topology's row, col, x, y, z); ValueError otherwise."""
     if value is None or value.strip().lower() in ("", "null", "none"):
         return None
-    return int(value)
+    number = int(value)
+    if not -INT32 <= number < INT32:
+        raise ValueError(f"{value.strip()[:40]} is out of range for a 32-bit integer")
+    return number
 
 
 def _xt_fields(line: str) -> dict[str, str]:
@@ -77,8 +86,8 @@ def _xt_row(fields: dict[str, str]) -> dict:
         "node": f"nid{int(fields['processor_id']):05d}",
         "cabinet": cabinet,
         "switch": blade,
-        "row": int(fields["cab_row"]),
-        "col": int(fields["cab_position"]),
+        "row": _int(fields["cab_row"]),
+        "col": _int(fields["cab_position"]),
         "x": _int(fields.get("x_coord")),
         "y": _int(fields.get("y_coord")),
         "z": _int(fields.get("z_coord")),
@@ -106,7 +115,10 @@ def _records(lines: list[str]) -> Iterator[tuple[int, str, dict | Exception]]:
     if "processor_id=" in first:
         parse = lambda line: _xt_row(_xt_fields(line))  # noqa: E731
     else:
-        header = [h.strip().lower() for h in next(csv.reader([first]))]
+        try:
+            header = [h.strip().lower() for h in next(csv.reader([first]))]
+        except csv.Error as err:
+            raise UnusableInput(f"first record is not CSV: {err}") from None
         if "node" not in header or "cabinet" not in header:
             raise UnusableInput(
                 "neither an xtdb2proc dump nor a CSV with 'node' and 'cabinet' columns "
@@ -117,8 +129,8 @@ def _records(lines: list[str]) -> Iterator[tuple[int, str, dict | Exception]]:
     for number, line in body:
         try:
             yield number, line, parse(line)
-        except ValueError as err:
-            yield number, line, err
+        except (ValueError, csv.Error) as err:
+            yield number, line, ValueError(str(err))
 
 
 def parse(path: Path, context: ParseContext) -> Iterator[Batch]:
@@ -143,6 +155,53 @@ def parse(path: Path, context: ParseContext) -> Iterator[Batch]:
     schema = spec("topology").schema.append(pa.field(RECORD, pa.int64()))
     table = pa.Table.from_pylist(rows, schema=schema)
     yield Batch({"topology": table}, records=records, rejects=rejects, origins=origins)
+
+
+def unknown_nodes(lake: str | os.PathLike | None) -> dict[str, list[str]]:
+    """Node names in the lake's tables that are not in its topology, per table (sorted).
+
+    Ingest checks node names against the topology loaded at the time; rows that landed before
+    their topology arrived are checked here, when it does (DAGs run in any order)."""
+    from burstlake.lake import dataset, table_files
+
+    if not table_files(lake, "topology"):
+        return {}
+    known = dataset(lake, "topology").to_table(columns=["node"])
+    found: dict[str, list[str]] = {}
+    with duckdb.connect() as con:
+        con.register("known", known)
+        for table in REGISTRY.values():
+            if (
+                not table.node_columns
+                or table.name == "topology"
+                or not table_files(lake, table.name)
+            ):
+                continue
+            con.register("rows", dataset(lake, table.name))
+            missing = sorted(
+                {
+                    n
+                    for column in table.node_columns
+                    for (n,) in con.execute(
+                        f'SELECT DISTINCT "{column}" FROM rows WHERE "{column}" NOT IN '
+                        "(SELECT node FROM known)"
+                    ).fetchall()
+                }
+            )
+            con.unregister("rows")
+            if missing:
+                found[table.name] = missing
+    return found
+
+
+def describe_unknown(found: dict[str, list[str]]) -> list[str]:
+    """One line per table: 'node_io: 2 node names not in topology (cn9, cn10)'."""
+    return [
+        f"{table}: {len(names)} node names not in topology ({', '.join(names[:5])}"
+        + (", ..." if len(names) > 5 else "")
+        + ")"
+        for table, names in found.items()
+    ]
 
 
 SOURCE = Source(name="topology", tables=("topology",), parse=parse)

@@ -1,4 +1,4 @@
-"""What Zabbix items and hosts mean in ``node_io`` terms (SPEC §2, Zabbix row).
+"""What Zabbix items and hosts mean in ``node_io`` terms (docs/design.md, 'Sources').
 
 The item mapping is a YAML file (the documented default is ``zabbix_mapping.yaml`` beside this
 module): per node_io metric, the item names (real-time export) and keys (item table, DB, API)
@@ -22,7 +22,6 @@ import yaml
 from burstlake.schemas.tables import NODE_IO_GAUGES as GAUGES  # mean of samples; last sample
 from burstlake.schemas.tables import NODE_IO_TRAFFIC as TRAFFIC
 
-KINDS = ("counter", "rate", "gauge")
 DEFAULT_MAPPING = "zabbix_mapping.yaml"
 _IPV4 = re.compile(r"^\d+\.\d+\.\d+\.\d+$")
 
@@ -38,20 +37,31 @@ class ItemRule:
     scale: Decimal = Decimal(1)
 
 
+IGNORE = "ignore"  # the kind of an item on the ignore list
+
+
 @dataclass(frozen=True)
 class Mapping:
-    """The item rules of one mapping file."""
+    """The item rules of one mapping file, and the items it ignores (counted, not
+    quarantined: a template's disk or CPU items that node_io does not need)."""
 
     rules: tuple[ItemRule, ...]
     origin: str
+    ignore_names: tuple[str, ...] = ()
+    ignore_keys: tuple[str, ...] = ()
 
     def table(self) -> pa.Table:
         """One row per matchable identifier: ``match`` ('name' or 'key'), ident, metric, kind,
-        scale (decimal(18,6))."""
+        scale (decimal(18,6)); ignored items have kind ``ignore`` and no metric."""
         rows = [
             {"match": match, "ident": ident, "metric": r.metric, "kind": r.kind, "scale": r.scale}
             for r in self.rules
             for match, idents in (("name", r.names), ("key", r.keys))
+            for ident in idents
+        ]
+        rows += [
+            {"match": match, "ident": ident, "metric": None, "kind": IGNORE, "scale": None}
+            for match, idents in (("name", self.ignore_names), ("key", self.ignore_keys))
             for ident in idents
         ]
         schema = pa.schema(
@@ -95,13 +105,16 @@ def _rule(entry: object, where: str) -> ItemRule:
     return ItemRule(metric, kind, names, keys, scale)
 
 
-def _check_unique(rules: tuple[ItemRule, ...], origin: str) -> None:
+def _check_unique(mapping: Mapping) -> None:
     idents = Counter(
         (match, ident)
-        for rule in rules
+        for rule in mapping.rules
         for match, idents in (("name", rule.names), ("key", rule.keys))
         for ident in idents
     )
+    idents.update(("name", i) for i in mapping.ignore_names)
+    idents.update(("key", i) for i in mapping.ignore_keys)
+    origin = mapping.origin
     twice = [f"{match} {ident!r}" for (match, ident), n in idents.items() if n > 1]
     if twice:
         raise ValueError(f"{origin}: item {', '.join(twice)} mapped more than once")
@@ -122,8 +135,17 @@ def load_mapping(path: str | os.PathLike | None = None) -> Mapping:
     if not isinstance(items, list) or not items:
         raise ValueError(f"{origin}: expected a top-level 'items' list (see {DEFAULT_MAPPING})")
     rules = tuple(_rule(entry, f"{origin}: items[{i}]") for i, entry in enumerate(items))
-    _check_unique(rules, origin)
-    return Mapping(rules, origin)
+    ignore = document.get("ignore") or {}
+    if not isinstance(ignore, dict):
+        raise ValueError(f"{origin}: 'ignore' must be a mapping with names and/or keys")
+    mapping = Mapping(
+        rules,
+        origin,
+        _strings(ignore, "names", f"{origin}: ignore"),
+        _strings(ignore, "keys", f"{origin}: ignore"),
+    )
+    _check_unique(mapping)
+    return mapping
 
 
 @dataclass(frozen=True)

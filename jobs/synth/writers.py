@@ -5,12 +5,15 @@ through :mod:`burstlake.lake` writers under one contribution (``source_id='synth
 run replaces the previous one. Raw (``--raw``, small runs): ``slurm/sacct-<preset>.txt``
 (``sacct -P``), ``zabbix/history-syncer-<k>.ndjson`` (Zabbix real-time export, item_tags form,
 cumulative Lustre and network counters sampled every interval on every node, with counter
-resets and sample gaps placed where the node is idle), ``topology/topology-<preset>.csv`` and
-``synth_truth.parquet``. Ingesting the raw files gives the lake path's rows.
+resets and sample gaps placed where the node is idle; each value goes to a random one of the
+``ZABBIX_FILES`` history syncers' files, as a Zabbix server writes them),
+``topology/topology-<preset>.csv`` and ``synth_truth.parquet``. Ingesting the raw files gives
+the lake path's rows.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import os
 from datetime import UTC, datetime
@@ -205,13 +208,11 @@ def _write_zabbix(trace: Trace, directory: Path, rng: np.random.Generator, progr
     counters = _counter_values(dense, resets, rng)
     del dense
     cpu, mem = _gauges(trace)
-    lines = 0
-    for k in tqdm(range(ZABBIX_FILES), desc="synth zabbix", disable=not progress):
-        nodes = np.arange(k, trace.machine.nodes, ZABBIX_FILES)
-        path = directory / f"history-syncer-{k + 1}.ndjson"
-        with path.open("wb") as handle:
-            lines += _write_export(trace, handle, nodes, counters, cpu, mem, present, rng)
-    return lines
+    paths = [directory / f"history-syncer-{k + 1}.ndjson" for k in range(ZABBIX_FILES)]
+    with contextlib.ExitStack() as stack:
+        handles = [stack.enter_context(path.open("wb")) for path in paths]
+        nodes = np.arange(trace.machine.nodes)
+        return _write_export(trace, handles, nodes, counters, cpu, mem, present, rng, progress)
 
 
 def _item_text(trace: Trace, nodes: np.ndarray) -> tuple[pa.Array, pa.Array]:
@@ -229,15 +230,18 @@ def _item_text(trace: Trace, nodes: np.ndarray) -> tuple[pa.Array, pa.Array]:
     return pa.array(heads), pa.array(tails)
 
 
-def _write_export(trace, handle, nodes, counters, cpu, mem, present, rng) -> int:
-    """Write every sample of ``nodes`` in grid order; returns lines written."""
+def _write_export(trace, handles, nodes, counters, cpu, mem, present, rng, progress) -> int:
+    """Write every sample of ``nodes`` in grid order, each to the history syncer that took it
+    (a random one, as a Zabbix server spreads an item's values over its syncers' files);
+    returns lines written."""
     heads, tails = _item_text(trace, nodes)
     items = len(ZABBIX_ITEMS)
     iv, epoch = trace.cal.interval_s, trace.epoch_s
     is_cpu = np.array([column == "cpu_load" for _, column, _, _ in ZABBIX_ITEMS])
     chunk = max(1, 400_000 // (len(nodes) * items))
     written = 0
-    for g0 in range(0, trace.intervals + 1, chunk):
+    starts = range(0, trace.intervals + 1, chunk)
+    for g0 in tqdm(starts, desc="synth zabbix", disable=not progress):
         grid = np.arange(g0, min(g0 + chunk, trace.intervals + 1))
         ints = np.concatenate(
             [counters[nodes][:, grid, :], mem[nodes][:, grid, None], mem[nodes][:, grid, None]],
@@ -266,7 +270,9 @@ def _write_export(trace, handle, nodes, counters, cpu, mem, present, rng) -> int
             pc.take(tails, which),
             "",
         ).filter(pa.array(keep))
-        handle.write(_text_bytes(text))
+        syncer = rng.integers(0, len(handles), len(text))
+        for k, handle in enumerate(handles):
+            handle.write(_text_bytes(text.filter(pa.array(syncer == k))))
         written += len(text)
     return written
 

@@ -1,0 +1,297 @@
+"""The files of one Zabbix export read as one stream per item (issue 14).
+
+A Zabbix server writes one real-time export file per history syncer and rotates each to
+``.old``; an item's values land in whichever syncer's file. However the lines of one export are
+split over files, and however the files arrive (one command, one after another, the CLI, the
+drop-directory DAG), the lake must hold exactly the node_io rows and the record accounting of
+the single concatenated file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pyarrow.compute as pc
+import pytest
+
+from burstlake.cli import main
+from burstlake.jobs.ingest import zabbix
+from burstlake.jobs.ingest.base import ingest, totals
+from burstlake.lake import latest_version, read_table, table_files
+
+MIDNIGHT = 1700006400  # 2023-11-15 00:00:00 UTC: the export crosses a day boundary
+START = MIDNIGHT - 400
+NODES = ("cn00001", "cn00002", "cn00003", "cn00004", "cn00005")
+ITEMS = (  # itemid offset, name, Zabbix value type
+    (1, "Lustre read bytes", 3),
+    (2, "Lustre write bytes", 3),
+    (3, "Network sent bytes", 3),
+    (4, "CPU load (1 min average)", 0),
+)
+
+
+def _export(seed: int = 3) -> list[dict]:
+    """One export's samples in the order a server writes them: counters with jitter, resets,
+    gaps and re-sent values (duplicates), roughly in time order."""
+    rng = np.random.default_rng(seed)
+    samples = []
+    for n, node in enumerate(NODES):
+        for offset, name, kind in ITEMS:
+            grid = np.arange(0, 800, 10)
+            grid = grid[rng.random(grid.size) > 0.08]  # gaps
+            jitter = rng.integers(-2 * 10**9, 2 * 10**9, grid.size)
+            t_ns = (START + grid) * 10**9 + jitter
+            if kind == 0:
+                values = np.round(rng.random(grid.size) * 4, 2)
+            else:
+                values = np.cumsum(rng.integers(0, 9000, grid.size) * (rng.random(grid.size) < 0.7))
+                reset = rng.integers(10, grid.size - 10)
+                values[reset:] -= values[reset] - rng.integers(0, 50)  # counter reset
+            for t, v in zip(t_ns, values, strict=True):
+                samples.append(
+                    {
+                        "host": {"host": node, "name": node},
+                        "item_tags": [{"tag": "component", "value": "lustre"}],
+                        "itemid": 1000 + 10 * n + offset,
+                        "name": name,
+                        "clock": int(t // 10**9),
+                        "ns": int(t % 10**9),
+                        "value": float(v) if kind == 0 else int(v),
+                        "type": kind,
+                    }
+                )
+    samples.sort(key=lambda s: s["clock"] + rng.integers(-3, 4))  # syncer queues reorder a bit
+    again = rng.choice(len(samples), 15, replace=False)
+    for i in sorted(again, reverse=True):  # a value re-sent after a reconnect
+        samples.insert(min(len(samples), i + rng.integers(1, 40)), samples[i])
+    return samples
+
+
+def _text(samples: list[dict]) -> str:
+    return "".join(json.dumps(s) + "\n" for s in samples)
+
+
+def _split(samples: list[dict], how: str, rng: np.random.Generator) -> dict[str, list[dict]]:
+    """The export's lines over several files, the ways a real server (or a user) splits them."""
+    files: dict[str, list[dict]] = {}
+
+    def put(name: str, sample: dict) -> None:
+        files.setdefault(name, []).append(sample)
+
+    for s in samples:
+        if how == "interleaved":  # each value lands in whichever of 4 syncers took it
+            put(f"history-syncer-{rng.integers(1, 5)}.ndjson", s)
+        elif how == "items":  # whole items per file
+            put(f"history-syncer-{s['itemid'] % 3 + 1}.ndjson", s)
+        elif how == "time":  # consecutive periods
+            put(f"history-part-{min(2, (s['clock'] - START) // 270)}.ndjson", s)
+        elif how == "rotations":  # 2 syncers, each rotated to .old part-way
+            put(f"history-syncer-{rng.integers(1, 3)}.ndjson", s)
+    if how == "rotations":  # the first 60 % of each syncer's lines went to its .old file
+        for name in list(files):
+            lines = files.pop(name)
+            cut = int(len(lines) * 0.6)
+            files[name + ".old"], files[name] = lines[:cut], lines[cut:]
+    return files
+
+
+def _write(folder: Path, files: dict[str, list[dict]]) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, lines in files.items():
+        (folder / name).write_text(_text(lines))
+    return sorted(folder.iterdir())
+
+
+def _node_io(lake: Path) -> list[tuple]:
+    rows = read_table(lake, "node_io").to_pylist()
+    return sorted(tuple(r.values()) for r in rows)
+
+
+def _accounting(lake: Path) -> tuple[int, int, int]:
+    log = read_table(lake, "ingest_log").to_pylist()
+    return tuple(sum(r[k] for r in log) for k in ("records_in", "landed", "quarantined"))
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The single concatenated file's node_io and accounting."""
+    root = tmp_path_factory.mktemp("reference")
+    samples = _export()
+    path = root / "history-all.ndjson"
+    path.write_text(_text(samples))
+    lake = root / "lake"
+    (report,) = ingest(zabbix.SOURCE, [path], lake)
+    assert report.quarantined == 15  # the re-sent values, nothing else
+    rows = _node_io(lake)
+    assert len(rows) > 300 and {r[0] for r in rows} == set(NODES)
+    days = {r[1].date() for r in rows}
+    assert len(days) == 2  # the stream crosses midnight
+    balance = zabbix.stream_balance(lake, 10)
+    assert balance == _file_traffic(lake)  # one file: its row is the stream
+    return {
+        "samples": samples,
+        "node_io": rows,
+        "accounting": _accounting(lake),
+        "traffic": _checked_balance(lake),
+    }
+
+
+def _file_traffic(lake: Path) -> dict:
+    (row,) = read_table(lake, "ingest_log", columns=["traffic"]).column(0).to_pylist()
+    return {t.pop("metric"): {k: v for k, v in t.items() if v} for t in row}
+
+
+def _checked_balance(lake: Path) -> dict:
+    """The stream's byte balance: it adds up, and its landed bytes are node_io's."""
+    balance = zabbix.stream_balance(lake, 10)
+    node_io = read_table(lake, "node_io")
+    assert {"read_bytes", "write_bytes", "net_tx_bytes"} <= set(balance)
+    for metric, parts in balance.items():
+        assert parts["seen"] == sum(v for k, v in parts.items() if k != "seen")
+        assert parts["landed"] == pc.sum(node_io.column(metric)).as_py()
+    assert balance["read_bytes"]["gap"] > 0 and balance["read_bytes"]["reset"] > 0
+    return balance
+
+
+HOW = ("interleaved", "items", "time", "rotations")
+
+
+@pytest.mark.parametrize("how", HOW)
+def test_split_export_in_one_command_equals_the_single_file(
+    reference: dict, tmp_path: Path, how: str
+) -> None:
+    files = _write(tmp_path / "in", _split(reference["samples"], how, np.random.default_rng(1)))
+    assert len(files) >= 3
+    lake = tmp_path / "lake"
+    reports = ingest(zabbix.SOURCE, files, lake)
+    assert _node_io(lake) == reference["node_io"]
+    assert _accounting(lake) == reference["accounting"]
+    assert totals(reports)["records_in"] == len(reference["samples"])
+    assert _checked_balance(lake) == reference["traffic"]
+
+
+@pytest.mark.parametrize("how", ["interleaved", "rotations"])
+def test_split_export_arriving_one_file_at_a_time_in_any_order(
+    reference: dict, tmp_path: Path, how: str
+) -> None:
+    files = _write(tmp_path / "in", _split(reference["samples"], how, np.random.default_rng(2)))
+    order = np.random.default_rng(5).permutation(len(files))
+    lake = tmp_path / "lake"
+    for i in order:
+        ingest(zabbix.SOURCE, [files[i]], lake)
+    assert _node_io(lake) == reference["node_io"]
+    assert _accounting(lake) == reference["accounting"]
+    assert _checked_balance(lake) == reference["traffic"]
+    # re-ingesting every file again is a no-op
+    ingest(zabbix.SOURCE, files, lake)
+    assert _node_io(lake) == reference["node_io"]
+    assert _accounting(lake) == reference["accounting"]
+
+
+def test_replacing_one_member_recomputes_what_it_touches(reference: dict, tmp_path: Path) -> None:
+    files = _split(reference["samples"], "time", np.random.default_rng(1))
+    folder = tmp_path / "in"
+    paths = _write(folder, files)
+    lake = tmp_path / "lake"
+    ingest(zabbix.SOURCE, paths, lake)
+    # a corrected version of the first period: one node's read counter rises 1 MB more
+    name = "history-part-0.ndjson"
+    node = next(s["host"]["host"] for s in files[name] if s["name"] == "Lustre read bytes")
+    changed = [dict(s) for s in files[name]]
+    for s in changed:
+        if s["host"]["host"] == node and s["name"] == "Lustre read bytes":
+            s["value"] += 1_000_000 if s["clock"] >= START + 100 else 0
+    before = set(table_files(lake, "node_io"))
+    version = latest_version(lake, "node_io")
+    (folder / name).write_text(_text(changed))
+    ingest(zabbix.SOURCE, [folder / name], lake)
+
+    expected_lake = tmp_path / "expected"
+    concatenated = tmp_path / "history-all.ndjson"
+    concatenated.write_text("".join(_text(changed if n == name else files[n]) for n in files))
+    ingest(zabbix.SOURCE, [concatenated], expected_lake)
+    got, expected = _node_io(lake), _node_io(expected_lake)
+    assert got == expected and got != reference["node_io"]
+    assert _accounting(lake) == _accounting(expected_lake)
+    # the file holds the first 270 s, all before midnight: the next day was not rewritten
+    assert max(s["clock"] for s in files[name]) < MIDNIGHT - 60
+    # one Delta commit replaced the file's node_io parts, and every Parquet file of the next
+    # day is still in the table as it was
+    assert latest_version(lake, "node_io") == version + 1
+    untouched = {p for p in before if p.parent.name == "day=2023-11-15"}
+    after = set(table_files(lake, "node_io"))
+    assert untouched and untouched <= after
+    assert {p for p in after if p.parent.name == "day=2023-11-15"} == untouched
+    assert len(read_table(lake, "ingest_log").to_pylist()) == len(files)
+
+
+def test_cli_ingest_of_a_split_export(reference: dict, tmp_path: Path, capsys) -> None:
+    folder = tmp_path / "in"
+    _write(folder, _split(reference["samples"], "interleaved", np.random.default_rng(3)))
+    lake = tmp_path / "lake"
+    assert main(["ingest", "zabbix", str(folder), "--lake", str(lake)]) == 0
+    assert _node_io(lake) == reference["node_io"]
+    records_in, landed, quarantined = reference["accounting"]
+    out = capsys.readouterr().out
+    assert f"{records_in} records in, {landed} landed, {quarantined} quarantined" in out
+    read = reference["traffic"]["read_bytes"]
+    assert (
+        f"read_bytes: seen {read['seen']} = landed {read['landed']} + gap {read['gap']} + "
+        f"reset {read['reset']}" in out.split("zabbix stream in the lake")[1]
+    )
+
+
+def test_rotation_through_the_drop_directory_dag(reference: dict, tmp_path: Path, run_dag) -> None:
+    """Two DAG runs: the syncer files, then the same files rotated to .old with new current
+    files holding the later values."""
+    samples = reference["samples"]
+    rng = np.random.default_rng(4)
+    syncer = {id(s): int(rng.integers(1, 4)) for s in samples}
+    cut = START + 500
+    early = [s for s in samples if s["clock"] < cut]
+    late = [s for s in samples if s["clock"] >= cut]
+    drop = tmp_path / "drop" / "zabbix"
+    drop.mkdir(parents=True)
+    for k in (1, 2, 3):
+        (drop / f"history-syncer-{k}.ndjson").write_text(
+            _text([s for s in early if syncer[id(s)] == k])
+        )
+    assert run_dag("ingest_zabbix").state == "success"
+    for k in (1, 2, 3):
+        current = drop / f"history-syncer-{k}.ndjson"
+        shutil.move(current, drop / f"history-syncer-{k}.ndjson.old")
+        current.write_text(_text([s for s in late if syncer[id(s)] == k]))
+    assert run_dag("ingest_zabbix").state == "success"
+    lake = Path(os.environ["BURSTLAKE_LAKE"])
+    assert _node_io(lake) == reference["node_io"]
+    assert _accounting(lake) == reference["accounting"]
+    assert _checked_balance(lake) == reference["traffic"]
+    assert run_dag("ingest_zabbix").state == "success"  # nothing new: a no-op
+    assert _node_io(lake) == reference["node_io"]
+
+
+def test_lake_option_and_empty_query_answers(tmp_path: Path, capsys) -> None:
+    """--lake naming a file, a mistyped --lake, an empty query: one line each, exit 2."""
+    afile = tmp_path / "notes.txt"
+    afile.write_text("x")
+    lake = tmp_path / "lake"
+    fixture = Path(__file__).parent / "fixtures" / "zabbix" / "history-tags.ndjson"
+    assert main(["ingest", "zabbix", str(fixture), "--lake", str(lake)]) == 0
+    assert "starting a new one" in capsys.readouterr().err
+    cases = [
+        (["sql", "--lake", str(afile), "SELECT 1"], "is a file, not a lake directory"),
+        (["ingest", "zabbix", str(fixture), "--lake", str(afile)], "is a file, not a lake"),
+        (["sql", "--lake", str(tmp_path / "lkae"), "SELECT 1"], "no lake at --lake"),
+        (["sql", "--lake", str(lake), "  "], "empty query"),
+        (["ingest", "zabbix", str(fixture), "--lake", str(tmp_path)], "holds other files"),
+    ]
+    for argv, message in cases:
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and message in err[0] and "Traceback" not in err[0], argv
+    assert not (tmp_path / "lkae").exists()
+    assert main(["sql", "--lake", str(lake), "SELECT count(*) AS n FROM node_io"]) == 0
