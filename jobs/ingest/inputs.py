@@ -3,8 +3,8 @@
 Compression is recognised by the gzip magic bytes, not the file name. A multi-member gzip
 (``cat a.gz b.gz``) reads as one stream. A corrupt or truncated gzip yields every byte
 recovered before the fault, then raises :class:`BrokenStream` with the compressed offset, so a
-parser can land what came before and say where the rest was lost (SPEC §3: nothing is lost
-silently).
+parser can land what came before and say where the rest was lost (nothing is lost silently:
+docs/design.md, "Sources").
 """
 
 from __future__ import annotations
