@@ -137,6 +137,9 @@ class Source:
     parse: Callable[[Path, ParseContext], Iterable[Batch]]
     state_tables: tuple[str, ...] = ()
     serial: bool = False
+    # The one check of the parse options, made by ingest() before any file for every caller
+    # (command line, drop-directory DAG, demo): raises ValueError with a one-line reason.
+    check_options: Callable[[Mapping[str, Any]], None] = lambda options: None
 
 
 @dataclass
@@ -498,6 +501,7 @@ def ingest(
     """Ingest files of one source, then refresh the catalog. Returns one report per file."""
     from tqdm import tqdm
 
+    source.check_options(dict(options or {}))
     files = list(map(Path, paths))
     reports = reconcile(lake, skip=files)
     bar = tqdm(

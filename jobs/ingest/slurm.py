@@ -22,7 +22,7 @@ import argparse
 import itertools
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
 from pathlib import Path
@@ -63,19 +63,18 @@ def time_zone(name: str) -> tzinfo:
         raise ValueError(message) from None
 
 
-def _zone_name(name: str) -> str:
-    try:
-        time_zone(name)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
-    return name
+def check_options(options: Mapping[str, Any]) -> None:
+    """``tz``: an IANA zone name; ``cluster``: a non-empty name, if given."""
+    time_zone(str(options.get("tz") or "UTC"))
+    cluster = options.get("cluster")
+    if cluster is not None and not str(cluster).strip():
+        raise ValueError("--cluster names the machine: it cannot be empty")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--tz",
         default="UTC",
-        type=_zone_name,
         help="time zone of the times in sacct text output (IANA name, default UTC); "
         "they are stored in UTC",
     )
@@ -550,4 +549,9 @@ def parse(path: Path, context: ParseContext) -> Iterator[Batch]:
         yield from _text_records(_numbered_lines(path, context), context)
 
 
-SOURCE = Source(name="slurm", tables=("jobs", "job_steps", "job_nodes"), parse=parse)
+SOURCE = Source(
+    name="slurm",
+    tables=("jobs", "job_steps", "job_nodes"),
+    parse=parse,
+    check_options=check_options,
+)

@@ -18,8 +18,9 @@ import argparse
 import csv
 import io
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -204,4 +205,11 @@ def describe_unknown(found: dict[str, list[str]]) -> list[str]:
     ]
 
 
-SOURCE = Source(name="topology", tables=("topology",), parse=parse)
+def check_options(options: Mapping[str, Any]) -> None:
+    """``ion_per_cabinet``: a flag (true or false)."""
+    flag = options.get("ion_per_cabinet", False)
+    if not isinstance(flag, bool):
+        raise ValueError(f"--ion-per-cabinet is a flag (true or false), not {flag!r}")
+
+
+SOURCE = Source(name="topology", tables=("topology",), parse=parse, check_options=check_options)

@@ -62,7 +62,7 @@ import logging
 import os
 import tempfile
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -85,7 +85,7 @@ from burstlake.jobs.ingest.base import (
 from burstlake.jobs.ingest.zabbix_mapping import (
     IGNORE,
     HostNames,
-    Mapping,
+    ItemMapping,
     load_mapping,
     prefix_rewrite,
 )
@@ -145,7 +145,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 class Settings:
     """The parse options, checked."""
 
-    mapping: Mapping
+    mapping: ItemMapping
     interval: int
     hosts: HostNames
     items: Path | None = None
@@ -154,7 +154,8 @@ class Settings:
 
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> Settings:
-        interval = int(options.get("interval") or 10)
+        given = options.get("interval")
+        interval = 10 if given is None else int(given)
         if interval < 1:
             raise ValueError(f"--interval must be >= 1 second, not {interval}")
         items = options.get("items")
@@ -171,6 +172,11 @@ class Settings:
             spill_dir=options.get("spill_dir"),
             memory_limit=options.get("memory_limit") or "1GB",
         )
+
+
+def check_options(options: Mapping[str, Any]) -> None:
+    """The parse options are those :meth:`Settings.from_options` accepts (it raises)."""
+    Settings.from_options(dict(options))
 
 
 # ------------------------------------------------------------------ reading lines
@@ -894,4 +900,5 @@ SOURCE = Source(
     parse=parse,
     state_tables=(STATE_TABLE,),
     serial=True,  # a file reads the stream's samples and rewrites shared node_io parts
+    check_options=check_options,
 )

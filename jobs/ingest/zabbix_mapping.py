@@ -41,7 +41,7 @@ IGNORE = "ignore"  # the kind of an item on the ignore list
 
 
 @dataclass(frozen=True)
-class Mapping:
+class ItemMapping:
     """The item rules of one mapping file, and the items it ignores (counted, not
     quarantined: a template's disk or CPU items that node_io does not need)."""
 
@@ -105,7 +105,7 @@ def _rule(entry: object, where: str) -> ItemRule:
     return ItemRule(metric, kind, names, keys, scale)
 
 
-def _check_unique(mapping: Mapping) -> None:
+def _check_unique(mapping: ItemMapping) -> None:
     idents = Counter(
         (match, ident)
         for rule in mapping.rules
@@ -120,7 +120,7 @@ def _check_unique(mapping: Mapping) -> None:
         raise ValueError(f"{origin}: item {', '.join(twice)} mapped more than once")
 
 
-def load_mapping(path: str | os.PathLike | None = None) -> Mapping:
+def load_mapping(path: str | os.PathLike | None = None) -> ItemMapping:
     """Read a mapping file (default: the packaged ``zabbix_mapping.yaml``); ValueError if bad."""
     if path is None:
         text = resources.files(__package__).joinpath(DEFAULT_MAPPING).read_text()
@@ -138,7 +138,7 @@ def load_mapping(path: str | os.PathLike | None = None) -> Mapping:
     ignore = document.get("ignore") or {}
     if not isinstance(ignore, dict):
         raise ValueError(f"{origin}: 'ignore' must be a mapping with names and/or keys")
-    mapping = Mapping(
+    mapping = ItemMapping(
         rules,
         origin,
         _strings(ignore, "names", f"{origin}: ignore"),
