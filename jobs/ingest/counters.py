@@ -146,15 +146,8 @@ def balance_query(
     counter reset or reboot: its value after the drop). A counter rise belongs to the member
     holding its later sample; a rate sample's traffic (value × interval) to the first member
     sampling that grid point. Their sum is the traffic seen in the input."""
-    step_ns = _step_ns(interval)
     return _BALANCE.format(
-        samples=samples,
-        interval=int(interval),
-        step_ns=step_ns,
-        half_ns=step_ns // 2,
-        first_slot=int(slots[0]),
-        last_slot=int(slots[1]),
-        max_rise=MAX_RISE,
+        **_window(samples, interval, slots),
         member="true" if seq is None else f"seq = {int(seq)}",
     )
 
@@ -174,6 +167,20 @@ def grid_sql(t_ns: str, interval: int) -> str:
     return f"(({t_ns}) + {step_ns // 2}) // {step_ns}"
 
 
+def _window(samples: str, interval: int, slots: tuple[int, int]) -> dict[str, object]:
+    """The parameters every query over a window of grid intervals takes."""
+    step_ns = _step_ns(interval)
+    return {
+        "samples": samples,
+        "interval": int(interval),
+        "step_ns": step_ns,
+        "half_ns": step_ns // 2,
+        "first_slot": int(slots[0]),
+        "last_slot": int(slots[1]),
+        "max_rise": MAX_RISE,
+    }
+
+
 def _step_ns(interval: int) -> int:
     if int(interval) != interval or interval < 1:
         raise ValueError(f"interval must be a whole number of seconds >= 1, not {interval!r}")
@@ -186,16 +193,9 @@ def node_io_query(
     """SQL for ``node_io`` rows (plus ``_record`` from ``nodes(node, record)``), ordered by
     node and ts, for the intervals numbered ``slots`` (first, last; ts = slot × interval).
     An interval's row needs the samples of grid points slot and slot + 1 only."""
-    step_ns = _step_ns(interval)
     return _NODE_IO.format(
-        samples=samples,
+        **_window(samples, interval, slots),
         nodes=nodes,
-        interval=int(interval),
-        step_ns=step_ns,
-        half_ns=step_ns // 2,
-        first_slot=int(slots[0]),
-        last_slot=int(slots[1]),
-        max_rise=MAX_RISE,
         traffic_columns=", ".join(
             f"sum(amount) FILTER (WHERE metric = '{m}') AS {m}" for m in TRAFFIC
         ),
