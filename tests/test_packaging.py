@@ -68,7 +68,10 @@ def test_wheel_installs_and_runs_outside_the_checkout(tmp_path: Path) -> None:
     assert where[0].startswith(str(venv)), where
     assert where[1] == "True True"
     lake = tmp_path / "lake"
-    out = _run(venv / "bin" / "burstlake", "sql", "--lake", lake, "SELECT 42 AS x", cwd=outside)
-    assert out.split() == ["x", "--", "42"]
+    small = REPO / "tests" / "fixtures" / "topology" / "small.csv"
+    _run(venv / "bin" / "burstlake", "ingest", "topology", small, "--lake", lake, cwd=outside)
+    query = "SELECT count(*) AS n FROM topology"
+    out = _run(venv / "bin" / "burstlake", "sql", "--lake", lake, query, cwd=outside)
+    assert out.split() == ["n", "-", "4"]
     help_text = _run(venv / "bin" / "burstlake", "metrics", "--help", cwd=outside, env=env)
     assert "docs/design.md" in help_text and "SPEC" not in help_text

@@ -16,7 +16,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "heatmap, cabinet and I/O-node loads, and every replayed what-if side by side. "
         "Each figure's caption names the paper figure it mirrors.",
     )
-    add_lake_argument(parser)
+    add_lake_argument(parser, existing=True)
     parser.add_argument(
         "--out", default=None, help="where to write the report (default: LAKE/report.html)"
     )
