@@ -185,4 +185,4 @@ def run(lake: Path, progress: Callable[[str], None] = log.info) -> str:
         progress(f"  {step.__name__:<22} {outcome.line}  [{time.monotonic() - started:.1f}s]")
         details += [outcome.details] if outcome.details else []
     catalog.refresh(lake)
-    return "\n".join([summary(lake), *details])
+    return "\n".join([summary(lake), *details, f"report: {lake / 'report.html'}"])

@@ -31,6 +31,7 @@ def test_demo_reports_the_edison_summary_and_the_what_if(lake, shared_data, monk
     # The HTML report is written into the lake, with the what-if the demo replayed.
     assert f"write_report           wrote {lake / 'report.html'}" in out
     assert 'data-figure="replay-demo_ion_remap"' in (lake / "report.html").read_text()
+    assert out.rstrip().endswith(f"report: {lake / 'report.html'}")  # the last line
 
 
 def test_summary_without_samples_leaves_out_the_sample_job(lake):

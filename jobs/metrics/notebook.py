@@ -43,6 +43,10 @@ def render_notebook(
             kernel_name="python3",
             resources={"metadata": {"path": str(out.parent)}},
         )
-        client.execute(env=env)
+        try:
+            client.execute(env=env)
+        finally:  # a kernel manager we made is ours to stop
+            if kernel.has_kernel:
+                kernel.shutdown_kernel(now=True)
     nbformat.write(notebook, out)
     return out
