@@ -32,7 +32,13 @@ from burstlake.replay.intervals import IntervalReplay, Rows
 from burstlake.replay.policies import Policy, policy
 from burstlake.replay.topologies import build
 from burstlake.replay.topologies import check as check_topology
-from burstlake.replay.workload import NodeDemand, ior, lake_demand, window_bounds
+from burstlake.replay.workload import (
+    NodeDemand,
+    ior,
+    lake_demand,
+    requests_per_node,
+    window_bounds,
+)
 
 REPLAY_INPUTS = ("jobs", "job_nodes", "node_io", "topology")
 KEYS = {"name", "description", "workload", "topology", "policies", "job_scores"}
@@ -85,10 +91,9 @@ class _NoAliasLoader(yaml.SafeLoader):
 def _ior_requests(workload: dict) -> int:
     """Requests an ``ior`` workload asks for: over its node counts m (one or a list, default
     1, 2, 4, 8, 16), m × ⌈bytes_per_node / request_bytes⌉."""
-    spec = IOR_DEFAULTS | workload
-    counts = spec["nodes"] if isinstance(spec["nodes"], list) else [spec["nodes"]]
+    spec = _ior_spec(workload)
     try:
-        nodes = [int(m) for m in counts]
+        nodes = [int(m) for m in spec["nodes"]]
         per_node = float(spec["bytes_per_node"]) / float(spec["request_bytes"])
     except (TypeError, ValueError, ZeroDivisionError) as err:
         raise ValueError(
@@ -97,7 +102,15 @@ def _ior_requests(workload: dict) -> int:
         ) from None
     if not nodes or min(nodes) <= 0 or not 0 < per_node < float("inf"):
         raise ValueError("workload ior: nodes, bytes_per_node and request_bytes must be positive")
-    return sum(nodes) * int(np.ceil(per_node))
+    return sum(nodes) * requests_per_node(
+        float(spec["bytes_per_node"]), float(spec["request_bytes"])
+    )
+
+
+def _ior_spec(workload: dict) -> dict:
+    """An ``ior`` workload with its defaults filled in and ``nodes`` always a list."""
+    spec = IOR_DEFAULTS | workload
+    return spec | {"nodes": spec["nodes"] if isinstance(spec["nodes"], list) else [spec["nodes"]]}
 
 
 def load(path: str | os.PathLike, limits: ScenarioLimits = ScenarioLimits()) -> Scenario:
@@ -209,10 +222,9 @@ def _ior_scores(
     scenario: Scenario, topology: Topology, _demand: Any, progress: Progress
 ) -> list[sc.Score]:
     """IOR from m adjacent nodes for each m (004 §7.2.1, Fig. 13a): aggregate bandwidth."""
-    spec = IOR_DEFAULTS | scenario.workload
-    counts = spec["nodes"] if isinstance(spec["nodes"], list) else [spec["nodes"]]
+    spec = _ior_spec(scenario.workload)
     out = []
-    for m in counts:
+    for m in spec["nodes"]:
         requests = ior(
             topology,
             int(m),

@@ -143,6 +143,11 @@ def job_index(
     return JobIndex(node[order], begin[order], end[order], job[order], ids)
 
 
+def requests_per_node(bytes_per_node: float, request_bytes: float) -> int:
+    """Back-to-back requests that move ``bytes_per_node`` in ``request_bytes`` pieces."""
+    return int(np.ceil(bytes_per_node / request_bytes))
+
+
 def ior(
     topology: Topology,
     nodes: int,
@@ -157,7 +162,7 @@ def ior(
         raise ValueError(f"ior: nodes must be in 1..{len(topology.nodes)}, got {nodes}")
     if request_bytes <= 0 or bytes_per_node <= 0:
         raise ValueError("ior: bytes_per_node and request_bytes must be positive")
-    per_node = int(np.ceil(bytes_per_node / request_bytes))
+    per_node = requests_per_node(bytes_per_node, request_bytes)
     sizes = np.full(per_node, float(request_bytes))
     sizes[-1] = bytes_per_node - request_bytes * (per_node - 1)
     stream = np.repeat(np.arange(nodes), per_node)
