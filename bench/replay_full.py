@@ -37,7 +37,7 @@ from burstlake.replay import scenario
 from burstlake.replay.intervals import IntervalReplay
 from burstlake.replay.policies import policy
 from burstlake.replay.topologies import build
-from burstlake.replay.workload import lake_demand
+from burstlake.replay.workloads.lake import lake_demand
 
 lake = {lake!r}
 t0 = time.perf_counter()

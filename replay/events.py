@@ -45,15 +45,20 @@ class Requests:
     gap: np.ndarray  # seconds: start time of a stream's first request, think time after
     paths: Paths
     kind: np.ndarray | None = None  # optional label per request ('io', 'mpi', ...)
+    latency: np.ndarray | None = None  # seconds: the route's latency, paid before the transfer
 
     def __post_init__(self) -> None:
         n = len(self.stream)
         if not (len(self.size) == len(self.gap) == self.paths.flows == n):
             raise ValueError("requests: stream, size, gap and paths must have one entry each")
+        if self.latency is not None and len(self.latency) != n:
+            raise ValueError("requests: latency must have one entry per request")
         if n and np.any(np.diff(self.stream) < 0):
             raise ValueError("requests must be grouped by stream, in issue order")
         if np.any(self.size < 0) or np.any(self.gap < 0):
             raise ValueError("request sizes and gaps must be non-negative")
+        if self.latency is not None and np.any(self.latency < 0):
+            raise ValueError("request latencies must be non-negative")
 
 
 @dataclass(frozen=True)
@@ -73,19 +78,24 @@ class Timeline:
 
 
 def simulate(requests: Requests, capacity: np.ndarray, progress=None) -> Timeline:
-    """Run the streams to completion; each request's start and end time."""
+    """Run the streams to completion; each request's start and end time.
+
+    A request with a route latency L issued at t starts its transfer at t + L (as in SimGrid's
+    network model: latency, then bandwidth shared max-min); its ``start`` is t, so its latency
+    in the timeline includes L."""
     n = len(requests.stream)
+    latency = np.zeros(n) if requests.latency is None else np.asarray(requests.latency, dtype=float)
     capacity = np.asarray(capacity, dtype=np.float64)
     size = np.asarray(requests.size, dtype=np.float64)
     paths = requests.paths
     check(paths, capacity, np.where(size > 0, np.inf, 0.0))
     state = _State.new(requests, len(capacity))
     first = np.flatnonzero(np.r_[True, requests.stream[1:] != requests.stream[:-1]]) if n else []
+    gap = np.asarray(requests.gap, dtype=np.float64) + latency  # issue, then the latency
     for k in first:
-        state.arrival[k] = requests.gap[k]
+        state.arrival[k] = gap[k]
         state.counters[1] = heap_push(state.aheap, state.apos, state.arrival, state.counters[1], k)
     stream = np.asarray(requests.stream, dtype=np.int64)
-    gap = np.asarray(requests.gap, dtype=np.float64)
     inputs = (stream, size, gap, paths.indptr, paths.indices, paths.flow_of_entry(), capacity)
     while True:
         done = _advance(EVENTS_PER_CALL, *inputs, *state.arrays())
@@ -95,7 +105,8 @@ def simulate(requests: Requests, capacity: np.ndarray, progress=None) -> Timelin
             progress(done)
         if done < EVENTS_PER_CALL:
             break
-    return Timeline(state.start, state.end, state.moved, *map(int, state.counters[2:4]))
+    start = state.start - latency
+    return Timeline(start, state.end, state.moved, *map(int, state.counters[2:4]))
 
 
 @dataclass

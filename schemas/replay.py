@@ -30,5 +30,5 @@ REPLAY_SCORES = TableSpec(
 TABLES: tuple[TableSpec, ...] = (REPLAY_SCORES,)
 
 INPUTS: tuple[str, ...] = ("node_io", "jobs", "job_nodes", "topology")
-"""The lake tables a replay reads (replay/workload.py, replay/topologies): the replay DAG runs
+"""The lake tables a replay reads (replay/workloads/, replay/topologies): the replay DAG runs
 when any of them changes."""

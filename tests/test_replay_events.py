@@ -10,7 +10,7 @@ from burstlake.replay.events import Requests, simulate
 from burstlake.replay.policies import policy
 from burstlake.replay.solver import Paths, max_min_rates
 from burstlake.replay.topologies import build
-from burstlake.replay.workload import ior
+from burstlake.replay.workloads.ior import ior
 
 
 def requests(stream, size, gap, routes) -> Requests:
@@ -40,6 +40,20 @@ def test_next_request_waits_for_completion_plus_gap() -> None:
     np.testing.assert_allclose(timeline.start, [0, 6, 0], rtol=1e-12)
     np.testing.assert_allclose(timeline.end, [4, 8, 6], rtol=1e-12)
     np.testing.assert_allclose(timeline.latency, [4, 2, 6], rtol=1e-12)
+
+
+def test_route_latency_is_paid_before_the_transfer() -> None:
+    # two 10 B flows on one 10 B/s link, route latency 0.5 s: both issued at 0, both transfer
+    # from 0.5 at 5 B/s each -> end at 2.5, latency 2.5 (half the link each, plus latency).
+    # Stream 0 then thinks 1 s: issued at 3.5, transfers alone from 4 -> ends at 5.
+    base = requests([0, 0, 1], [10, 10, 10], [0, 1, 0], [[0], [0], [0]])
+    timed = Requests(base.stream, base.size, base.gap, base.paths, latency=np.full(3, 0.5))
+    timeline = simulate(timed, np.array([10.0]))
+    np.testing.assert_allclose(timeline.start, [0, 3.5, 0], rtol=1e-12)
+    np.testing.assert_allclose(timeline.end, [2.5, 5, 2.5], rtol=1e-12)
+    np.testing.assert_allclose(timeline.latency, [2.5, 1.5, 2.5], rtol=1e-12)
+    with pytest.raises(ValueError, match="latencies must be non-negative"):
+        Requests(base.stream, base.size, base.gap, base.paths, latency=np.full(3, -1.0))
 
 
 def test_empty_requests_complete_at_once() -> None:

@@ -1,22 +1,23 @@
-"""What the replay drivers consume (docs/design.md, "Replay"): node-interval demand from the lake's
-``node_io`` (attributed to jobs through ``jobs`` and ``job_nodes``) and synthetic request
-streams such as the IOR runs of paper 004 §7.2.1."""
+"""The lake's traces as a workload (docs/design.md, "Replay"; paper 004 §7.4): node-interval
+demand from ``node_io``, attributed to jobs through ``jobs`` and ``job_nodes``, replayed by the
+interval driver with backlog; each job is also replayed alone, for its slowdown."""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from burstlake.lake import dataset, read_table
-from burstlake.replay.events import Requests
+from burstlake.replay import scores as sc
 from burstlake.replay.graph import Topology
-from burstlake.replay.intervals import Rows
-from burstlake.replay.solver import Paths
+from burstlake.replay.intervals import IntervalReplay, Rows
+from burstlake.replay.workloads import Kind, Progress, ScenarioLimits, register
 
 US = 1_000_000
 
@@ -143,38 +144,6 @@ def job_index(
     return JobIndex(node[order], begin[order], end[order], job[order], ids)
 
 
-def requests_per_node(bytes_per_node: float, request_bytes: float) -> int:
-    """Back-to-back requests that move ``bytes_per_node`` in ``request_bytes`` pieces."""
-    return int(np.ceil(bytes_per_node / request_bytes))
-
-
-def ior(
-    topology: Topology,
-    nodes: int,
-    bytes_per_node: float,
-    request_bytes: float,
-    gap_s: float = 0.0,
-) -> Requests:
-    """IOR-like run on the first ``nodes`` compute nodes (adjacent, as Slurm allocates them):
-    each node writes ``bytes_per_node`` to its forwarding target in back-to-back requests
-    (paper 004 §7.2.1, Fig. 13a)."""
-    if not 0 < nodes <= len(topology.nodes):
-        raise ValueError(f"ior: nodes must be in 1..{len(topology.nodes)}, got {nodes}")
-    if request_bytes <= 0 or bytes_per_node <= 0:
-        raise ValueError("ior: bytes_per_node and request_bytes must be positive")
-    per_node = requests_per_node(bytes_per_node, request_bytes)
-    sizes = np.full(per_node, float(request_bytes))
-    sizes[-1] = bytes_per_node - request_bytes * (per_node - 1)
-    stream = np.repeat(np.arange(nodes), per_node)
-    routes: Paths = topology.io_paths().take(stream)
-    return Requests(
-        stream=stream,
-        size=np.tile(sizes, nodes),
-        gap=np.full(len(stream), float(gap_s)),
-        paths=routes,
-    )
-
-
 def window_bounds(window: dict | None) -> tuple[datetime | None, datetime | None]:
     """``{start: ..., end: ...}`` of a scenario (ISO strings or datetimes, UTC if naive)."""
     window = window or {}
@@ -191,3 +160,42 @@ def _utc(value) -> datetime | None:
         return None
     moment = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def interval_scores(
+    scenario: Any, topology: Topology, demand: NodeDemand, progress: Progress
+) -> list[sc.Score]:
+    """Interval replay of the trace (lane 0), and of every job alone (lane job + 1)."""
+    loads = sc.IonLoad(topology)
+    shared, alone = sc.JobTime(len(demand.jobs.job_ids)), sc.JobTime(len(demand.jobs.job_ids))
+    for solved in IntervalReplay(topology, demand.interval_s).run(demand.rows, progress):
+        loads.add(solved)
+        owner = demand.jobs.lookup(solved.node, solved.t, after_end=True)
+        shared.add(owner, solved.t, solved.demand)
+    out = [*loads.scores(demand.interval_s), *sc.busiest_node_ions(demand.rows, topology)]
+    if scenario.job_scores:
+        mine = demand.job >= 0
+        rows = demand.rows.take(mine)
+        lanes = Rows(demand.job[mine] + 1, rows.t, rows.node, rows.bytes)
+        for solved in IntervalReplay(topology, demand.interval_s).run(lanes, progress):
+            alone.add(solved.lane - 1, solved.t, solved.demand)
+        out += sc.job_scores(shared, alone, demand.interval_s)
+    return [*out, sc.hops_score(topology)]
+
+
+def _check(workload: dict, _limits: ScenarioLimits) -> None:
+    window_bounds(workload.get("window"))
+
+
+KIND = register(
+    "lake",
+    Kind(
+        keys=frozenset({"window"}),
+        check=_check,
+        demand=lambda spec, topology, lake: lake_demand(
+            lake, topology, *window_bounds(spec.get("window"))
+        ),
+        scores=interval_scores,
+        window=lambda spec: window_bounds(spec.get("window")),
+    ),
+)

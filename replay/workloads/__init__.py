@@ -1,0 +1,77 @@
+"""Scenario workloads by name (docs/design.md, "Replay"): what a scenario replays, named by its
+``workload: {source: ...}``. A workload module registers a :class:`Kind` with :func:`register`:
+the settings it takes, a check run before any work, the demand it builds (which the policies
+transform, ``apply(topology, demand)``) and the scores of one policy's replay. The engine and
+the scenario runner never change when a workload is added."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from burstlake.replay.graph import Topology
+
+if TYPE_CHECKING:
+    from burstlake.replay.scenario import Scenario
+    from burstlake.replay.scores import Score
+
+Progress = Callable[[int], None] | None
+Lake = str | os.PathLike | None
+
+
+@dataclass(frozen=True)
+class ScenarioLimits:
+    """How much a scenario file may ask for; anything beyond is refused before any work."""
+
+    file_bytes: int = 1_000_000  # a scenario is a few lines of YAML
+    requests: int = 5_000_000  # simulated requests of a synthetic workload (paper 000: 1.2 M)
+
+
+def _no_window(_spec: dict) -> tuple[datetime | None, datetime | None]:
+    return None, None
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One workload source.
+
+    - ``keys``: the settings a scenario's ``workload:`` may give besides ``source``;
+    - ``check(spec, limits)``: refuse bad settings in one line, before any work;
+    - ``demand(spec, topology, lake)``: what every policy's ``apply`` receives;
+    - ``scores(scenario, topology, demand, progress)``: replay one policy's machine and demand;
+    - ``window(spec)``: the time window the scores cover (written with them), if any.
+    """
+
+    keys: frozenset[str]
+    check: Callable[[dict, ScenarioLimits], None]
+    demand: Callable[[dict, Topology, Lake], Any]
+    scores: Callable[[Scenario, Topology, Any, Progress], list[Score]]
+    window: Callable[[dict], tuple[datetime | None, datetime | None]] = _no_window
+
+
+_KINDS: dict[str, Kind] = {}
+
+
+def register(name: str, kind: Kind) -> Kind:
+    _KINDS[name] = kind
+    return kind
+
+
+def names() -> list[str]:
+    _load()
+    return sorted(_KINDS)
+
+
+def kind(name: Any) -> Kind:
+    """The workload a scenario's ``source:`` names; a one-line error lists the others."""
+    _load()
+    if name not in _KINDS:
+        raise ValueError(f"workload source must be one of {names()}, got {name!r}")
+    return _KINDS[name]
+
+
+def _load() -> None:
+    from burstlake.replay.workloads import ior, lake  # noqa: F401 - register their kinds
