@@ -46,6 +46,7 @@ class Requests:
     paths: Paths
     kind: np.ndarray | None = None  # optional label per request ('io', 'mpi', ...)
     latency: np.ndarray | None = None  # seconds: the route's latency, paid before the transfer
+    release: np.ndarray | None = None  # seconds: not issued before this (e.g. a resumed phase)
 
     def __post_init__(self) -> None:
         n = len(self.stream)
@@ -59,6 +60,8 @@ class Requests:
             raise ValueError("request sizes and gaps must be non-negative")
         if self.latency is not None and np.any(self.latency < 0):
             raise ValueError("request latencies must be non-negative")
+        if self.release is not None and len(self.release) != n:
+            raise ValueError("requests: release must have one entry per request")
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,9 @@ class Timeline:
 def simulate(requests: Requests, capacity: np.ndarray, progress=None) -> Timeline:
     """Run the streams to completion; each request's start and end time.
 
+    A request is issued ``gap`` after the previous one of its stream completes (its stream's
+    first at ``gap``), and never before its ``release`` time.
+
     A request with a route latency L issued at t starts its transfer at t + L (as in SimGrid's
     network model: latency, then bandwidth shared max-min); its ``start`` is t, so its latency
     in the timeline includes L."""
@@ -92,11 +98,21 @@ def simulate(requests: Requests, capacity: np.ndarray, progress=None) -> Timelin
     state = _State.new(requests, len(capacity))
     first = np.flatnonzero(np.r_[True, requests.stream[1:] != requests.stream[:-1]]) if n else []
     gap = np.asarray(requests.gap, dtype=np.float64) + latency  # issue, then the latency
+    release = np.full(n, -np.inf) if requests.release is None else requests.release + latency
     for k in first:
-        state.arrival[k] = gap[k]
+        state.arrival[k] = max(gap[k], release[k])
         state.counters[1] = heap_push(state.aheap, state.apos, state.arrival, state.counters[1], k)
     stream = np.asarray(requests.stream, dtype=np.int64)
-    inputs = (stream, size, gap, paths.indptr, paths.indices, paths.flow_of_entry(), capacity)
+    inputs = (
+        stream,
+        size,
+        gap,
+        release,
+        paths.indptr,
+        paths.indices,
+        paths.flow_of_entry(),
+        capacity,
+    )
     while True:
         done = _advance(EVENTS_PER_CALL, *inputs, *state.arrays())
         if done < 0:
@@ -174,7 +190,7 @@ class _State:
 
 @njit(cache=True, error_model="numpy")
 def _advance(  # pragma: no cover - compiled
-    budget, stream, size, gap, indptr, indices, entry_flow, capacity,
+    budget, stream, size, gap, release, indptr, indices, entry_flow, capacity,
     start, end, moved, rate, since, finish, fheap, fpos, arrival, aheap, apos,
     head, after, before, local, seen, queue, residual, reached, component, solved, counters,
 ):  # fmt: skip
@@ -210,7 +226,7 @@ def _advance(  # pragma: no cover - compiled
                 level = _leave_level(rate[k], head[link], after, entry_flow, rate)
                 settled = min(settled, level)
             if k + 1 < n and stream[k + 1] == stream[k]:
-                arrival[k + 1] = end[k] + gap[k + 1]
+                arrival[k + 1] = max(end[k] + gap[k + 1], release[k + 1])
                 asize = heap_push(aheap, apos, arrival, asize, k + 1)
         while asize and arrival[aheap[0]] <= horizon:  # starts
             k = aheap[0]
@@ -219,7 +235,7 @@ def _advance(  # pragma: no cover - compiled
             if size[k] == 0:  # an empty request completes at once
                 end[k] = start[k]
                 if k + 1 < n and stream[k + 1] == stream[k]:
-                    arrival[k + 1] = end[k] + gap[k + 1]
+                    arrival[k + 1] = max(end[k] + gap[k + 1], release[k + 1])
                     asize = heap_push(aheap, apos, arrival, asize, k + 1)
                 continue
             since[k] = now

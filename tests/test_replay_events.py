@@ -56,6 +56,16 @@ def test_route_latency_is_paid_before_the_transfer() -> None:
         Requests(base.stream, base.size, base.gap, base.paths, latency=np.full(3, -1.0))
 
 
+def test_release_holds_a_request_until_its_time() -> None:
+    # one 10 B/s link; stream 0: 10 B, then 10 B not before t = 5; stream 1: 10 B released at 2
+    # (its gap 0 would start it at 0). 0-1: stream 0 alone; its second request waits until 5.
+    base = requests([0, 0, 1], [10, 10, 10], [0, 0, 0], [[0], [0], [0]])
+    held = Requests(base.stream, base.size, base.gap, base.paths, release=np.array([0, 5, 2.0]))
+    timeline = simulate(held, np.array([10.0]))
+    np.testing.assert_allclose(timeline.start, [0, 5, 2], rtol=1e-12)
+    np.testing.assert_allclose(timeline.end, [1, 6, 3], rtol=1e-12)
+
+
 def test_empty_requests_complete_at_once() -> None:
     timeline = simulate(requests([0, 0], [0, 10], [1, 0], [[0], [0]]), np.array([10.0]))
     np.testing.assert_allclose(timeline.end, [1, 2], rtol=1e-12)
