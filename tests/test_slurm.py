@@ -308,7 +308,7 @@ def test_end_before_start_is_caught_by_the_expectation_suite(lake):
         ("twice.sacct", b"JobID|State|jobid\n1|COMPLETED|1\n",
          "sacct header names the field 'jobid' twice"),
         ("log.darshan", b"\x1f\x8b\x00\x00binary", "binary file, not sacct output"),
-        ("broken.json", b'{"jobs": [', "not valid sacct --json output: Expecting value"),
+        ("broken.json", b'{"jobs": [', "Expecting value at byte 10: not valid sacct --json output"),
         ("squeue.json", b'{"meta": {}, "nodes": []}',
          "JSON without a 'jobs' list: not sacct --json output"),
     ],
@@ -432,8 +432,32 @@ def test_deeply_nested_json_is_unusable_not_a_crash(lake, tmp_path, capsys):
     assert main(["ingest", "slurm", str(path), "--lake", str(lake)]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [
-        f"burstlake ingest slurm: {path}: JSON nested too deeply to be sacct --json output"
+        f"burstlake ingest slurm: {path}: JSON nested too deeply: not valid sacct --json output"
     ]
+
+
+def test_json_is_read_as_a_stream_and_a_cut_document_lands_what_came_before(lake, tmp_path):
+    job = {"job_id": 1, "name": "a", "time": {"start": 1, "end": 2}, "steps": []}
+    jobs = [{**job, "job_id": i} for i in range(1, 6)]
+    text = json.dumps({"meta": {"plugins": ["x"]}, "jobs": jobs, "warnings": [1, 2]})
+    whole = tmp_path / "sacct.json"
+    whole.write_text(text)
+    report = ingest(slurm.SOURCE, [whole], lake)[0]
+    assert (report.records_in, report.landed, report.quarantined) == (5, 5, 0)
+    # cut inside the fourth job: three land; the rest is lost from the byte where it starts
+    cut = tmp_path / "cut.json"
+    cut.write_text(text[: text.index('"job_id": 4') + 5])
+    report = ingest(slurm.SOURCE, [cut], lake)[0]
+    assert (report.records_in, report.landed, report.quarantined) == (4, 3, 1)
+    where, reason = _quarantine(lake)[-1]
+    fourth = text.index('{"job_id": 4')
+    assert where == f"byte {fourth}"
+    assert reason.endswith(f"at byte {fourth} after jobs[2]; the rest is lost")
+    # a scalar where a job belongs is one bad record; keys after the list are not jobs
+    odd = tmp_path / "odd.json"
+    odd.write_text(json.dumps({"jobs": [7, {**job, "job_id": 9}], "after": [1, 2]}))
+    report = ingest(slurm.SOURCE, [odd], lake)[0]
+    assert (report.records_in, report.landed, report.quarantined) == (2, 1, 1)
 
 
 def test_json_numbers_beyond_64_bits_and_of_the_wrong_type(lake, tmp_path):
