@@ -13,6 +13,8 @@ order (``node_index``), from when to when. This module reads both shapes sacct p
 
 The format is told from the content. Ids: ``123`` an allocation, ``123+1`` a heterogeneous
 component, ``123_7`` an array task, ``123.batch`` / ``123_7.0`` / ``123+1.extern`` steps.
+``jobs.job_id_raw`` keeps the scheduler's unique id (JobIDRaw; in JSON ``job_id``), the
+``SLURM_JOB_ID`` that Darshan records, so an array task's logs join its ``123_7`` row.
 A record whose job/step id was already seen is quarantined as a duplicate of the first;
 a repeated header line (concatenated sacct outputs) is skipped, as are blank lines.
 """
@@ -151,10 +153,14 @@ def _text_entry(values: dict[str, str], zone: tzinfo) -> dict[str, Any]:
                 entry[column] = text.strip() or None
         except ValueError as err:
             raise ValueError(f"bad {column}: {err}") from None
-    entry["id"] = entry.pop("job_id", None) or entry.pop("job_id_raw", None)
-    entry.pop("job_id_raw", None)
+    raw = entry.pop("job_id_raw", None)
+    entry["id"] = entry.pop("job_id", None) or raw
     if not entry["id"]:
         raise ValueError("empty job id")
+    if raw:
+        entry["job_id_raw"] = split_job_id(raw)[0]
+    elif "_" not in entry["id"] and "+" not in entry["id"]:
+        entry["job_id_raw"] = split_job_id(entry["id"])[0]  # a plain job: the same id
     return entry
 
 
@@ -247,8 +253,10 @@ def _json_entries(job: dict) -> list[dict[str, Any]]:
     job_id = _json_job_id(job)
     times, required = job.get("time") or {}, job.get("required") or {}
     state, _ = _json_state(job.get("state"))
+    raw = _number(job.get("job_id"))
     allocation = {
         "id": job_id,
+        "job_id_raw": None if raw is None else str(raw),
         "cluster": job.get("cluster") or None,
         "job_name": job.get("name"),
         "user": job.get("user") if isinstance(job.get("user"), str) else None,
