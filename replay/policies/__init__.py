@@ -51,4 +51,4 @@ def policy(entry: str | Mapping[str, Any]) -> Policy:
 
 
 def _load() -> None:
-    from burstlake.replay.policies import mapping  # noqa: F401 - registers its policies
+    from burstlake.replay.policies import mapping, placement  # noqa: F401 - register policies
