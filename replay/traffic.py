@@ -140,97 +140,62 @@ def rank_nodes(nodes: int, ranks_per_node: int, mapping: str) -> np.ndarray:
     raise ValueError(f"task mapping must be one of {', '.join(MAPPINGS)}, got {mapping!r}")
 
 
-def _node_pairs(
-    kind: str,
-    task_src: np.ndarray,
-    task_dst: np.ndarray,
-    nodes: int,
-    ranks_per_node: int,
-    mapping: str,
-    message_bytes: float,
-    interval_s: float,
-    rounds: int,
-    warmup: int,
-    rng: np.random.Generator,
-) -> Traffic:
-    """Task-to-task messages of one exchange round, summed per pair of distinct nodes (messages
-    within a node do not cross the network); one stream per node pair, one request per round."""
-    where = rank_nodes(nodes, ranks_per_node, mapping)
-    a, b = where[task_src], where[task_dst]
-    off_node = a != b
-    pairs, count = np.unique(a[off_node] * nodes + b[off_node], return_counts=True)
-    if not len(pairs):
-        raise ValueError(f"a {kind} exchange on {nodes} node(s) never leaves a node")
-    return _streams(
-        kind,
-        pairs // nodes,
-        pairs % nodes,
-        count * float(message_bytes),
-        rounds,
-        warmup,
-        interval_s,
-        rng,
-    )
+@dataclass(frozen=True)
+class Exchange:
+    """An exchange job of paper 002: ``nodes`` × ``ranks_per_node`` tasks mapped to nodes by
+    ``mapping``, ``message_bytes`` per message, ``warmup`` + ``rounds`` rounds, each one
+    ``interval_s`` after the previous one completed."""
+
+    nodes: int
+    ranks_per_node: int = 1
+    mapping: str = "block"
+    message_bytes: float = 1.0
+    interval_s: float = 0.0
+    rounds: int = 1
+    warmup: int = 0
+
+    @property
+    def tasks(self) -> int:
+        return self.nodes * self.ranks_per_node
+
+    def traffic(
+        self, kind: str, task_src: np.ndarray, task_dst: np.ndarray, rng: np.random.Generator
+    ) -> Traffic:
+        """Task-to-task messages of one round, summed per pair of distinct nodes (messages
+        within a node do not cross the network); a stream per node pair, a request per round."""
+        where = rank_nodes(self.nodes, self.ranks_per_node, self.mapping)
+        a, b = where[task_src], where[task_dst]
+        off_node = a != b
+        pairs, count = np.unique(a[off_node] * self.nodes + b[off_node], return_counts=True)
+        if not len(pairs):
+            raise ValueError(f"a {kind} exchange on {self.nodes} node(s) never leaves a node")
+        return _streams(
+            kind,
+            pairs // self.nodes,
+            pairs % self.nodes,
+            count * float(self.message_bytes),
+            self.rounds,
+            self.warmup,
+            self.interval_s,
+            rng,
+        )
 
 
-def nearest_neighbour(
-    nodes: int,
-    ranks_per_node: int,
-    mapping: str,
-    message_bytes: float,
-    interval_s: float,
-    rounds: int,
-    warmup: int,
-    rng: np.random.Generator,
-) -> Traffic:
-    """Tasks on a ring each send ``message_bytes`` to both neighbours every round (002's
+def nearest_neighbour(exchange: Exchange, rng: np.random.Generator) -> Traffic:
+    """Tasks on a ring each send a message to both neighbours every round (002's
     nearest-neighbour exchange); under ``cyclic`` mapping every neighbour is on another node."""
-    tasks = np.arange(nodes * ranks_per_node)
+    tasks = np.arange(exchange.tasks)
     src = np.concatenate([tasks, tasks])
     dst = np.concatenate([(tasks + 1) % len(tasks), (tasks - 1) % len(tasks)])
-    return _node_pairs(
-        "nearest-neighbour",
-        src,
-        dst,
-        nodes,
-        ranks_per_node,
-        mapping,
-        message_bytes,
-        interval_s,
-        rounds,
-        warmup,
-        rng,
-    )
+    return exchange.traffic("nearest-neighbour", src, dst, rng)
 
 
-def all_to_all(
-    nodes: int,
-    ranks_per_node: int,
-    mapping: str,
-    message_bytes: float,
-    interval_s: float,
-    rounds: int,
-    warmup: int,
-    rng: np.random.Generator,
-) -> Traffic:
-    """Every task sends ``message_bytes`` to every other task each round (002's all-to-all);
-    per node pair that is ranks_per_node² messages under either mapping."""
-    tasks = nodes * ranks_per_node
-    src, dst = np.divmod(np.arange(tasks * tasks), tasks)
+def all_to_all(exchange: Exchange, rng: np.random.Generator) -> Traffic:
+    """Every task sends a message to every other task each round (002's all-to-all); per node
+    pair that is ranks_per_node² messages under either mapping."""
+    src, dst = np.divmod(np.arange(exchange.tasks**2), exchange.tasks)
     keep = src != dst
-    return _node_pairs(
-        "all-to-all",
-        src[keep],
-        dst[keep],
-        nodes,
-        ranks_per_node,
-        mapping,
-        message_bytes,
-        interval_s,
-        rounds,
-        warmup,
-        rng,
-    )
+    return exchange.traffic("all-to-all", src[keep], dst[keep], rng)
 
 
 @dataclass(frozen=True)

@@ -134,14 +134,14 @@ def test_block_and_cyclic_mapping_of_a_nearest_neighbour_ring() -> None:
     rng = np.random.default_rng(0)
     # 4 nodes × 2 tasks on a ring of 8 tasks. Block: tasks 2k, 2k+1 on node k; only the ring's
     # node boundaries cross: node k sends one message to k+1 and one to k-1 → 8 pairs of 1 msg.
-    block = tr.nearest_neighbour(4, 2, "block", 100, 0.0, rounds=1, warmup=0, rng=rng)
+    block = tr.nearest_neighbour(tr.Exchange(4, 2, "block", 100), rng)
     assert len(block) == 8 and (block.size == 100).all()
     # Cyclic: task t on node t mod 4; both neighbours of every task are on other nodes: node k
     # sends 2 messages to k+1 and 2 to k-1 → 8 pairs of 2 messages (twice the network bytes).
-    cyclic = tr.nearest_neighbour(4, 2, "cyclic", 100, 0.0, rounds=1, warmup=0, rng=rng)
+    cyclic = tr.nearest_neighbour(tr.Exchange(4, 2, "cyclic", 100), rng)
     assert len(cyclic) == 8 and (cyclic.size == 200).all()
     # all-to-all: every node pair carries ranks_per_node² = 4 messages under either mapping
-    a2a = tr.all_to_all(3, 2, "cyclic", 100, 0.0, rounds=2, warmup=1, rng=rng)
+    a2a = tr.all_to_all(tr.Exchange(3, 2, "cyclic", 100, rounds=2, warmup=1), rng)
     assert len(a2a) == 3 * 2 * 3 and (a2a.size == 400).all() and a2a.warmup.sum() == 6
 
 
