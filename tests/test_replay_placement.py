@@ -109,6 +109,33 @@ def test_a_throttle_window_spaces_the_starts() -> None:
     assert np.diff(slow.start).tolist() == pytest.approx([1124e-6] * 3)
 
 
+def test_pacing_is_exact_when_the_window_sits_among_the_request_times() -> None:
+    # Three clients of the small tree write 1 MB and 4 MB requests in turn to server 0, so
+    # their requests take from 80 µs (alone, 1 MB) to ~1 ms (shared, 4 MB): a 300 µs window
+    # holds some requests back and not others, and every hold changes the sharing. The replay
+    # must end with every start at max(previous end + interval, previous start + window).
+    topo = small_tree()
+    n, clients = 12, 3
+    t = tr.Traffic(
+        "io",
+        np.repeat(np.arange(clients), n),
+        np.repeat(np.arange(clients), n),
+        np.zeros(n * clients, dtype=np.int64),
+        np.tile([1e6, 4e6], n * clients // 2),
+        np.full(n * clients, 20e-6),
+        np.zeros(n * clients, dtype=bool),
+        True,
+    )
+    routed = tr.requests(topo, [(t, np.arange(4))])
+    window = np.full(n * clients, 300e-6)
+    paced = tr.simulate_paced(routed.requests, topo.resources.capacity, window)
+    start, end = paced.start.reshape(clients, n), paced.end.reshape(clients, n)
+    due = np.maximum(end[:, :-1] + 20e-6, start[:, :-1] + 300e-6)
+    assert start[:, 1:] == pytest.approx(due, rel=1e-9)
+    plain = simulate(routed.requests, topo.resources.capacity)
+    assert (np.diff(plain.start.reshape(clients, n)) < 300e-6).any()  # the window binds
+
+
 # --- generators --------------------------------------------------------------------------------
 
 
