@@ -208,6 +208,22 @@ def test_placement_policies_move_jobs_by_node_index() -> None:
         policy("control").apply(topo, None)
 
 
+def test_combine_applies_its_policies_in_order() -> None:
+    topo = build({"name": "cab1296"})
+    spec = {"jobs": [{"kind": "mpi", "nodes": 10, "messages": 1, "warmup": 0}]}
+    demand = jw.demand(spec, topo)
+    both = policy({"name": "combine", "label": "x", "policies": ["spread-target", "control"]})
+    assert both.label == "x"
+    machine, placed = both.apply(topo, demand)
+    assert (machine.router.server_host % 18 == 17).all()  # spread-target first
+    # then control on the new machine's leaves (17 compute nodes each): one leaf
+    assert len(set(machine.groups()[placed.jobs[0].nodes].tolist())) == 1
+    throttled = policy(
+        {"name": "combine", "policies": [{"name": "throttle", "throttle_window": 1e-3}]}
+    ).apply(topo, jw.demand({"jobs": [{"kind": "io", "nodes": 2}]}, topo))[1]
+    assert throttled.jobs[0].throttle_window == 1e-3
+
+
 # --- paper shapes on cab1296 (000 §5, 002) ---------------------------------------------------
 
 
