@@ -51,4 +51,10 @@ def policy(entry: str | Mapping[str, Any]) -> Policy:
 
 
 def _load() -> None:
-    from burstlake.replay.policies import mapping  # noqa: F401 - registers its policies
+    from burstlake.replay.policies import (  # noqa: F401 - register their policies
+        combine,
+        mapping,
+        placement,
+        servers,
+        throttle,
+    )

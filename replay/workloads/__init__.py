@@ -74,4 +74,4 @@ def kind(name: Any) -> Kind:
 
 
 def _load() -> None:
-    from burstlake.replay.workloads import ior, lake  # noqa: F401 - register their kinds
+    from burstlake.replay.workloads import ior, jobs, lake  # noqa: F401 - register their kinds
