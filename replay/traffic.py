@@ -8,28 +8,23 @@ their nodes. Intervals run from one request's completion to the next send (000 �
 uniformly by ±``JITTER`` (000 §3.3); the first ``warmup`` requests of every stream are replayed
 but left out of the scores.
 
-Paced streams (a *throttle window*, 000 §5.3: the minimum time between the starts of a client's
-consecutive requests) run through :func:`simulate_paced`, with the engine's ``release`` times.
+A *throttle window* (000 §5.3: the minimum time between the starts of a client's consecutive
+requests) is the engine's ``Requests.window``.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
-from burstlake.replay.events import Requests, Timeline, simulate
+from burstlake.replay.events import Requests
 from burstlake.replay.graph import Topology
 from burstlake.replay.solver import Paths
 
-log = logging.getLogger(__name__)
-
 JITTER = 0.05  # intervals vary uniformly within ±5 % of their mean (000 §3.3)
 MAPPINGS = ("block", "cyclic")  # task → node mappings (002 §2.3)
-PACE_PASSES = 50  # runs of a paced replay at most (each settles the next violations in time)
-PACE_SLACK = 1e-9  # relative rounding allowed on a paced start
 
 
 @dataclass(frozen=True)
@@ -249,83 +244,3 @@ def requests(topology: Topology, jobs: Sequence[tuple[Traffic, np.ndarray]]) -> 
         job=cat([np.full(len(p[0]), p[1], dtype=np.int64) for p in parts]),
         warmup=cat([p[0].warmup for p in parts]),
     )
-
-
-def simulate_paced(
-    requests: Requests, capacity: np.ndarray, window: np.ndarray, progress=None
-) -> Timeline:
-    """:func:`simulate` where request k+1 of a stream starts no sooner than ``window[k]``
-    seconds after request k started (the throttle window of 000 §5.3; 0 = unpaced).
-
-    The engine knows only absolute ``release`` times, so the pacing is found by re-running.
-    The first run releases request k of a stream at its first start + the windows before it;
-    every next run releases it at start(k-1) + window(k-1), the starts chained with the last
-    run's durations — start(k) = max(end(k-1) + gap(k), start(k-1) + window(k-1)) — until every
-    start is exactly that (neither too soon for its window nor held by a stale release). Each
-    run settles the next violations in time, so this ends; ``PACE_PASSES`` runs at most, then
-    a warning. A window shorter than every request changes nothing; one longer than every
-    request settles in one run; one close to the request times took 8-21 runs in the tests."""
-    window = np.asarray(window, dtype=np.float64)
-    timeline = simulate(requests, capacity, progress)
-    if not (window > 0).any():
-        return timeline
-    same = np.r_[False, requests.stream[1:] == requests.stream[:-1]]
-    paced = same & (np.r_[0.0, window[:-1]] > 0)  # requests a window holds back
-    given = np.full(len(same), -np.inf) if requests.release is None else requests.release
-    bound = _schedule(timeline.start, window, same)
-    for passes in range(1, PACE_PASSES + 1):
-        release = np.where(paced, np.maximum(given, bound), given)
-        timeline = simulate(replace(requests, release=release), capacity, progress)
-        off = _off_pace(requests, timeline, window, same, given)
-        if not off.any():
-            log.debug("paced replay settled after %d run(s)", passes)
-            return timeline
-        bound = _window_bounds(requests, timeline, window, same)
-    log.warning(
-        "paced replay: %d of %d starts still off their throttle window after %d runs",
-        int(off.sum()),
-        len(off),
-        PACE_PASSES,
-    )
-    return timeline
-
-
-def _schedule(start: np.ndarray, window: np.ndarray, same: np.ndarray) -> np.ndarray:
-    """The k-th request of a stream no sooner than its first start + the windows before it
-    (exact pacing when every request ends inside its window)."""
-    first = np.maximum.accumulate(np.where(same, 0, np.arange(len(same))))
-    waited = np.cumsum(np.r_[0.0, window[:-1]] * same)
-    return start[first] + waited - waited[first]
-
-
-def _off_pace(
-    requests: Requests, timeline: Timeline, window: np.ndarray, same: np.ndarray, given
-) -> np.ndarray:
-    """Requests that did not start at max(end(k-1) + gap(k), start(k-1) + window(k-1),
-    release(k)): too soon for the window, or held back by a stale release."""
-    due = np.maximum(
-        np.r_[-np.inf, timeline.end[:-1]] + requests.gap,
-        np.r_[-np.inf, timeline.start[:-1] + window[:-1]],
-    )
-    due = np.maximum(due, given)
-    return same & (np.abs(timeline.start - due) > PACE_SLACK * np.abs(due))
-
-
-def _window_bounds(
-    requests: Requests, timeline: Timeline, window: np.ndarray, same: np.ndarray
-) -> np.ndarray:
-    """Start(k - 1) + window(k - 1) along every stream, the starts chained as they would be if
-    each request took as long as in ``timeline``: start(k) = max(end(k-1) + gap(k),
-    start(k-1) + window(k-1))."""
-    duration = timeline.end - timeline.start
-    start = timeline.start.copy()
-    bound = np.full(len(same), -np.inf)
-    index = np.arange(len(same))
-    position = index - np.maximum.accumulate(np.where(same, 0, index))
-    order = np.argsort(position, kind="stable")  # requests by their place in the stream
-    bounds = np.cumsum(np.bincount(position))
-    for p in range(1, len(bounds)):
-        k = order[bounds[p - 1] : bounds[p]]
-        bound[k] = start[k - 1] + window[k - 1]
-        start[k] = np.maximum(start[k - 1] + duration[k - 1] + requests.gap[k], bound[k])
-    return bound

@@ -4,6 +4,7 @@ at reduced job sizes. Expected values in the hand-checked cases are derived in t
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -88,7 +89,7 @@ def one_client_io(window: float, requests: int = 4, interval: float = 0.0):
         True,
     )
     routed = tr.requests(topo, [(t, np.arange(4))])
-    return tr.simulate_paced(routed.requests, topo.resources.capacity, np.full(n, window))
+    return simulate(replace(routed.requests, window=np.full(n, window)), topo.resources.capacity)
 
 
 def test_a_throttle_window_shorter_than_the_request_changes_nothing() -> None:
@@ -128,7 +129,7 @@ def test_pacing_is_exact_when_the_window_sits_among_the_request_times() -> None:
     )
     routed = tr.requests(topo, [(t, np.arange(4))])
     window = np.full(n * clients, 300e-6)
-    paced = tr.simulate_paced(routed.requests, topo.resources.capacity, window)
+    paced = simulate(replace(routed.requests, window=window), topo.resources.capacity)
     start, end = paced.start.reshape(clients, n), paced.end.reshape(clients, n)
     due = np.maximum(end[:, :-1] + 20e-6, start[:, :-1] + 300e-6)
     assert start[:, 1:] == pytest.approx(due, rel=1e-9)

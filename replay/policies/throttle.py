@@ -1,7 +1,7 @@
 """I/O throttling (paper 000 §5.3): a *throttle window*, the minimum time between the starts of
 a client's consecutive I/O requests — unlike the interval, which runs from one request's
 completion to the next send. The policy sets the window on the demand's I/O jobs; the replay
-paces them (:func:`burstlake.replay.traffic.simulate_paced`)."""
+paces them (the engine's ``Requests.window``)."""
 
 from __future__ import annotations
 

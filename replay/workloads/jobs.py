@@ -28,6 +28,7 @@ import numpy as np
 from burstlake.allocation import STRATEGIES, JobRequest, place_in_order
 from burstlake.replay import scores as sc
 from burstlake.replay import traffic as tr
+from burstlake.replay.events import simulate
 from burstlake.replay.graph import Topology
 from burstlake.replay.workloads import Kind, Progress, ScenarioLimits, register
 
@@ -299,7 +300,7 @@ def replay(topology: Topology, jobs: JobsDemand, progress: Progress = None) -> R
     def run(chosen: list[Job]) -> tuple[tr.Routed, Any]:
         routed = tr.requests(topology, [(job.traffic, job.nodes) for job in chosen])
         window = np.array([job.throttle_window for job in chosen])[routed.job]
-        return routed, tr.simulate_paced(routed.requests, capacity, window, progress)
+        return routed, simulate(replace(routed.requests, window=window), capacity, progress)
 
     alone = [run([job])[1] for job in jobs.jobs]
     routed, shared = run(list(jobs.jobs))
