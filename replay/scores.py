@@ -161,3 +161,31 @@ def stream_scores(timeline: Timeline, size: np.ndarray, suffix: str = "") -> lis
         Score(f"latency_mean{suffix}", float(latency.mean()) if len(size) else None, "s"),
         Score(f"latency_p99{suffix}", p99, "s"),
     ]
+
+
+def route_bytes(topology: Topology, node_bytes: np.ndarray) -> np.ndarray:
+    """Bytes crossing each resource when every compute node sends ``node_bytes`` over its I/O
+    route to its forwarding target (a static load, without time)."""
+    paths = topology.io_paths()
+    load = np.zeros(len(topology.resources.names))
+    np.add.at(load, paths.indices, np.repeat(np.asarray(node_bytes, float), paths.lengths))
+    return load
+
+
+def bridge_scores(topology: Topology, node_bytes: np.ndarray) -> list[Score]:
+    """Load of the bridge nodes (paper 003: the bytes routed through each bridge node, its own
+    I/O link and the torus links leaving it), max over mean and NUD, and the busiest link."""
+    load = route_bytes(topology, node_bytes)
+    links = topology.resources.of_kind("switch_link")
+    through = getattr(topology.router, "through", None)
+    bridges = (
+        np.array([load[through(b)].sum() for b in range(len(topology.ions))])
+        if through is not None
+        else np.bincount(topology.ion_of, weights=node_bytes, minlength=len(topology.ions))
+    )
+    mean = bridges.mean() if len(bridges) else 0.0
+    return [
+        Score("bridge_load_max_over_mean", float(bridges.max() / mean) if mean else None, "x"),
+        Score("bridge_load_nud", nud(bridges), "NUD"),
+        Score("max_link_load", float(load[links].max()) if len(links) else None, "bytes"),
+    ]

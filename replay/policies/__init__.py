@@ -51,4 +51,7 @@ def policy(entry: str | Mapping[str, Any]) -> Policy:
 
 
 def _load() -> None:
-    from burstlake.replay.policies import mapping  # noqa: F401 - registers its policies
+    from burstlake.replay.policies import (
+        bridges,  # noqa: F401
+        mapping,  # noqa: F401 - registers its policies
+    )

@@ -14,7 +14,7 @@ from burstlake.replay.topologies import fattree, forwarding, torus
 
 SETTINGS = {
     "cab1296": {"radix", "leaves", "taper", "server_leaves", "capacities"},
-    "mira512": {"dims", "capacities"},
+    "mira512": {"dims", "nodes_per_bridge", "capacities"},
     "lake": {"capacities"},
     **{name: {"capacities"} for name in PRESETS},
 }
@@ -57,6 +57,8 @@ def check(settings: Mapping[str, Any]) -> None:
     bad = {k: v for k, v in caps.items() if not 0 < v < float("inf")}
     if bad:
         raise ValueError(f"topology {name}: each capacity must be positive bytes/s, got {bad}")
+    if name == "mira512":
+        torus.shape(settings)
 
 
 def build(settings: Mapping[str, Any], lake: str | os.PathLike | None = None) -> Topology:
@@ -73,7 +75,8 @@ def build(settings: Mapping[str, Any], lake: str | os.PathLike | None = None) ->
         )
         return fattree.build(shape, settings.get("server_leaves"), caps)
     if name == "mira512":
-        return torus.build(tuple(settings.get("dims", torus.DIMS)), caps)
+        dims, nodes_per_bridge = torus.shape(settings)
+        return torus.build(dims, caps, nodes_per_bridge=nodes_per_bridge)
     if name == "lake":
         from burstlake.lake import read_table
 
