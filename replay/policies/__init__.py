@@ -51,11 +51,9 @@ def policy(entry: str | Mapping[str, Any]) -> Policy:
 
 
 def _load() -> None:
-<<<<<<< HEAD
-    from burstlake.replay.policies import (
-        bridges,  # noqa: F401
-        mapping,  # noqa: F401 - registers its policies
+    from burstlake.replay.policies import (  # noqa: F401 - register their policies
+        bridges,
+        mapping,
+        placement,
+        reallocation,
     )
-=======
-    from burstlake.replay.policies import mapping, placement  # noqa: F401 - register policies
->>>>>>> s4-place

@@ -32,6 +32,7 @@ import numpy as np
 from burstlake.allocation import STRATEGIES, JobRequest, place_in_order
 from burstlake.replay.graph import Topology
 from burstlake.replay.policies import Apply, register
+from burstlake.replay.policies.placement import seed_of
 
 
 @dataclass(frozen=True)
@@ -68,14 +69,14 @@ class Diversity:
         for name in ("reserve_small", "reserve_large", "reserve_between"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 1:
-                raise ValueError(f"reallocation: {name} must be a fraction in [0, 1), got {value!r}")
+                raise ValueError(f"{name} must be a fraction in [0, 1), got {value!r}")
         for name in ("small", "large"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-                raise ValueError(f"reallocation: {name} must be a positive number, got {value!r}")
+                raise ValueError(f"{name} must be a positive number, got {value!r}")
         m = self.min_nodes_per_ion
         if isinstance(m, bool) or not isinstance(m, int) or m < 1:
-            raise ValueError(f"reallocation: min_nodes_per_ion must be an integer ≥ 1, got {m!r}")
+            raise ValueError(f"min_nodes_per_ion must be an integer ≥ 1, got {m!r}")
 
     def reserve(self, nodes: int, next_nodes: int | None) -> float:
         """Rule (2): the share of the idle diversity kept for the next optimizable job."""
@@ -145,10 +146,7 @@ def spread(
             continue
         order = np.argsort(chosen)  # groups in I/O node order
         chosen, sizes = chosen[order], sizes[order]
-        if shares is None:
-            group = np.repeat(np.arange(k), sizes)
-        else:
-            group = traffic_groups(shares, sizes)
+        group = np.repeat(np.arange(k), sizes) if shares is None else traffic_groups(shares, sizes)
         out = np.empty(nodes, dtype=np.int64)
         for g, ion in enumerate(chosen):
             mine = np.flatnonzero(group == g)
@@ -162,6 +160,7 @@ class Reallocator:
     """The chooser of :func:`place_in_order` for one replay (§6.4)."""
 
     topology: Topology
+    groups: np.ndarray  # the groups Slurm's best fit sees (``topology.groups()``)
     requests: list[JobRequest]
     history: History
     traffic: bool  # even-traffic where a prediction exists, else even-node
@@ -185,7 +184,7 @@ class Reallocator:
         if self.history.available is not None:
             free = free & self.history.available
         ion_of = self.topology.ion_of
-        slurm = STRATEGIES["best-fit"](free, request.nodes, self.topology_groups, self.rng)
+        slurm = STRATEGIES["best-fit"](free, request.nodes, self.groups, self.rng)
         if slurm is None or not self.history.optimizable[position]:
             return slurm
         slurm_ions = len(np.unique(ion_of[slurm]))
@@ -201,16 +200,6 @@ class Reallocator:
             return slurm
         return nodes
 
-    @property
-    def topology_groups(self) -> np.ndarray:
-        return groups_of(self.topology)
-
-
-def groups_of(topology: Topology) -> np.ndarray:
-    """The groups Slurm's best fit sees (leaf switches or ION groups, the placement
-    contract's ``topology.groups()``)."""
-    return topology.groups()
-
 
 def reallocate(
     topology: Topology, demand: Reallocatable, traffic: bool, diversity: Diversity, seed: int
@@ -220,15 +209,19 @@ def reallocate(
     if any(r.job != i for i, r in enumerate(requests)):
         raise ValueError("reallocation: placement_jobs must number jobs by position")
     history = demand.io_history(topology, requests)
-    chooser = Reallocator(
-        topology, requests, history, traffic, diversity, np.random.default_rng(seed)
-    )
-    nodes = place_in_order(requests, groups_of(topology), chooser, len(topology.nodes))
+    groups = topology.groups()
+    rng = np.random.default_rng(seed)
+    chooser = Reallocator(topology, groups, requests, history, traffic, diversity, rng)
+    nodes = place_in_order(requests, groups, chooser, len(topology.nodes))
     return demand.placed(topology, nodes)
 
 
-def _policy(traffic: bool, seed: int = 0, **settings: Any) -> Apply:
-    diversity = Diversity(**settings)
+def _policy(name: str, traffic: bool, seed: Any, settings: dict[str, Any]) -> Apply:
+    seed = seed_of(name, seed)
+    try:
+        diversity = Diversity(**settings)
+    except ValueError as err:
+        raise ValueError(f"policy {name}: {err}") from None
 
     def apply(topology: Topology, demand: Any) -> tuple[Topology, Any]:
         if not hasattr(demand, "io_history"):
@@ -244,10 +237,10 @@ def _policy(traffic: bool, seed: int = 0, **settings: Any) -> Apply:
 @register("even-node")
 def even_node(seed: int = 0, **settings: Any) -> Apply:
     """Optimizable jobs on more I/O nodes, equal node groups (004 §6.4.1)."""
-    return _policy(False, seed, **settings)
+    return _policy("even-node", False, seed, settings)
 
 
 @register("even-traffic")
 def even_traffic(seed: int = 0, **settings: Any) -> Apply:
     """Optimizable jobs on more I/O nodes, groups of equal predicted traffic (004 §6.4.2)."""
-    return _policy(True, seed, **settings)
+    return _policy("even-traffic", True, seed, settings)
