@@ -43,7 +43,7 @@ class History:
 
     optimizable: np.ndarray
     shares: list[np.ndarray | None]
-    available: np.ndarray | None = None  # nodes the scheduler may use (None: all)
+    available: list[np.ndarray | None] | None = None  # per job, nodes it may use (None: all)
 
 
 class Reallocatable(Protocol):
@@ -181,8 +181,8 @@ class Reallocator:
 
     def __call__(self, free: np.ndarray, request: JobRequest) -> np.ndarray | None:
         position = request.job
-        if self.history.available is not None:
-            free = free & self.history.available
+        if self.history.available is not None and self.history.available[position] is not None:
+            free = free & self.history.available[position]
         ion_of = self.topology.ion_of
         slurm = STRATEGIES["best-fit"](free, request.nodes, self.groups, self.rng)
         if slurm is None or not self.history.optimizable[position]:

@@ -76,6 +76,7 @@ def kind(name: Any) -> Kind:
 def _load() -> None:
     from burstlake.replay.workloads import (  # noqa: F401 - register their kinds
         bridge_write,
+        incremental,
         ior,
         lake,
     )

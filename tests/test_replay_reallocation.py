@@ -1,0 +1,172 @@
+"""I/O-aware node reallocation (paper 004 §6.4) on small hand-built queues, one test per
+diversity rule (§6.4.3), and the benchmark shapes of §7.2 (Fig. 13b, 13c)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from burstlake.allocation import JobRequest
+from burstlake.replay.policies import policy
+from burstlake.replay.policies.reallocation import Diversity, History, spread, traffic_groups
+from burstlake.replay.topologies import build, forwarding
+from burstlake.replay.workloads import incremental
+
+ANY = {"reserve_small": 1 / 3, "reserve_large": 2 / 3, "reserve_between": 1 / 2}
+
+
+def machine(ions: int = 4, per_ion: int = 8):
+    """``ions`` I/O nodes, each serving ``per_ion`` consecutive compute nodes."""
+    nodes = [f"cn{i:03d}" for i in range(ions * per_ion)]
+    return forwarding.build(
+        "queue", nodes, [f"ion{j}" for j in range(ions)], np.arange(len(nodes)) // per_ion
+    )
+
+
+@dataclass(frozen=True)
+class Queue:
+    """A hand-built queue: (nodes, start, end, optimizable) per job; ``placed`` keeps the
+    nodes each job got (node_index order)."""
+
+    jobs: tuple[tuple[int, float, float, bool], ...]
+    shares: tuple[np.ndarray | None, ...] = ()
+    got: tuple[np.ndarray, ...] = ()
+
+    def placement_jobs(self, topology):
+        return [JobRequest(k, n, s, e) for k, (n, s, e, _) in enumerate(self.jobs)]
+
+    def placed(self, topology, nodes):
+        return replace(self, got=tuple(np.asarray(n) for n in nodes))
+
+    def io_history(self, topology, requests):
+        shares = list(self.shares) or [None] * len(self.jobs)
+        return History(np.array([j[3] for j in self.jobs]), shares)
+
+
+def place(label: str, queue: Queue, topology=None, **settings) -> list[list[int]]:
+    topology = topology or machine()
+    _, out = policy({"name": label, **settings}).apply(topology, queue)
+    return [n.tolist() for n in out.got]
+
+
+def test_rule1_more_ions_than_slurm_or_slurms_choice() -> None:
+    # 8 nodes with at least 8 per ION (rule 3) can use 1 ION: no more than Slurm's, so
+    # Slurm's choice (best fit: the first ION's 8 nodes) stands.
+    assert Diversity().ions(8, slurm_ions=1, diversity=4, next_nodes=None) == 0
+    assert place("even-node", Queue(((8, 0, 10, True),))) == [list(range(8))]
+    # with 2 per ION: 4 idle IONs, half reserved (no optimizable job queued) leaves 2 > 1
+    settings = {"min_nodes_per_ion": 2, **ANY}
+    assert place("even-node", Queue(((8, 0, 10, True),)), **settings) == [
+        [0, 1, 2, 3, 8, 9, 10, 11]
+    ]
+    # a job that is not optimizable always gets Slurm's choice
+    assert place("even-node", Queue(((8, 0, 10, False),)), **settings) == [list(range(8))]
+
+
+def test_rule2_reserve_diversity_by_the_next_optimizable_job() -> None:
+    d = Diversity(min_nodes_per_ion=2)  # a 16-node job may span 8 IONs
+    # 12 idle IONs: the next optimizable job larger than 2 × 16 keeps 2/3 (8): 4 left
+    assert d.ions(16, slurm_ions=2, diversity=12, next_nodes=40) == 4
+    # smaller than 16 / 2 keeps 1/3 (4): 8 left; in between keeps 1/2 (6): 6 left
+    assert d.ions(16, slurm_ions=2, diversity=12, next_nodes=4) == 8
+    assert d.ions(16, slurm_ions=2, diversity=12, next_nodes=16) == 6
+    # not enough diversity to reserve (3 IONs, 2/3 kept leaves 1 ≤ Slurm's 2): the current
+    # job comes first and gets all 3
+    assert d.ions(16, slurm_ions=2, diversity=3, next_nodes=40) == 3
+    # in a queue (4 IONs × 8 nodes): A (8, optimizable) sees C (8, optimizable) queued and
+    # keeps half the 4 IONs: 2 IONs, 4 nodes each. B (4, not optimizable) gets Slurm's best
+    # fit: the rest of ION 0. C finds IONs 1-3 idle (3); keeping half leaves 1, no more than
+    # Slurm's 1, so C takes all 3: sizes 3, 3, 2, best fit puts the 3 on ION 1 (4 free).
+    queue = Queue(((8, 0, 10, True), (4, 1, 10, False), (8, 2, 10, True)))
+    assert place("even-node", queue, min_nodes_per_ion=2, **ANY) == [
+        [0, 1, 2, 3, 8, 9, 10, 11],
+        [4, 5, 6, 7],
+        [12, 13, 14, 16, 17, 18, 24, 25],
+    ]
+    # a large job queued next (20 > 2 × 8) makes A keep 2/3 of the 4 IONs: 1 left, not
+    # more than Slurm's, so A takes all 4 (the current job first), 2 nodes each
+    big = Queue(((8, 0, 1, True), (20, 2, 3, True)))
+    first = place("even-node", big, min_nodes_per_ion=2, **ANY)[0]
+    assert first == [0, 1, 8, 9, 16, 17, 24, 25]
+
+
+def test_rule3_shrink_below_min_nodes_per_ion() -> None:
+    # 16 nodes, 10 idle IONs, nothing reserved: 8 per ION caps it at 2, 4 per ION at 4
+    none = {"reserve_small": 0, "reserve_large": 0, "reserve_between": 0}
+    assert Diversity(**none).ions(16, slurm_ions=1, diversity=10, next_nodes=None) == 2
+    assert Diversity(min_nodes_per_ion=4, **none).ions(16, 1, 10, None) == 4
+    t = machine(ions=8, per_ion=16)
+    assert place("even-node", Queue(((16, 0, 1, True),)), t, **none) == [
+        [*range(8), *range(16, 24)]
+    ]
+
+
+def test_even_traffic_groups_by_predicted_shares() -> None:
+    # shares 1..8 into 4 groups of 2: 8+1, 7+2, 6+3, 5+4 (largest first, to the lightest)
+    shares = np.arange(1, 9) / 36
+    assert traffic_groups(shares, np.full(4, 2)).tolist() == [0, 1, 2, 3, 3, 2, 1, 0]
+    free = np.ones(16, dtype=bool)
+    ion_of = np.arange(16) // 4
+    # even-node: node_index 0,1 on ION 0 ...; even-traffic: 0 and 7 share ION 0
+    assert spread(free, ion_of, 8, 4, None).tolist() == [0, 1, 4, 5, 8, 9, 12, 13]
+    assert spread(free, ion_of, 8, 4, shares).tolist() == [0, 4, 8, 12, 13, 9, 5, 1]
+    # a job whose application has no consistent distribution falls back to even-node
+    settings = {"min_nodes_per_ion": 2, "reserve_small": 0, "reserve_large": 0}
+    settings["reserve_between"] = 0
+    queue = Queue(((8, 0, 1, True),), shares=(None,))
+    assert place("even-traffic", queue, **settings) == place("even-node", queue, **settings)
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"reserve_small": 1.0}, "policy even-node: reserve_small must be a fraction in"),
+        ({"reserve_large": -0.1}, "reserve_large must be a fraction"),
+        ({"reserve_between": "half"}, "reserve_between must be a fraction"),
+        ({"large": 0}, "large must be a positive number"),
+        ({"small": None}, "small must be a positive number"),
+        ({"min_nodes_per_ion": 0}, "min_nodes_per_ion must be an integer ≥ 1"),
+        ({"min_nodes_per_ion": 2.5}, "min_nodes_per_ion must be an integer"),
+        ({"seed": -1}, "seed must be an integer >= 0"),
+        ({"reserve": 0.5}, "policy even-node: bad settings"),
+    ],
+)
+def test_reallocation_settings_are_checked(settings, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        policy({"name": "even-node", **settings})
+
+
+def test_reallocation_needs_a_workload_with_jobs() -> None:
+    with pytest.raises(ValueError, match="reallocation policies need a workload"):
+        policy("even-traffic").apply(machine(), None)
+
+
+FIG13 = {"min_nodes_per_ion": 2, "reserve_small": 0, "reserve_large": 0, "reserve_between": 0}
+
+
+def test_even_traffic_beats_even_node_on_the_incremental_benchmark() -> None:
+    """004 Fig. 13c on ``tiny`` (16 nodes per ION, 1.5 GB/s IONs): m processes, process i
+    writes i/m of 8 GB, m/2 IONs available. For m = 8: Slurm's adjacent nodes share one ION,
+    36 GB / 1.5 GB/s = 24 s; even-node pairs (1,2)...(7,8): the busiest ION carries 15 GB,
+    10 s; even-traffic pairs 8+1, 7+2, ...: 9 GB on every ION, 6 s."""
+    t = build({"name": "tiny"})
+    spec = {"nodes": [4, 8, 16], "bytes_max": 8e9, "request_bytes": 8e9}
+    demand = incremental.demand(spec, t, None)
+    out = {}
+    for label in ("given", "even-node", "even-traffic"):
+        machine_, work = policy({"name": label, **FIG13} if label != "given" else label).apply(
+            t, demand
+        )
+        run = incremental.scores(SimpleNamespace(workload=spec), machine_, work, None)
+        out[label] = {s.metric: s.value for s in run}
+    assert out["given"]["io_time_m8"] == pytest.approx(24.0)
+    assert out["even-node"]["io_time_m8"] == pytest.approx(10.0)
+    assert out["even-traffic"]["io_time_m8"] == pytest.approx(6.0)
+    for m in (4, 8, 16):
+        assert out["even-traffic"][f"io_time_m{m}"] < out["even-node"][f"io_time_m{m}"]
+        assert out["even-node"][f"io_time_m{m}"] < out["given"][f"io_time_m{m}"]
+        assert out["even-traffic"][f"ions_used_m{m}"] == m // 2
+        assert out["even-traffic"][f"ion_load_max_over_mean_used_m{m}"] == pytest.approx(1.0)
