@@ -170,3 +170,152 @@ def test_even_traffic_beats_even_node_on_the_incremental_benchmark() -> None:
         assert out["even-node"][f"io_time_m{m}"] < out["given"][f"io_time_m{m}"]
         assert out["even-traffic"][f"ions_used_m{m}"] == m // 2
         assert out["even-traffic"][f"ion_load_max_over_mean_used_m{m}"] == pytest.approx(1.0)
+
+
+STEP = 60  # seconds per node_io interval
+
+
+def app_lake(lake, metrics: bool = True) -> None:
+    """A hand-built lake on ``tiny`` (16 nodes per ION): three runs of one 16-node
+    application, each for 10 intervals on nodes 0-15 (one ION, as Slurm packed them), node of
+    node_index k writing (k + 1) MB per interval (a consistent distribution, divergence 0);
+    job_io_metrics calls every run optimizable."""
+    import datetime as dt
+
+    import pyarrow as pa
+
+    from burstlake.lake import write_table
+    from burstlake.machines import machine
+    from burstlake.schemas import spec
+
+    t0 = dt.datetime(2018, 1, 1, tzinfo=dt.UTC)
+    write_table(lake, "topology", machine("tiny").topology(), "topo")
+    runs = [("x1", 0), ("x2", 10), ("x3", 20)]
+    at = [t0 + dt.timedelta(seconds=s * STEP) for s in (0, 10, 20, 30)]
+    write_table(
+        lake,
+        "jobs",
+        pa.Table.from_pylist(
+            [
+                {"job_id": j, "cluster": "th", "start": at[k], "end": at[k + 1], "nnodes": 16}
+                for k, (j, _) in enumerate(runs)
+            ]
+        ),
+        "jobs",
+    )
+    nodes = [f"cn{i:05d}" for i in range(16)]
+    write_table(
+        lake,
+        "job_nodes",
+        pa.Table.from_pylist(
+            [
+                {"job_id": j, "cluster": "th", "node": n, "node_index": k}
+                for j, _ in runs
+                for k, n in enumerate(nodes)
+            ]
+        ),
+        "jobs",
+    )
+    io = [
+        (n, first + t, (k + 1) << 20)
+        for _, first in runs
+        for t in range(10)
+        for k, n in enumerate(nodes)
+    ]
+    write_table(
+        lake,
+        "node_io",
+        pa.table(
+            {
+                "node": [n for n, _, _ in io],
+                "ts": [t0 + dt.timedelta(seconds=t * STEP) for _, t, _ in io],
+                "interval_s": [STEP] * len(io),
+                "write_bytes": [b for _, _, b in io],
+            }
+        ),
+        "io",
+    )
+    if not metrics:
+        return
+    total = 10 * (136 << 20)
+    rows = [
+        {
+            "job_id": j,
+            "cluster": "th",
+            "app_id": "u|x|16",
+            "start": at[k],
+            "end": at[k + 1],
+            "run_s": 600.0,
+            "nodes": 16,
+            "active_nodes": 16,
+            "read_bytes": 0,
+            "write_bytes": total,
+            "io_bytes": total,
+            "all_rank": True,
+            "cabinets": 1,
+            "data_intensive": True,
+            "optimizable": True,
+            "io_phase_s": 600.0,
+        }
+        for k, (j, _) in enumerate(runs)
+    ]
+    schema = spec("job_io_metrics").schema
+    write_table(lake, "job_io_metrics", pa.Table.from_pylist(rows, schema=schema), "m")
+
+
+def test_lake_jobs_reallocated_from_their_history(lake) -> None:
+    """x1 has no ended run before it: Slurm's choice. x2 follows x1 (ended): optimizable,
+    one share vector (no divergence yet): even-node over 8 IONs (2 nodes each; the next
+    optimizable job is as large: half the 16 IONs kept). x3 has x1 and x2 (divergence 0):
+    even-traffic pairs node_index 15+0, 14+1, ... on 8 IONs, 17 MB per ION per interval."""
+    from burstlake.replay.workloads import lake_jobs
+    from burstlake.replay.workloads.lake import interval_scores, lake_demand
+
+    app_lake(lake)
+    t = build({"name": "tiny"})
+    demand = lake_demand(lake, t)
+    requests = demand.placement_jobs(t)
+    assert [(r.nodes, r.start, r.end) for r in requests] == [
+        (16, 0.0, 600.0),
+        (16, 600.0, 1200.0),
+        (16, 1200.0, 1800.0),
+    ]
+    history = lake_jobs.history(demand, requests)
+    assert history.optimizable.tolist() == [False, True, True]
+    assert history.shares[0] is None and history.shares[1] is None
+    assert np.allclose(history.shares[2], np.arange(1, 17) / 136)
+    _, moved = policy({"name": "even-traffic", "min_nodes_per_ion": 2}).apply(t, demand)
+    x2 = [16 * (k // 2) + k % 2 for k in range(16)]  # node_index k on ION k // 2
+    held = {j: sorted(set(moved.rows.node[moved.job == j].tolist())) for j in range(3)}
+    assert held[0] == list(range(16)) and held[1] == sorted(x2)
+    # x2: node_index 9 (10 MB per interval) now on node 16·4 + 1 = 65
+    assert set(moved.rows.bytes[(moved.job == 1) & (moved.rows.node == 65)]) == {10 << 20}
+    # x3: each of its 8 IONs carries 17 MB per interval
+    x3 = (moved.job == 2) & (moved.rows.t == 20)
+    per_ion = np.bincount(t.ion_of[moved.rows.node[x3]], weights=moved.rows.bytes[x3])
+    assert sorted(per_ion[per_ion > 0].tolist()) == [17 << 20] * 8
+    scenario = SimpleNamespace(job_scores=False)
+    given = {s.metric: s.value for s in interval_scores(scenario, t, demand, None)}
+    after = {s.metric: s.value for s in interval_scores(scenario, t, moved, None)}
+    assert given["bytes_served"] == after["bytes_served"] == 3 * 10 * (136 << 20)
+    # top 2 of 16 IONs: all the traffic before. After: x1 all; x2's busiest IONs hold
+    # node_index 14+15 and 12+13, (31 + 27) of 136 MB; x3 2 of 8 equal IONs
+    assert given["top10_ion_share"] == pytest.approx(1.0)
+    assert after["top10_ion_share"] == pytest.approx((1 + 58 / 136 + 2 / 8) / 3)
+    # communication cost: a job on one ION group: 2 hops between nodes; over 8 groups of 2
+    # nodes: 2·(1/15) + 4·(14/15)
+    assert given["job_pair_hops_mean"] == pytest.approx(2.0)
+    assert after["job_pair_hops_mean"] == pytest.approx((2 + 2 * (2 / 15 + 4 * 14 / 15)) / 3)
+
+
+def test_lake_reallocation_needs_job_metrics(lake) -> None:
+    from burstlake.replay.workloads.lake import lake_demand
+
+    app_lake(lake, metrics=False)
+    t = build({"name": "tiny"})
+    demand = lake_demand(lake, t)
+    with pytest.raises(ValueError, match="run `burstlake metrics` on this lake first"):
+        policy("even-node").apply(t, demand)
+    # placement without a prediction needs no metrics: best fit packs each run on ION 0
+    _, placed = policy("best-fit").apply(t, demand)
+    assert sorted(set(placed.rows.node.tolist())) == list(range(16))
