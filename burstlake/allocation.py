@@ -184,18 +184,19 @@ def random_switch(
 def split(
     free: np.ndarray, n: int, group: np.ndarray, rng: np.random.Generator, s: int = 2
 ) -> np.ndarray | None:
-    """s-way split (002 §2.3): ``n / s`` nodes on each of ``s`` groups drawn at random among
-    those with room (the first ``n mod s`` groups take one node more)."""
+    """s-way split (002 §2.3): ``n / s`` nodes on each of ``s`` groups (the first ``n mod s``
+    take one node more), the emptiest groups first (ties broken at random), so that jobs split
+    alike fill the machine evenly."""
     if not 1 <= s <= n:
         raise ValueError(f"split: s must be in 1..{n} (the job's nodes), got {s}")
     starts, ends = _bounds(group)
     share = np.full(s, n // s)
     share[: n % s] += 1
     per_group = free_per_group(free, group)
-    room = np.flatnonzero(per_group >= share[0])
-    if len(room) < s:
+    order = np.lexsort((rng.permutation(len(per_group)), -per_group))
+    chosen = order[:s]
+    if len(chosen) < s or per_group[chosen].min() < share[0]:
         return None
-    chosen = np.sort(rng.choice(room, s, replace=False))
     nodes = [
         _within_group(free, int(starts[g]), int(ends[g]), int(k))
         for g, k in zip(chosen, share, strict=True)
@@ -260,6 +261,11 @@ def place_in_order(
                 raise ValueError(
                     f"placement: job {request.job} ({request.nodes} nodes) cannot be placed "
                     f"even on an empty machine under this strategy"
+                )
+            if running[0][0] == math.inf:
+                raise ValueError(
+                    f"placement: job {request.job} ({request.nodes} nodes) does not fit beside "
+                    f"the jobs running with it under this strategy"
                 )
             now, j = heapq.heappop(running)
             free[placed[j]] = True

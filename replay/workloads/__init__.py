@@ -78,5 +78,6 @@ def _load() -> None:
         bridge_write,
         incremental,
         ior,
+        jobs,
         lake,
     )

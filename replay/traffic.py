@@ -1,0 +1,357 @@
+"""Synthetic traffic generators (docs/design.md, "Placement"): the MPI and I/O jobs of paper 000
+§3.2 and the nearest-neighbour and all-to-all exchanges of paper 002, as request streams for the
+event-driven replay (:func:`burstlake.replay.events.simulate`).
+
+A generator describes one job's traffic by *rank* — the position of a node in the job — so a
+placement moves the job without touching its traffic; :func:`requests` routes several jobs on
+their nodes. Intervals run from one request's completion to the next send (000 §3.2) and vary
+uniformly by ±``JITTER`` (000 §3.3); the first ``warmup`` requests of every stream are replayed
+but left out of the scores.
+
+Paced streams (a *throttle window*, 000 §5.3: the minimum time between the starts of a client's
+consecutive requests) run through :func:`simulate_paced`, with the engine's ``release`` times.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from burstlake.replay.events import Requests, Timeline, simulate
+from burstlake.replay.graph import Topology
+from burstlake.replay.solver import Paths
+
+log = logging.getLogger(__name__)
+
+JITTER = 0.05  # intervals vary uniformly within ±5 % of their mean (000 §3.3)
+MAPPINGS = ("block", "cyclic")  # task → node mappings (002 §2.3)
+PACE_PASSES = 12  # re-runs of a paced replay until every start keeps its window
+PACE_SLACK = 1e-12  # relative rounding allowed on a paced start
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """One job's requests by rank, in stream order: request k of stream ``stream[k]`` sends
+    ``size[k]`` bytes from rank ``src[k]`` to rank ``dst[k]`` (or to I/O server ``dst[k]``
+    when ``to_servers``), ``gap[k]`` seconds after the previous one of its stream completes."""
+
+    kind: str
+    stream: np.ndarray
+    src: np.ndarray
+    dst: np.ndarray
+    size: np.ndarray
+    gap: np.ndarray
+    warmup: np.ndarray  # bool: a warm-up request, left out of the scores
+    to_servers: bool = False
+
+    def __len__(self) -> int:
+        return len(self.stream)
+
+
+def _streams(
+    kind: str,
+    src: np.ndarray,
+    dst: np.ndarray,
+    sizes: np.ndarray,
+    count: int,
+    warmup: int,
+    interval_s: float,
+    rng: np.random.Generator,
+    to_servers: bool = False,
+) -> Traffic:
+    """``warmup + count`` requests per stream (stream i from ``src[i]``); ``dst`` is one
+    destination per stream or a (streams, requests) array."""
+    streams, per = len(src), warmup + count
+    dst = np.asarray(dst)
+    dst = np.repeat(dst, per) if dst.ndim == 1 else dst.reshape(-1)
+    return Traffic(
+        kind=kind,
+        stream=np.repeat(np.arange(streams, dtype=np.int64), per),
+        src=np.repeat(np.asarray(src, dtype=np.int64), per),
+        dst=dst.astype(np.int64),
+        size=np.repeat(np.asarray(sizes, dtype=np.float64), per),
+        gap=jittered(interval_s, streams * per, rng),
+        warmup=np.tile(np.arange(per) < warmup, streams),
+        to_servers=to_servers,
+    )
+
+
+def jittered(interval_s: float, count: int, rng: np.random.Generator) -> np.ndarray:
+    """``count`` intervals uniform in interval × [1 - JITTER, 1 + JITTER] (000 §3.3)."""
+    return interval_s * rng.uniform(1 - JITTER, 1 + JITTER, count)
+
+
+def mpi_pairs(
+    nodes: int,
+    message_bytes: float,
+    interval_s: float,
+    messages: int,
+    warmup: int,
+    rng: np.random.Generator,
+) -> Traffic:
+    """The MPI job of 000 §3.2: one process per node, processes paired at random, each sending
+    ``message_bytes`` to its partner every interval. With an odd count the last process sends
+    to a partner of another pair."""
+    if nodes < 2:
+        raise ValueError(f"an mpi job needs at least 2 nodes, got {nodes}")
+    order = rng.permutation(nodes)
+    partner = np.empty(nodes, dtype=np.int64)
+    even = nodes - nodes % 2
+    partner[order[0:even:2]] = order[1:even:2]
+    partner[order[1:even:2]] = order[0:even:2]
+    if nodes % 2:
+        partner[order[-1]] = order[0]
+    ranks = np.arange(nodes)
+    sizes = np.full(nodes, float(message_bytes))
+    return _streams("mpi", ranks, partner[ranks], sizes, messages, warmup, interval_s, rng)
+
+
+def lustre_io(
+    nodes: int,
+    servers: int,
+    request_bytes: float,
+    interval_s: float,
+    requests: int,
+    warmup: int,
+    rng: np.random.Generator,
+) -> Traffic:
+    """The I/O job of 000 §3.2 (Lustre forwarding pattern): each client sends its first request
+    to a server drawn at random, the next ones round robin over all servers."""
+    per = warmup + requests
+    first = rng.integers(0, servers, nodes)
+    dst = (first[:, None] + np.arange(per)[None, :]) % servers
+    sizes = np.full(nodes, float(request_bytes))
+    return _streams(
+        "io", np.arange(nodes), dst, sizes, requests, warmup, interval_s, rng, to_servers=True
+    )
+
+
+def rank_nodes(nodes: int, ranks_per_node: int, mapping: str) -> np.ndarray:
+    """The node (job rank) of each MPI task: ``block`` puts consecutive tasks on one node,
+    ``cyclic`` deals them round robin over the nodes (002 §2.3)."""
+    tasks = np.arange(nodes * ranks_per_node)
+    if mapping == "block":
+        return tasks // ranks_per_node
+    if mapping == "cyclic":
+        return tasks % nodes
+    raise ValueError(f"task mapping must be one of {', '.join(MAPPINGS)}, got {mapping!r}")
+
+
+def _node_pairs(
+    kind: str,
+    task_src: np.ndarray,
+    task_dst: np.ndarray,
+    nodes: int,
+    ranks_per_node: int,
+    mapping: str,
+    message_bytes: float,
+    interval_s: float,
+    rounds: int,
+    warmup: int,
+    rng: np.random.Generator,
+) -> Traffic:
+    """Task-to-task messages of one exchange round, summed per pair of distinct nodes (messages
+    within a node do not cross the network); one stream per node pair, one request per round."""
+    where = rank_nodes(nodes, ranks_per_node, mapping)
+    a, b = where[task_src], where[task_dst]
+    off_node = a != b
+    pairs, count = np.unique(a[off_node] * nodes + b[off_node], return_counts=True)
+    if not len(pairs):
+        raise ValueError(f"a {kind} exchange on {nodes} node(s) never leaves a node")
+    return _streams(
+        kind,
+        pairs // nodes,
+        pairs % nodes,
+        count * float(message_bytes),
+        rounds,
+        warmup,
+        interval_s,
+        rng,
+    )
+
+
+def nearest_neighbour(
+    nodes: int,
+    ranks_per_node: int,
+    mapping: str,
+    message_bytes: float,
+    interval_s: float,
+    rounds: int,
+    warmup: int,
+    rng: np.random.Generator,
+) -> Traffic:
+    """Tasks on a ring each send ``message_bytes`` to both neighbours every round (002's
+    nearest-neighbour exchange); under ``cyclic`` mapping every neighbour is on another node."""
+    tasks = np.arange(nodes * ranks_per_node)
+    src = np.concatenate([tasks, tasks])
+    dst = np.concatenate([(tasks + 1) % len(tasks), (tasks - 1) % len(tasks)])
+    return _node_pairs(
+        "nearest-neighbour",
+        src,
+        dst,
+        nodes,
+        ranks_per_node,
+        mapping,
+        message_bytes,
+        interval_s,
+        rounds,
+        warmup,
+        rng,
+    )
+
+
+def all_to_all(
+    nodes: int,
+    ranks_per_node: int,
+    mapping: str,
+    message_bytes: float,
+    interval_s: float,
+    rounds: int,
+    warmup: int,
+    rng: np.random.Generator,
+) -> Traffic:
+    """Every task sends ``message_bytes`` to every other task each round (002's all-to-all);
+    per node pair that is ranks_per_node² messages under either mapping."""
+    tasks = nodes * ranks_per_node
+    src, dst = np.divmod(np.arange(tasks * tasks), tasks)
+    keep = src != dst
+    return _node_pairs(
+        "all-to-all",
+        src[keep],
+        dst[keep],
+        nodes,
+        ranks_per_node,
+        mapping,
+        message_bytes,
+        interval_s,
+        rounds,
+        warmup,
+        rng,
+    )
+
+
+@dataclass(frozen=True)
+class Routed:
+    """Several jobs' traffic as one set of requests: ``job[k]`` is the job of request k (its
+    position in the list given to :func:`requests`), ``warmup[k]`` its warm-up flag."""
+
+    requests: Requests
+    job: np.ndarray
+    warmup: np.ndarray
+
+
+def requests(topology: Topology, jobs: Sequence[tuple[Traffic, np.ndarray]]) -> Routed:
+    """Route each job's traffic on its nodes (``nodes[rank]`` = node index in ``topology``):
+    MPI routes between compute nodes, I/O routes through the server to its storage resource.
+    Every request pays its route's latency (:meth:`Topology.route_latency`)."""
+    parts, offset = [], 0
+    for j, (traffic, nodes) in enumerate(jobs):
+        nodes = np.asarray(nodes, dtype=np.int64)
+        ranks = traffic.src if traffic.to_servers else np.r_[traffic.src, traffic.dst]
+        if len(ranks) and int(ranks.max()) >= len(nodes):
+            raise ValueError(f"job {j}: its traffic uses more ranks than its {len(nodes)} nodes")
+        src = nodes[traffic.src]
+        dst = traffic.dst if traffic.to_servers else nodes[traffic.dst]
+        parts.append((traffic, j, offset + traffic.stream, src, dst))
+        offset += int(traffic.stream.max()) + 1 if len(traffic) else 0
+    cat = np.concatenate
+    src, dst = cat([p[3] for p in parts]), cat([p[4] for p in parts])
+    io = cat([np.full(len(p[0]), p[0].to_servers) for p in parts])
+    width = max(len(topology.nodes), len(topology.ions))
+    key = (src * width + dst) * 2 + io
+    unique, inverse = np.unique(key, return_inverse=True)
+    router = topology.router
+    routes = [
+        router.io_route(int(k // 2 // width), int(k // 2 % width))
+        if k % 2
+        else router.route(int(k // 2 // width), int(k // 2 % width))
+        for k in unique
+    ]
+    paths: Paths = Paths.from_lists(routes).take(inverse)
+    kinds = cat([np.full(len(p[0]), p[0].kind, dtype=object) for p in parts])
+    return Routed(
+        Requests(
+            stream=cat([p[2] for p in parts]),
+            size=cat([p[0].size for p in parts]),
+            gap=cat([p[0].gap for p in parts]),
+            paths=paths,
+            kind=kinds,
+            latency=topology.route_latency(paths),
+        ),
+        job=cat([np.full(len(p[0]), p[1], dtype=np.int64) for p in parts]),
+        warmup=cat([p[0].warmup for p in parts]),
+    )
+
+
+def simulate_paced(
+    requests: Requests, capacity: np.ndarray, window: np.ndarray, progress=None
+) -> Timeline:
+    """:func:`simulate` where request k+1 of a stream starts no sooner than ``window[k]``
+    seconds after request k started (the throttle window of 000 §5.3; 0 = unpaced).
+
+    The engine knows only absolute ``release`` times, so the pacing is found by re-running:
+    each pass replays the durations of the last one along every stream — start(k+1) =
+    max(end(k) + gap(k+1), start(k) + window(k)) — as release times, until no start comes
+    closer than its window to the one before (``PACE_PASSES`` at most; a window shorter than
+    every request changes nothing and takes one pass)."""
+    window = np.asarray(window, dtype=np.float64)
+    timeline = simulate(requests, capacity, progress)
+    if not (window > 0).any():
+        return timeline
+    same = np.r_[False, requests.stream[1:] == requests.stream[:-1]]
+    release = np.full(len(same), -np.inf) if requests.release is None else requests.release
+    release = np.maximum(release, _schedule(timeline.start, window, same))
+    requests = replace(requests, release=release)
+    timeline = simulate(requests, capacity, progress)
+    for passes in range(1, PACE_PASSES + 1):
+        short = _too_soon(timeline.start, window, same)
+        if not short.any():
+            log.debug("paced replay settled after %d pass(es)", passes)
+            return timeline
+        release = np.maximum(release, _paced_starts(requests, timeline, window, same))
+        requests = replace(requests, release=release)
+        timeline = simulate(requests, capacity, progress)
+    short = _too_soon(timeline.start, window, same)
+    if short.any():
+        log.warning(
+            "paced replay: %d of %d starts still closer than their throttle window after %d passes",
+            int(short.sum()),
+            len(short),
+            PACE_PASSES,
+        )
+    return timeline
+
+
+def _schedule(start: np.ndarray, window: np.ndarray, same: np.ndarray) -> np.ndarray:
+    """The k-th request of a stream no sooner than its first start + the windows before it
+    (exact pacing when every request ends inside its window)."""
+    first = np.maximum.accumulate(np.where(same, 0, np.arange(len(same))))
+    waited = np.cumsum(np.r_[0.0, window[:-1]] * same)
+    return start[first] + waited - waited[first]
+
+
+def _too_soon(start: np.ndarray, window: np.ndarray, same: np.ndarray) -> np.ndarray:
+    """Requests that started less than the window after the previous one of their stream."""
+    due = np.r_[-np.inf, start[:-1] + window[:-1]]
+    return same & (start < due - PACE_SLACK * np.abs(due))
+
+
+def _paced_starts(
+    requests: Requests, timeline: Timeline, window: np.ndarray, same: np.ndarray
+) -> np.ndarray:
+    """Issue times along every stream if each request took as long as in ``timeline``."""
+    duration = timeline.end - timeline.start
+    start = timeline.start.copy()
+    index = np.arange(len(same))
+    position = index - np.maximum.accumulate(np.where(same, 0, index))
+    order = np.argsort(position, kind="stable")  # requests by their place in the stream
+    bounds = np.cumsum(np.bincount(position))
+    for p in range(1, len(bounds)):
+        k = order[bounds[p - 1] : bounds[p]]
+        start[k] = np.maximum(
+            start[k - 1] + duration[k - 1] + requests.gap[k], start[k - 1] + window[k - 1]
+        )
+    return start
