@@ -319,3 +319,44 @@ def test_lake_reallocation_needs_job_metrics(lake) -> None:
     # placement without a prediction needs no metrics: best fit packs each run on ION 0
     _, placed = policy("best-fit").apply(t, demand)
     assert sorted(set(placed.rows.node.tolist())) == list(range(16))
+
+
+def test_reallocation_pays_communication_that_remapping_does_not() -> None:
+    """004 Fig. 13b on ``cab1296`` (12.5 GB/s links and servers, 90 ns per link): 8 processes
+    write, then exchange 4 KB per node pair and round, 400 rounds. Slurm's 8 adjacent nodes
+    sit under one leaf and one server. Remapping (cyclic) gives them 8 servers and keeps the
+    exchange inside the leaf; reallocation (even-node) gets 8 servers by spreading the nodes
+    over leaves: the same I/O time, a longer exchange. Exchange inside a leaf, by hand: each
+    node's 7 streams share its 12.5 GB/s link, each message pays 2 links of latency:
+    400 × (2 × 90 ns + 7 × 4096 B / 12.5 GB/s) = 0.990 ms. I/O: 8 × 100 MB through one server
+    = 64 ms, 100 MB each through 8 = 8 ms."""
+    from burstlake.replay.workloads import io_alltoall
+
+    t = build({"name": "cab1296"})
+    spread = {"name": "even-node", **FIG13, "min_nodes_per_ion": 1}
+
+    def run(spec: dict) -> dict[str, dict[str, float]]:
+        demand = io_alltoall.demand(spec, t, None)
+        out = {}
+        for entry in ("given", "cyclic", spread):
+            p = policy(entry)
+            machine_, work = p.apply(t, demand)
+            scored = io_alltoall.scores(SimpleNamespace(workload=spec), machine_, work, None)
+            out[p.label] = {s.metric: s.value for s in scored}
+        return out
+
+    io_heavy = run({"nodes": 8, "io_bytes": 1e8, "request_bytes": 1e8, "message_bytes": 4096,
+                    "rounds": 400})  # fmt: skip
+    given, remap, realloc = io_heavy["given"], io_heavy["cyclic"], io_heavy["even-node"]
+    assert given["comm_time_m8"] == pytest.approx(400 * (2 * 90e-9 + 7 * 4096 / 12.5e9))
+    assert remap["comm_time_m8"] == pytest.approx(given["comm_time_m8"])
+    assert given["io_time_m8"] == pytest.approx(0.064)
+    assert remap["io_time_m8"] == pytest.approx(0.008) == realloc["io_time_m8"]
+    assert realloc["job_pair_hops_m8"] > remap["job_pair_hops_m8"] == 2.0
+    assert realloc["comm_time_m8"] > 1.05 * remap["comm_time_m8"]
+    assert remap["total_time_m8"] < realloc["total_time_m8"] < given["total_time_m8"]
+    # communication far in excess of I/O: reallocation no longer pays (004 §7.2.2 (4))
+    comm_heavy = run({"nodes": 8, "io_bytes": 1e5, "request_bytes": 1e5, "message_bytes": 4096,
+                      "rounds": 400})  # fmt: skip
+    assert comm_heavy["even-node"]["total_time_m8"] > comm_heavy["given"]["total_time_m8"]
+    assert comm_heavy["cyclic"]["total_time_m8"] < comm_heavy["even-node"]["total_time_m8"]

@@ -77,6 +77,7 @@ def _load() -> None:
     from burstlake.replay.workloads import (  # noqa: F401 - register their kinds
         bridge_write,
         incremental,
+        io_alltoall,
         ior,
         jobs,
         lake,
