@@ -90,11 +90,11 @@ def test_reassignment_on_mira512_shortens_routes_and_writes() -> None:
 @pytest.mark.parametrize(
     ("workload", "message"),
     [
-        ({"writers": 0}, "writers is a fraction in"),
+        ({"writers": 0}, "writers must be a number > 0"),
         ({"writers": 1.5}, "writers is a fraction in"),
-        ({"writers": "half"}, "writers must be a number"),
-        ({"bytes_per_node": -1}, "must be > 0"),
-        ({"request_bytes": None}, "request_bytes must be a number"),
+        ({"writers": "half"}, "writers must be a number > 0, got 'half'"),
+        ({"bytes_per_node": -1}, "bytes_per_node must be a number > 0"),
+        ({"request_bytes": None}, "request_bytes must be a number > 0, got None"),
         ({"bytes_per_node": 1e12, "request_bytes": 1}, "requests per node is too many"),
     ],
 )

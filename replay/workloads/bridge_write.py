@@ -14,7 +14,7 @@ from burstlake.replay import scores as sc
 from burstlake.replay.graph import Topology
 from burstlake.replay.workloads import Kind, Progress, ScenarioLimits, register
 from burstlake.replay.workloads.ior import requests_per_node
-from burstlake.replay.workloads.writes import write_time
+from burstlake.replay.workloads.writes import number, write_time
 
 DEFAULTS = {"bytes_per_node": 4e9, "request_bytes": 1e9, "writers": 1.0}
 
@@ -38,15 +38,10 @@ def writer_mask(nodes: int, writers: float) -> np.ndarray:
 def settings(workload: dict) -> tuple[float, float, float]:
     """(bytes_per_node, request_bytes, writers), each checked with a one-line error."""
     spec = DEFAULTS | workload
-    values = []
-    for key in DEFAULTS:
-        value = spec[key]
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ValueError(f"workload bridge_write: {key} must be a number, got {value!r}")
-        values.append(float(value))
-    size, request, writers = values
-    if not 0 < size < float("inf") or not 0 < request < float("inf"):
-        raise ValueError("workload bridge_write: bytes_per_node and request_bytes must be > 0")
+    size, request = (
+        number("bridge_write", k, spec[k]) for k in ("bytes_per_node", "request_bytes")
+    )
+    writers = number("bridge_write", "writers", spec["writers"])
     if not 0 < writers <= 1:
         raise ValueError(f"workload bridge_write: writers is a fraction in (0, 1], got {writers}")
     return size, request, writers

@@ -14,7 +14,7 @@ from burstlake.replay import scores as sc
 from burstlake.replay.graph import Topology
 from burstlake.replay.workloads import Kind, Progress, ScenarioLimits, register
 from burstlake.replay.workloads.benchmark import BenchmarkRuns, first_ions
-from burstlake.replay.workloads.writes import target_scores, write_time
+from burstlake.replay.workloads.writes import node_counts, number, target_scores, write_time
 
 DEFAULTS = {"nodes": [4, 8, 16], "bytes_max": 4e9, "request_bytes": 1e9}
 MAX_NODES = 4096  # processes of one run (004 §7.2: at most 64 on the testbed)
@@ -23,24 +23,8 @@ MAX_NODES = 4096  # processes of one run (004 §7.2: at most 64 on the testbed)
 def settings(workload: dict) -> tuple[list[int], float, float]:
     """(node counts m, bytes_max, request_bytes), checked with one-line errors."""
     spec = DEFAULTS | workload
-    nodes = spec["nodes"] if isinstance(spec["nodes"], list) else [spec["nodes"]]
-    if not nodes or any(
-        isinstance(m, bool) or not isinstance(m, int) or not 2 <= m <= MAX_NODES for m in nodes
-    ):
-        raise ValueError(
-            f"workload incremental: nodes must be integers in 2..{MAX_NODES} (one or a list), "
-            f"got {spec['nodes']!r}"
-        )
-    if len(set(nodes)) != len(nodes):
-        raise ValueError(f"workload incremental: nodes lists a count twice: {nodes}")
-    sizes = []
-    for key in ("bytes_max", "request_bytes"):
-        value = spec[key]
-        if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-            raise ValueError(
-                f"workload incremental: {key} must be a positive number, got {value!r}"
-            )
-        sizes.append(float(value))
+    nodes = node_counts("incremental", spec["nodes"], MAX_NODES)
+    sizes = [number("incremental", key, spec[key]) for key in ("bytes_max", "request_bytes")]
     return nodes, sizes[0], sizes[1]
 
 

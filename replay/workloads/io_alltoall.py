@@ -21,7 +21,7 @@ from burstlake.replay.events import simulate
 from burstlake.replay.graph import Topology
 from burstlake.replay.workloads import Kind, Progress, ScenarioLimits, register
 from burstlake.replay.workloads.benchmark import BenchmarkRuns
-from burstlake.replay.workloads.writes import write_time
+from burstlake.replay.workloads.writes import node_counts, number, write_time
 
 DEFAULTS = {
     "nodes": [4, 8, 16],
@@ -31,35 +31,18 @@ DEFAULTS = {
     "rounds": 20,
     "seed": 0,  # the generator's ±5 % jitter of the (zero) interval
 }
+FLOATS = ("io_bytes", "request_bytes", "message_bytes")
 MAX_NODES = 256  # processes of one run: the exchange has m (m - 1) streams
-
-
-def _number(key: str, value: Any, integer: bool = False, low: float = 0.0) -> float:
-    kinds = int if integer else int | float
-    if isinstance(value, bool) or not isinstance(value, kinds) or not value > low:
-        what = "an integer" if integer else "a number"
-        raise ValueError(f"workload io_alltoall: {key} must be {what} > {low:g}, got {value!r}")
-    return value
 
 
 def settings(workload: dict) -> dict[str, Any]:
     """The workload's settings with defaults, each checked with a one-line error."""
     spec = DEFAULTS | workload
-    nodes = spec["nodes"] if isinstance(spec["nodes"], list) else [spec["nodes"]]
-    if not nodes or any(
-        isinstance(m, bool) or not isinstance(m, int) or not 2 <= m <= MAX_NODES for m in nodes
-    ):
-        raise ValueError(
-            f"workload io_alltoall: nodes must be integers in 2..{MAX_NODES} (one or a list), "
-            f"got {spec['nodes']!r}"
-        )
-    if len(set(nodes)) != len(nodes):
-        raise ValueError(f"workload io_alltoall: nodes lists a count twice: {nodes}")
-    for key in ("io_bytes", "request_bytes", "message_bytes"):
-        _number(key, spec[key])
-    _number("rounds", spec["rounds"], integer=True)
-    _number("seed", spec["seed"], integer=True, low=-1)
-    return spec | {"nodes": nodes}
+    nodes = node_counts("io_alltoall", spec["nodes"], MAX_NODES)
+    values = {key: number("io_alltoall", key, spec[key]) for key in FLOATS}
+    values["rounds"] = int(number("io_alltoall", "rounds", spec["rounds"], integer=True))
+    values["seed"] = int(number("io_alltoall", "seed", spec["seed"], integer=True, low=-1))
+    return spec | values | {"nodes": nodes}
 
 
 def demand(spec: dict, topology: Topology, _lake: Any) -> BenchmarkRuns:
