@@ -166,18 +166,12 @@ class Reallocator:
     traffic: bool  # even-traffic where a prediction exists, else even-node
     diversity: Diversity
     rng: np.random.Generator
+    next_sizes: np.ndarray  # per job, the next optimizable job's nodes by start (0: none)
 
     def next_optimizable(self, position: int) -> int | None:
         """Size of the next optimizable job in the queue (by start) after this one."""
-        start = self.requests[position].start
-        later = [
-            i
-            for i, r in enumerate(self.requests)
-            if self.history.optimizable[i] and (r.start, i) > (start, position)
-        ]
-        if not later:
-            return None
-        return self.requests[min(later, key=lambda i: (self.requests[i].start, i))].nodes
+        size = int(self.next_sizes[position])
+        return size if size > 0 else None
 
     def __call__(self, free: np.ndarray, request: JobRequest) -> np.ndarray | None:
         position = request.job
@@ -201,6 +195,18 @@ class Reallocator:
         return nodes
 
 
+def next_sizes(requests: list[JobRequest], history: History) -> np.ndarray:
+    """Per job, the node count of the next optimizable job by (start, position), 0 if none."""
+    order = sorted(range(len(requests)), key=lambda i: (requests[i].start, i))
+    out = np.zeros(len(requests), dtype=np.int64)
+    following = 0
+    for i in reversed(order):
+        out[i] = following
+        if history.optimizable[i]:
+            following = requests[i].nodes
+    return out
+
+
 def reallocate(
     topology: Topology, demand: Reallocatable, traffic: bool, diversity: Diversity, seed: int
 ) -> Any:
@@ -211,7 +217,9 @@ def reallocate(
     history = demand.io_history(topology, requests)
     groups = topology.groups()
     rng = np.random.default_rng(seed)
-    chooser = Reallocator(topology, groups, requests, history, traffic, diversity, rng)
+    chooser = Reallocator(
+        topology, groups, requests, history, traffic, diversity, rng, next_sizes(requests, history)
+    )
     nodes = place_in_order(requests, groups, chooser, len(topology.nodes))
     return demand.placed(topology, nodes)
 
