@@ -32,7 +32,7 @@ import numpy as np
 from burstlake.allocation import STRATEGIES, JobRequest, place_in_order
 from burstlake.replay.graph import Topology
 from burstlake.replay.policies import Apply, register
-from burstlake.replay.policies.placement import seed_of
+from burstlake.replay.policies.placement import Placeable, seed_of
 
 
 @dataclass(frozen=True)
@@ -46,12 +46,12 @@ class History:
     available: list[np.ndarray | None] | None = None  # per job, nodes it may use (None: all)
 
 
-class Reallocatable(Protocol):
-    def placement_jobs(self, topology: Topology) -> list[JobRequest]: ...
+class Reallocatable(Placeable, Protocol):
+    """A demand whose jobs can be placed (the placement contract) and predicted."""
 
-    def placed(self, topology: Topology, nodes: list[np.ndarray]) -> Any: ...
-
-    def io_history(self, topology: Topology, requests: list[JobRequest]) -> History: ...
+    def io_history(self, topology: Topology, requests: list[JobRequest]) -> History:
+        """What the allocator may know of each job (index = position in ``requests``)."""
+        ...
 
 
 @dataclass(frozen=True)
