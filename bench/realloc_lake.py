@@ -1,4 +1,4 @@
-"""A reallocation what-if over a synthesized Tianhe-1A week (paper 004 §6.4, §7.4; issue 12).
+"""A reallocation what-if over a synthesized Tianhe-1A week (paper 004 §6.4, §7.4).
 
 1. ``burstlake synth --preset tianhe1a --days N`` (``BURSTLAKE_BENCH_DAYS``, default 7);
 2. ``burstlake metrics`` (Spark): ``job_io_metrics``, which the reallocation predicts from;
