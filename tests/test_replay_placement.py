@@ -109,6 +109,33 @@ def test_a_throttle_window_spaces_the_starts() -> None:
     assert np.diff(slow.start).tolist() == pytest.approx([1124e-6] * 3)
 
 
+def test_pacing_is_exact_when_the_window_sits_among_the_request_times() -> None:
+    # Three clients of the small tree write 1 MB and 4 MB requests in turn to server 0, so
+    # their requests take from 80 µs (alone, 1 MB) to ~1 ms (shared, 4 MB): a 300 µs window
+    # holds some requests back and not others, and every hold changes the sharing. The replay
+    # must end with every start at max(previous end + interval, previous start + window).
+    topo = small_tree()
+    n, clients = 12, 3
+    t = tr.Traffic(
+        "io",
+        np.repeat(np.arange(clients), n),
+        np.repeat(np.arange(clients), n),
+        np.zeros(n * clients, dtype=np.int64),
+        np.tile([1e6, 4e6], n * clients // 2),
+        np.full(n * clients, 20e-6),
+        np.zeros(n * clients, dtype=bool),
+        True,
+    )
+    routed = tr.requests(topo, [(t, np.arange(4))])
+    window = np.full(n * clients, 300e-6)
+    paced = tr.simulate_paced(routed.requests, topo.resources.capacity, window)
+    start, end = paced.start.reshape(clients, n), paced.end.reshape(clients, n)
+    due = np.maximum(end[:, :-1] + 20e-6, start[:, :-1] + 300e-6)
+    assert start[:, 1:] == pytest.approx(due, rel=1e-9)
+    plain = simulate(routed.requests, topo.resources.capacity)
+    assert (np.diff(plain.start.reshape(clients, n)) < 300e-6).any()  # the window binds
+
+
 # --- generators --------------------------------------------------------------------------------
 
 
@@ -134,14 +161,14 @@ def test_block_and_cyclic_mapping_of_a_nearest_neighbour_ring() -> None:
     rng = np.random.default_rng(0)
     # 4 nodes × 2 tasks on a ring of 8 tasks. Block: tasks 2k, 2k+1 on node k; only the ring's
     # node boundaries cross: node k sends one message to k+1 and one to k-1 → 8 pairs of 1 msg.
-    block = tr.nearest_neighbour(4, 2, "block", 100, 0.0, rounds=1, warmup=0, rng=rng)
+    block = tr.nearest_neighbour(tr.Exchange(4, 2, "block", 100), rng)
     assert len(block) == 8 and (block.size == 100).all()
     # Cyclic: task t on node t mod 4; both neighbours of every task are on other nodes: node k
     # sends 2 messages to k+1 and 2 to k-1 → 8 pairs of 2 messages (twice the network bytes).
-    cyclic = tr.nearest_neighbour(4, 2, "cyclic", 100, 0.0, rounds=1, warmup=0, rng=rng)
+    cyclic = tr.nearest_neighbour(tr.Exchange(4, 2, "cyclic", 100), rng)
     assert len(cyclic) == 8 and (cyclic.size == 200).all()
     # all-to-all: every node pair carries ranks_per_node² = 4 messages under either mapping
-    a2a = tr.all_to_all(3, 2, "cyclic", 100, 0.0, rounds=2, warmup=1, rng=rng)
+    a2a = tr.all_to_all(tr.Exchange(3, 2, "cyclic", 100, rounds=2, warmup=1), rng)
     assert len(a2a) == 3 * 2 * 3 and (a2a.size == 400).all() and a2a.warmup.sum() == 6
 
 
@@ -179,6 +206,22 @@ def test_placement_policies_move_jobs_by_node_index() -> None:
     assert sorted(topo.groups()[split.jobs[0].nodes].tolist()) == [1, 3]
     with pytest.raises(ValueError, match="policy control places jobs"):
         policy("control").apply(topo, None)
+
+
+def test_combine_applies_its_policies_in_order() -> None:
+    topo = build({"name": "cab1296"})
+    spec = {"jobs": [{"kind": "mpi", "nodes": 10, "messages": 1, "warmup": 0}]}
+    demand = jw.demand(spec, topo)
+    both = policy({"name": "combine", "label": "x", "policies": ["spread-target", "control"]})
+    assert both.label == "x"
+    machine, placed = both.apply(topo, demand)
+    assert (machine.router.server_host % 18 == 17).all()  # spread-target first
+    # then control on the new machine's leaves (17 compute nodes each): one leaf
+    assert len(set(machine.groups()[placed.jobs[0].nodes].tolist())) == 1
+    throttled = policy(
+        {"name": "combine", "policies": [{"name": "throttle", "throttle_window": 1e-3}]}
+    ).apply(topo, jw.demand({"jobs": [{"kind": "io", "nodes": 2}]}, topo))[1]
+    assert throttled.jobs[0].throttle_window == 1e-3
 
 
 # --- paper shapes on cab1296 (000 §5, 002) ---------------------------------------------------
@@ -336,3 +379,19 @@ def test_jobs_that_do_not_fit_are_refused(lake, tmp_path) -> None:
     )
     with pytest.raises(ValueError, match="the jobs need 5 nodes; topology cab1296 has 4"):
         run(load(path), lake)
+
+
+@pytest.mark.slow
+def test_interference_notebook_draws_every_figure(lake, tmp_path) -> None:
+    """The placement notebook (000 Figs. 3, 5, 9-11 style; 002 splits) runs top to bottom."""
+    import nbformat
+
+    from burstlake.jobs.metrics.notebook import render_notebook
+
+    out = render_notebook(lake, tmp_path / "nb.ipynb", name="mpi_io_interference.ipynb")
+    cells = nbformat.read(out, as_version=4).cells
+    outputs = [o for c in cells if c.cell_type == "code" for o in c.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    assert sum("image/png" in o.get("data", {}) for o in outputs) == 4
+    text = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
+    assert "spread-target    MPI 1.000x" in text and "1224 compute nodes" in text

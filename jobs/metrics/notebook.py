@@ -20,15 +20,20 @@ NOTEBOOK = resources.files("burstlake.notebooks").joinpath("spatial_burstiness.i
 
 
 def render_notebook(
-    lake: str | os.PathLike | None, out_path: str | os.PathLike, timeout_s: int = 600
+    lake: str | os.PathLike | None,
+    out_path: str | os.PathLike,
+    timeout_s: int = 600,
+    name: str = NOTEBOOK.name,
 ) -> Path:
-    """Run the notebook against ``lake`` (its ``BURSTLAKE_LAKE``) and save it with outputs.
+    """Run the notebook ``name`` of ``burstlake.notebooks`` against ``lake`` (its
+    ``BURSTLAKE_LAKE``) and save it with outputs.
 
     Raises nbclient's CellExecutionError, naming the failing cell, if a cell fails.
     """
-    if not NOTEBOOK.is_file():
-        raise FileNotFoundError(f"notebook not found: {NOTEBOOK} (reinstall burstlake)")
-    notebook = nbformat.reads(NOTEBOOK.read_text(encoding="utf-8"), as_version=4)
+    source = resources.files("burstlake.notebooks").joinpath(name)
+    if not source.is_file():
+        raise FileNotFoundError(f"notebook not found: {source} (reinstall burstlake)")
+    notebook = nbformat.reads(source.read_text(encoding="utf-8"), as_version=4)
     out = Path(out_path)
     out.parent.mkdir(parents=True, exist_ok=True)
     env = os.environ | {"BURSTLAKE_LAKE": str(lake_path(lake))}

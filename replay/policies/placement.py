@@ -10,6 +10,7 @@ fat-tree, ION groups elsewhere). Each policy takes a ``seed`` setting (default 0
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Protocol, Self, runtime_checkable
 
 import numpy as np
@@ -68,24 +69,12 @@ def _placement(strategy: str, seed: Any, **settings: Any) -> Apply:
     return apply
 
 
-@register("control")
-def control_policy(seed: int = 0) -> Apply:
-    return _placement("control", seed)
+def _seeded(strategy: str, seed: int = 0) -> Apply:
+    return _placement(strategy, seed)
 
 
-@register("best-fit")
-def best_fit_policy(seed: int = 0) -> Apply:
-    return _placement("best-fit", seed)
-
-
-@register("random-node")
-def random_node_policy(seed: int = 0) -> Apply:
-    return _placement("random-node", seed)
-
-
-@register("random-switch")
-def random_switch_policy(seed: int = 0) -> Apply:
-    return _placement("random-switch", seed)
+for _name in ("control", "best-fit", "random-node", "random-switch"):
+    register(_name)(partial(_seeded, _name))
 
 
 @register("split")

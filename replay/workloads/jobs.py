@@ -243,17 +243,9 @@ def traffic_of(spec: dict, servers: int, rng: np.random.Generator) -> tr.Traffic
             spec["warmup"],
             rng,
         )
-    exchange = tr.nearest_neighbour if kind == "nearest-neighbour" else tr.all_to_all
-    return exchange(
-        nodes,
-        spec["ranks_per_node"],
-        spec["mapping"],
-        spec["message_bytes"],
-        spec["interval_s"],
-        spec["rounds"],
-        spec["warmup"],
-        rng,
-    )
+    generate = tr.nearest_neighbour if kind == "nearest-neighbour" else tr.all_to_all
+    fields = tr.Exchange.__dataclass_fields__
+    return generate(tr.Exchange(**{k: v for k, v in spec.items() if k in fields}), rng)
 
 
 def demand(workload: dict, topology: Topology, _lake: Any = None) -> JobsDemand:
