@@ -68,9 +68,10 @@ def check(workload: dict, limits: ScenarioLimits) -> None:
 def comm_time(topology: Topology, nodes: np.ndarray, spec: dict, progress: Progress) -> float:
     """Seconds of the all-to-all phase on ``nodes`` (one task per node, back to back)."""
     rng = np.random.default_rng(int(spec["seed"]))
-    traffic = tr.all_to_all(
-        len(nodes), 1, "block", float(spec["message_bytes"]), 0.0, int(spec["rounds"]), 0, rng
+    exchange = tr.Exchange(
+        len(nodes), message_bytes=float(spec["message_bytes"]), rounds=int(spec["rounds"])
     )
+    traffic = tr.all_to_all(exchange, rng)
     routed = tr.requests(topology, [(traffic, nodes)])
     timeline = simulate(routed.requests, topology.resources.capacity, progress)
     return float(np.nanmax(timeline.end))
