@@ -27,8 +27,8 @@ def test_route_aware_moves_nodes_to_a_closer_bridge_within_the_average() -> None
     assert t.router.bridge_node.tolist() == [0, 4]
     assert t.ion_of.tolist() == [0, 0, 0, 0, 1, 1, 1, 1]
     # node 3 is 3 hops from bridge 0 but 1 from bridge 4; node 7 likewise the other way;
-    # nodes 2 and 6 are 2 hops from both (not closer: they stay). Average weight 8/2 = 4,
-    # each bridge keeps 3 nodes and takes one new one.
+    # nodes 2 and 6 are 2 hops from both (not closer: they stay). Two nodes can move: the
+    # average weight (new assignments) is 2/2 = 1, each bridge takes one.
     assert reassign(t).tolist() == [0, 0, 0, 1, 1, 1, 1, 0]
     remapped, _ = policy("bridge-route").apply(t, None)
     # mean hops: default (0+1+2+3)·2/8 = 1.5; after (0+1+2+1)·2/8 = 1.0
@@ -39,8 +39,8 @@ def test_route_aware_moves_nodes_to_a_closer_bridge_within_the_average() -> None
 def test_load_aware_keeps_the_moved_bytes_under_the_average() -> None:
     t = ring()
     w = np.array([1, 1, 1, 10, 1, 1, 1, 0], dtype=float)
-    # average weight 16/2 = 8; bridge 0 keeps nodes 0-2 (3), takes node 7 (0 bytes): 3;
-    # bridge 4 keeps nodes 4-6 (3) and would reach 13 with node 3: refused, node 3 stays.
+    # the movable nodes 3 and 7 weigh 10 + 0: average 5 per bridge; bridge 0 takes node 7
+    # (0 bytes), bridge 4 would take 10 > 5 with node 3: refused, node 3 stays.
     assert reassign(t, w).tolist() == [0, 0, 0, 0, 1, 1, 1, 0]
     remapped, _ = policy("bridge-load").apply(t, NodeBytes(w))
     assert remapped.ion_of.tolist() == [0, 0, 0, 0, 1, 1, 1, 0]

@@ -50,11 +50,11 @@ def reassign(topology: Topology, weight: np.ndarray | None = None) -> np.ndarray
     if len(w) != len(nodes) or np.any(w < 0):
         raise ValueError("bridge reassignment: one non-negative weight per compute node")
     bridges = len(topology.ions)
-    average = w.sum() / bridges
+    average = w[movable].sum() / bridges  # the new assignments, shared equally
     if weight is None:
         average = np.ceil(average)
     limit = average * (1 + BALANCE_TOLERANCE)
-    load = np.bincount(default[~movable], weights=w[~movable], minlength=bridges)
+    load = np.zeros(bridges)  # each bridge node's weight: its new assignments
     b, i = np.nonzero(hops < mine[None, :])  # (bridge, node) pairs closer than the default
     order = np.lexsort((i, b, hops[b, i]))  # level by level, bridge by bridge, node order
     assigned = default.copy()
