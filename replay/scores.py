@@ -13,6 +13,7 @@ from burstlake.jobs.metrics.settings import MetricSettings, top_count
 from burstlake.replay.events import Timeline
 from burstlake.replay.graph import Topology
 from burstlake.replay.intervals import Rows, Solved
+from burstlake.replay.topologies.forwarding import ForwardingRouter
 
 THRESHOLDS = MetricSettings()  # top 10 % of IONs (004 §7.4.1), busiest 1 % of nodes (§4.1)
 
@@ -161,6 +162,68 @@ def stream_scores(timeline: Timeline, size: np.ndarray, suffix: str = "") -> lis
         Score(f"latency_mean{suffix}", float(latency.mean()) if len(size) else None, "s"),
         Score(f"latency_p99{suffix}", p99, "s"),
     ]
+
+
+def route_bytes(topology: Topology, node_bytes: np.ndarray) -> np.ndarray:
+    """Bytes crossing each resource when every compute node sends ``node_bytes`` over its I/O
+    route to its forwarding target (a static load, without time)."""
+    paths = topology.io_paths()
+    load = np.zeros(len(topology.resources.names))
+    np.add.at(load, paths.indices, np.repeat(np.asarray(node_bytes, float), paths.lengths))
+    return load
+
+
+def bridge_scores(topology: Topology, node_bytes: np.ndarray) -> list[Score]:
+    """Load of the bridge nodes (paper 003: the bytes routed through each bridge node, its own
+    I/O link and the torus links leaving it), max over mean and NUD, and the busiest link."""
+    load = route_bytes(topology, node_bytes)
+    links = topology.resources.of_kind("switch_link")
+    through = getattr(topology.router, "through", None)
+    bridges = (
+        np.array([load[through(b)].sum() for b in range(len(topology.ions))])
+        if through is not None
+        else np.bincount(topology.ion_of, weights=node_bytes, minlength=len(topology.ions))
+    )
+    mean = bridges.mean() if len(bridges) else 0.0
+    return [
+        Score("bridge_load_max_over_mean", float(bridges.max() / mean) if mean else None, "x"),
+        Score("bridge_load_nud", nud(bridges), "NUD"),
+        Score("max_link_load", float(load[links].max()) if len(links) else None, "bytes"),
+    ]
+
+
+PAIR_SAMPLE = 64  # nodes of a job whose pairwise routes are counted (evenly spaced)
+
+
+def pair_hops(topology: Topology, nodes: np.ndarray) -> float | None:
+    """Mean hops between two of a job's nodes (its communication cost, 004 §7.2.2): the links
+    of the route where the topology models the network (fat-tree, torus); on a forwarding
+    machine, whose compute network is not modelled (004 §5.2), 2 hops within a group (cabinet,
+    board) and 4 between groups, as 004 §5.2 counts hops on CS19. None below two nodes."""
+    nodes = np.asarray(nodes, dtype=np.int64)
+    if len(nodes) < 2:
+        return None
+    if isinstance(topology.router, ForwardingRouter):  # groups only
+        _, counts = np.unique(topology.groups()[nodes], return_counts=True)
+        same = float((counts * (counts - 1)).sum()) / (len(nodes) * (len(nodes) - 1))
+        return 2.0 * same + 4.0 * (1.0 - same)
+    sample = nodes[np.linspace(0, len(nodes) - 1, min(len(nodes), PAIR_SAMPLE)).astype(int)]
+    hops = [len(topology.router.route(int(a), int(b))) for a in sample for b in sample if a != b]
+    return float(np.mean(hops))
+
+
+def job_hops(topology: Topology, jobs: list[np.ndarray]) -> Score:
+    """Mean over jobs of two or more nodes of :func:`pair_hops`."""
+    values = [h for h in (pair_hops(topology, nodes) for nodes in jobs) if h is not None]
+    return Score("job_pair_hops_mean", float(np.mean(values)) if values else None, "hops")
+
+
+def traffic_hops(topology: Topology, node_bytes: np.ndarray) -> Score:
+    """Mean hops from node to forwarding target weighted by the bytes each node moves."""
+    hops = topology.route_hops()
+    total = float(np.sum(node_bytes))
+    value = None if hops is None or total <= 0 else float(hops @ node_bytes / total)
+    return Score("io_hops_mean", value, "hops")
 
 
 def transfer_stats(name: str, latency: np.ndarray, unit: str = "s") -> list[Score]:

@@ -52,9 +52,11 @@ def policy(entry: str | Mapping[str, Any]) -> Policy:
 
 def _load() -> None:
     from burstlake.replay.policies import (  # noqa: F401 - register their policies
+        bridges,
         combine,
         mapping,
         placement,
+        reallocation,
         servers,
         throttle,
     )

@@ -15,7 +15,7 @@ from burstlake.replay.topologies import fattree, forwarding, torus
 
 SETTINGS = {
     "cab1296": {"radix", "leaves", "taper", "server_leaves", "capacities", "link_latency"},
-    "mira512": {"dims", "capacities", "link_latency"},
+    "mira512": {"dims", "nodes_per_bridge", "capacities", "link_latency"},
     "lake": {"capacities", "link_latency"},
     **{name: {"capacities", "link_latency"} for name in PRESETS},
 }
@@ -62,6 +62,8 @@ def check(settings: Mapping[str, Any]) -> None:
     bad = {k: v for k, v in caps.items() if not 0 < v < float("inf")}
     if bad:
         raise ValueError(f"topology {name}: each capacity must be positive bytes/s, got {bad}")
+    if name == "mira512":
+        torus.shape(settings)
     _link_latency(name, settings)
 
 
@@ -96,7 +98,8 @@ def build(settings: Mapping[str, Any], lake: str | os.PathLike | None = None) ->
         servers = fattree.isolated_servers(shape, settings.get("server_leaves"))
         return fattree.build(shape, caps, servers, link_latency=latency)
     if name == "mira512":
-        topology = torus.build(tuple(settings.get("dims", torus.DIMS)), caps)
+        dims, nodes_per_bridge = torus.shape(settings)
+        topology = torus.build(dims, caps, nodes_per_bridge=nodes_per_bridge)
     elif name == "lake":
         from burstlake.lake import read_table
 

@@ -1,12 +1,17 @@
 """5-D torus with bridge nodes (IBM BG/Q, paper 003): compute nodes reach their I/O
 node through a *bridge node*, a compute node with an extra link to the ION.
 
-Preset ``mira512``: one 4×4×4×4×2 midplane, 512 nodes in A,B,C,D,E order (E fastest), 8
-bridge nodes each serving a block of 64 nodes by default, 2 bridge nodes per ION (paper 003:
-"2 bridge nodes for every 128 compute nodes"). Routing is dimension-ordered (A first), each
-dimension the short way round (ties go +). Resources: every torus link in each direction, each
-bridge node's I/O link, each ION, the storage as one aggregate. The bridge nodes are the
-forwarding targets a bridge-reassignment policy remaps.
+Preset ``mira512``: one 4×4×4×4×2 midplane, 512 nodes in A,B,C,D,E order (E fastest), one
+bridge node per ``nodes_per_bridge`` (64) compute nodes, 2 bridge nodes per ION (paper 003:
+"2 bridge nodes for every 128 compute nodes"). At boot each bridge node gets an equal block of
+nodes in rank order (bridge b serves nodes 64b..64b+63); the bridge nodes themselves sit spread
+over the torus, evenly in E, D, C, B, A order (on the preset: A = B = C = 0, along D and E), so,
+as on Mira (003: "a compute node is not always assigned its closest bridge node"), many nodes
+have a closer bridge node than their default one and I/O routes pass through other bridge
+nodes. Routing is dimension-ordered (A first), each dimension the short way round (ties go +).
+Resources: every torus link in each direction, each bridge node's I/O link, each ION, the
+storage as one aggregate. The bridge nodes are the forwarding targets a bridge-reassignment
+policy (:mod:`burstlake.replay.policies.bridges`) remaps.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ LINK = 2.0e9  # BG/Q torus link, bytes/s per direction
 BRIDGE_LINK = 2.0e9  # the bridge node's 11th link to its ION
 ION = 4.0e9  # one BG/Q I/O node's throughput to the file system
 STORAGE = 240.0e9  # GPFS aggregate (Mira: ~240 GB/s)
-NODES_PER_BRIDGE = 64
+NODES_PER_BRIDGE = 64  # the bridge-node ratio: compute nodes per bridge node (a setting)
 BRIDGES_PER_ION = 2
 
 CAPACITY_KEYS = ("link", "bridge_link", "ion", "storage")  # the capacities a scenario may set
@@ -58,18 +63,67 @@ class TorusRouter:
     def hops(self, node: int, target: int) -> int:
         return len(self.route(node, int(self.bridge_node[target])))
 
+    def distance(self, node: int, target: int) -> int:
+        """Hops from ``node`` to bridge node ``target`` (the torus distance, as :meth:`hops`)."""
+        here, there = np.unravel_index(node, self.dims), self.coords(int(self.bridge_node[target]))
+        ahead = [(t - int(h)) % size for h, t, size in zip(here, there, self.dims, strict=True)]
+        return sum(min(a, size - a) for a, size in zip(ahead, self.dims, strict=True))
+
+    def through(self, target: int) -> list[int]:
+        """The resources of bridge node ``target`` that carry the I/O it routes: its own I/O
+        link and the torus links leaving it (traffic it forwards for other nodes, 003)."""
+        links = self.links[int(self.bridge_node[target])].ravel().tolist()
+        return [int(self.bridge_link[target]), *map(int, links)]
+
+
+def shape(settings: dict) -> tuple[tuple[int, ...], int]:
+    """A scenario's ``dims`` and ``nodes_per_bridge`` (defaults: the mira512 midplane), checked
+    with one-line errors: dims a list of 1 to 6 integers ≥ 2, nodes_per_bridge dividing the
+    node count."""
+    dims = settings.get("dims", DIMS)
+    if (
+        not isinstance(dims, list | tuple)
+        or not 1 <= len(dims) <= 6
+        or any(isinstance(d, bool) or not isinstance(d, int) or d < 2 for d in dims)
+    ):
+        raise ValueError(
+            f"topology mira512: dims must be a list of 1 to 6 integers ≥ 2, got {dims!r}"
+        )
+    ratio = settings.get("nodes_per_bridge", NODES_PER_BRIDGE)
+    nodes = int(np.prod(dims))
+    if isinstance(ratio, bool) or not isinstance(ratio, int) or ratio < 1 or nodes % ratio:
+        raise ValueError(
+            f"topology mira512: nodes_per_bridge must be a positive integer dividing the "
+            f"{nodes} nodes, got {ratio!r}"
+        )
+    return tuple(dims), ratio
+
+
+def bridge_nodes(dims: tuple[int, ...], bridges: int) -> np.ndarray:
+    """Node index of each bridge node: spread evenly over the torus in reversed dimension
+    order (the last dimension slowest), so blocks of rank order are not centred on them."""
+    nodes = int(np.prod(dims))
+    spread = np.arange(bridges) * nodes // bridges
+    return np.ravel_multi_index(np.unravel_index(spread, dims[::-1])[::-1], dims)
+
 
 def build(
     dims: tuple[int, ...] = DIMS,
     capacities: dict[str, float] | None = None,
     name: str = "mira512",
+    nodes_per_bridge: int = NODES_PER_BRIDGE,
 ) -> Topology:
-    """The torus; bridge node b is the first node of block b, serving that block by default."""
+    """The torus; bridge node b serves the b-th block of ``nodes_per_bridge`` nodes at boot."""
     caps = {"link": LINK, "bridge_link": BRIDGE_LINK, "ion": ION, "storage": STORAGE}
     caps.update(capacities or {})
+    if not dims or any(int(d) < 1 for d in dims):
+        raise ValueError(f"torus dims must be positive integers, got {list(dims)}")
     nodes = int(np.prod(dims))
-    if nodes % NODES_PER_BRIDGE:
-        raise ValueError(f"torus of {nodes} nodes is not a whole number of 64-node blocks")
+    if nodes_per_bridge < 1 or nodes % nodes_per_bridge:
+        raise ValueError(
+            f"torus of {nodes} nodes is not a whole number of {nodes_per_bridge}-node blocks"
+            " (nodes_per_bridge must divide the node count)"
+        )
     r = ResourceSet()
     links = np.array(
         [
@@ -80,8 +134,8 @@ def build(
             for n in range(nodes)
         ]
     )
-    bridges = nodes // NODES_PER_BRIDGE
-    bridge_node = np.arange(bridges) * NODES_PER_BRIDGE
+    bridges = nodes // nodes_per_bridge
+    bridge_node = bridge_nodes(tuple(dims), bridges)
     bridge_link = np.array(
         [r.add(f"bridge:{b}", "node_link", caps["bridge_link"]) for b in range(bridges)]
     )
@@ -94,7 +148,7 @@ def build(
         r,
         tuple(f"cn{n:05d}" for n in range(nodes)),
         tuple(f"bridge{b:02d}" for b in range(bridges)),
-        np.arange(nodes) // NODES_PER_BRIDGE,
+        np.arange(nodes) // nodes_per_bridge,
         router,
-        {**caps, "dims": list(dims)},
+        {**caps, "dims": list(dims), "nodes_per_bridge": nodes_per_bridge},
     )

@@ -74,4 +74,11 @@ def kind(name: Any) -> Kind:
 
 
 def _load() -> None:
-    from burstlake.replay.workloads import ior, jobs, lake  # noqa: F401 - register their kinds
+    from burstlake.replay.workloads import (  # noqa: F401 - register their kinds
+        bridge_write,
+        incremental,
+        io_alltoall,
+        ior,
+        jobs,
+        lake,
+    )

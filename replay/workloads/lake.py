@@ -5,7 +5,7 @@ interval driver with backlog; each job is also replayed alone, for its slowdown.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -17,7 +17,7 @@ from burstlake.lake import dataset, read_table
 from burstlake.replay import scores as sc
 from burstlake.replay.graph import Topology
 from burstlake.replay.intervals import IntervalReplay, Rows
-from burstlake.replay.workloads import Kind, Progress, ScenarioLimits, register
+from burstlake.replay.workloads import Kind, Progress, ScenarioLimits, lake_jobs, register
 
 US = 1_000_000
 
@@ -34,10 +34,24 @@ class NodeDemand:
     start: datetime
     job: np.ndarray
     jobs: JobIndex
+    lake: Any = field(default=None, compare=False, repr=False)  # read by io_history
 
     @property
     def intervals(self) -> int:
         return int(self.rows.t.max()) + 1 if len(self.rows) else 0
+
+    # The lake's jobs re-placed (placement contract; 004 §6.4): burstlake.replay.workloads.lake_jobs
+    def placement_jobs(self, topology: Topology) -> list:
+        return lake_jobs.requests(self)
+
+    def placed(self, topology: Topology, nodes: list[np.ndarray]) -> NodeDemand:
+        return lake_jobs.placed(self, topology, nodes)
+
+    def io_history(self, topology: Topology, requests: list) -> Any:
+        return lake_jobs.history(self, requests)
+
+    def node_bytes(self, topology: Topology) -> np.ndarray:
+        return np.bincount(self.rows.node, weights=self.rows.bytes, minlength=len(topology.nodes))
 
 
 def lake_demand(
@@ -75,7 +89,7 @@ def lake_demand(
     )
     jobs = job_index(lake, topology, origin, interval_s)
     start_dt = pa.scalar(origin, pa.timestamp("us", tz="UTC")).as_py()
-    return NodeDemand(rows, float(interval_s), start_dt, jobs.lookup(rows.node, rows.t), jobs)
+    return NodeDemand(rows, float(interval_s), start_dt, jobs.lookup(rows.node, rows.t), jobs, lake)
 
 
 def _node_indices(names: pa.ChunkedArray, topology: Topology) -> np.ndarray:
@@ -101,6 +115,7 @@ class JobIndex:
     end: np.ndarray  # first interval after it
     job: np.ndarray
     job_ids: tuple[str, ...]
+    node_index: np.ndarray | None = None  # the node's position in the job's allocation
 
     def lookup(self, node: np.ndarray, t: np.ndarray, after_end: bool = False) -> np.ndarray:
         """Index into ``job_ids`` per (node, interval), -1 if none. With ``after_end`` an
@@ -125,7 +140,7 @@ def job_index(
 ) -> JobIndex:
     """The allocations of ``jobs`` × ``job_nodes`` on ``topology``, in interval units."""
     jobs = read_table(lake, "jobs", columns=["job_id", "cluster", "start", "end"])
-    nodes = read_table(lake, "job_nodes", columns=["job_id", "cluster", "node"])
+    nodes = read_table(lake, "job_nodes", columns=["job_id", "cluster", "node", "node_index"])
     jobs = jobs.filter(pc.is_valid(jobs["start"]))
     alloc = nodes.join(jobs, keys=["job_id", "cluster"], join_type="inner")
     alloc = alloc.filter(pc.is_in(alloc["node"], pa.array(list(topology.node_index))))
@@ -141,7 +156,8 @@ def job_index(
     end = -((origin - stop) // step)  # ceil: the interval holding the end belongs to the job
     order = np.lexsort((begin, node))
     ids = tuple(str(j).removesuffix("@") for j in job_ids)
-    return JobIndex(node[order], begin[order], end[order], job[order], ids)
+    node_index = alloc["node_index"].to_numpy().astype(np.int64)[order]
+    return JobIndex(node[order], begin[order], end[order], job[order], ids, node_index)
 
 
 def window_bounds(window: dict | None) -> tuple[datetime | None, datetime | None]:
@@ -180,7 +196,7 @@ def interval_scores(
         for solved in IntervalReplay(topology, demand.interval_s).run(lanes, progress):
             alone.add(solved.lane - 1, solved.t, solved.demand)
         out += sc.job_scores(shared, alone, demand.interval_s)
-    return [*out, sc.hops_score(topology)]
+    return [*out, sc.hops_score(topology), *lake_jobs.placement_scores(topology, demand)]
 
 
 def _check(workload: dict, _limits: ScenarioLimits) -> None:

@@ -1,0 +1,80 @@
+"""Independent writes through the bridge nodes of a BG/Q torus (paper 003, "Times for writing
+4 GB"): ``writers`` (a fraction, spread evenly over the ranks) of the compute nodes each write
+``bytes_per_node`` to their bridge node's ION. Scored by the write time, the bridge-node load
+(max over mean, NUD), the busiest torus link and the mean hops from node to bridge node."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from burstlake.replay import scores as sc
+from burstlake.replay.graph import Topology
+from burstlake.replay.workloads import Kind, Progress, ScenarioLimits, register
+from burstlake.replay.workloads.ior import requests_per_node
+from burstlake.replay.workloads.writes import number, write_time
+
+DEFAULTS = {"bytes_per_node": 4e9, "request_bytes": 1e9, "writers": 1.0}
+
+
+@dataclass(frozen=True)
+class NodeBytes:
+    """Bytes each compute node writes (what the load-aware reassignment weighs)."""
+
+    bytes: np.ndarray
+
+    def node_bytes(self, _topology: Topology) -> np.ndarray:
+        return self.bytes
+
+
+def writer_mask(nodes: int, writers: float) -> np.ndarray:
+    """``writers`` × nodes ranks spread evenly: rank i writes when ⌊(i+1)·f⌋ > ⌊i·f⌋."""
+    i = np.arange(nodes)
+    return np.floor((i + 1) * writers + 1e-9) > np.floor(i * writers + 1e-9)
+
+
+def settings(workload: dict) -> tuple[float, float, float]:
+    """(bytes_per_node, request_bytes, writers), each checked with a one-line error."""
+    spec = DEFAULTS | workload
+    size, request = (
+        number("bridge_write", k, spec[k]) for k in ("bytes_per_node", "request_bytes")
+    )
+    writers = number("bridge_write", "writers", spec["writers"])
+    if not 0 < writers <= 1:
+        raise ValueError(f"workload bridge_write: writers is a fraction in (0, 1], got {writers}")
+    return size, request, writers
+
+
+def demand(spec: dict, topology: Topology, _lake: Any) -> NodeBytes:
+    size, _request, writers = settings(spec)
+    return NodeBytes(np.where(writer_mask(len(topology.nodes), writers), size, 0.0))
+
+
+def check(workload: dict, limits: ScenarioLimits) -> None:
+    size, request, _ = settings(workload)
+    per_node = requests_per_node(size, request)
+    if per_node > limits.requests // 512:
+        raise ValueError(
+            f"workload bridge_write: {per_node:,} requests per node is too many; "
+            f"at most {limits.requests // 512:,} (a larger request_bytes)"
+        )
+
+
+def scores(scenario: Any, topology: Topology, work: NodeBytes, progress: Progress) -> list:
+    """Write time, bridge-node load and busiest link, mean hops (003)."""
+    _size, request, _ = settings(scenario.workload)
+    nodes = np.arange(len(topology.nodes))
+    seconds = write_time(topology, nodes, work.bytes, request, progress)
+    return [
+        sc.Score("write_time", seconds, "s"),
+        *sc.bridge_scores(topology, work.bytes),
+        sc.hops_score(topology),
+    ]
+
+
+KIND = register(
+    "bridge_write",
+    Kind(keys=frozenset(DEFAULTS), check=check, demand=demand, scores=scores),
+)

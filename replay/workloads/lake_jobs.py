@@ -1,0 +1,195 @@
+"""The lake's jobs as placeable jobs (docs/design.md, "Placement"; paper 004 §6): what the
+lake workload's :class:`~burstlake.replay.workloads.lake.NodeDemand` needs to be re-placed.
+
+- :func:`requests`: every job with its node count and run (interval units × interval_s,
+  seconds from the replay's start), numbered like ``jobs.job_ids``;
+- :func:`placed`: each job's ``node_io`` rows moved by ``node_index`` to its new nodes;
+- :func:`history`: what the allocator may know of a job before it starts (004 §6.1-§6.3),
+  from the application's jobs that *ended before it starts*: optimizable when most of them
+  were (``job_io_metrics.optimizable``, written by ``burstlake metrics``), and, when their
+  per-node_index traffic shares diverge by at most ``divergence_consistent`` (Def. 4), the
+  mean of those shares as the prediction for even-traffic.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from burstlake.allocation import JobRequest
+from burstlake.jobs.metrics.settings import MetricSettings
+from burstlake.lake import read_table
+from burstlake.replay import scores as sc
+from burstlake.replay.graph import Topology
+from burstlake.replay.policies.reallocation import History
+
+if TYPE_CHECKING:
+    from burstlake.replay.workloads.lake import NodeDemand
+
+log = logging.getLogger(__name__)
+
+THRESHOLDS = MetricSettings()  # divergence_consistent (004 §6.3)
+PREDICTED = 0.5  # a job is predicted optimizable when more than this share of its app's were
+HISTORY_JOBS = 16  # the application's most recent ended jobs a prediction looks at
+US = 1_000_000
+
+
+def _ranks(demand: NodeDemand) -> np.ndarray:
+    """Each allocation entry's rank among its job's nodes by node_index (0..nodes-1)."""
+    jobs = demand.jobs
+    if jobs.node_index is None:
+        raise ValueError("lake jobs: job_nodes has no node_index; re-ingest the Slurm traces")
+    order = np.lexsort((jobs.node_index, jobs.job))
+    counts = np.bincount(jobs.job, minlength=len(jobs.job_ids))
+    first = np.repeat(np.cumsum(counts) - counts, counts)
+    ranks = np.empty(len(order), dtype=np.int64)
+    ranks[order] = np.arange(len(order)) - first
+    return ranks
+
+
+def requests(demand: NodeDemand) -> list[JobRequest]:
+    """The jobs to place, numbered like ``jobs.job_ids`` (placement sorts them by start)."""
+    jobs = demand.jobs
+    count = np.bincount(jobs.job, minlength=len(jobs.job_ids))
+    begin = np.full(len(jobs.job_ids), np.iinfo(np.int64).max)
+    end = np.full(len(jobs.job_ids), np.iinfo(np.int64).min)
+    np.minimum.at(begin, jobs.job, jobs.begin)
+    np.maximum.at(end, jobs.job, jobs.end)
+    step = demand.interval_s
+    return [
+        JobRequest(j, int(count[j]), float(begin[j] * step), float(end[j] * step))
+        for j in range(len(jobs.job_ids))
+    ]
+
+
+def _entry_of_rows(demand: NodeDemand, nodes: int) -> np.ndarray:
+    """The allocation entry of every row held by a job (-1 for rows no job holds)."""
+    jobs = demand.jobs
+    key = jobs.job * nodes + jobs.node
+    order = np.argsort(key, kind="stable")
+    held = demand.job >= 0
+    want = demand.job[held] * nodes + demand.rows.node[held]
+    at = order[np.searchsorted(key[order], want)]
+    out = np.full(len(demand.job), -1)
+    out[held] = at
+    return out
+
+
+def placed(demand: NodeDemand, topology: Topology, nodes: list[np.ndarray]) -> NodeDemand:
+    """``demand`` with job j's rows moved from its node of rank k to ``nodes[j][k]``."""
+    jobs = demand.jobs
+    if len(nodes) != len(jobs.job_ids):
+        raise ValueError(f"lake jobs: {len(nodes)} placements for {len(jobs.job_ids)} jobs")
+    if not len(jobs.job):
+        return demand
+    counts = np.bincount(jobs.job, minlength=len(jobs.job_ids))
+    flat = np.concatenate([np.asarray(n, dtype=np.int64) for n in nodes])
+    offsets = np.cumsum(counts) - counts
+    new_node = flat[offsets[jobs.job] + _ranks(demand)]
+    entry = _entry_of_rows(demand, len(topology.nodes))
+    node = demand.rows.node.copy()
+    node[entry >= 0] = new_node[entry[entry >= 0]]
+    order = np.lexsort((node, demand.rows.t))
+    rows = replace(demand.rows, node=node).take(order)
+    alloc = np.lexsort((jobs.begin, new_node))
+    index = replace(
+        jobs,
+        node=new_node[alloc],
+        begin=jobs.begin[alloc],
+        end=jobs.end[alloc],
+        job=jobs.job[alloc],
+        node_index=jobs.node_index[alloc],
+    )
+    return replace(demand, rows=rows, job=demand.job[order], jobs=index)
+
+
+def _share_vectors(demand: NodeDemand) -> dict[int, np.ndarray]:
+    """Per job with traffic in the window, its bytes' share per rank (node_index order)."""
+    jobs = demand.jobs
+    entry = _entry_of_rows(demand, int(max(demand.rows.node.max(initial=0), jobs.node.max())) + 1)
+    held = entry >= 0
+    ranks = _ranks(demand)
+    counts = np.bincount(jobs.job, minlength=len(jobs.job_ids))
+    per = np.zeros(len(jobs.job))
+    np.add.at(per, entry[held], demand.rows.bytes[held])
+    out = {}
+    for j in np.unique(jobs.job[per > 0]):
+        mine = jobs.job == j
+        vector = np.zeros(counts[j])
+        vector[ranks[mine]] = per[mine]
+        out[int(j)] = vector / vector.sum()
+    return out
+
+
+def divergence(vectors: list[np.ndarray]) -> float:
+    """004 Def. 4: the mean Euclidean distance over all pairs of share vectors."""
+    stack = np.stack(vectors)
+    gaps = stack[:, None, :] - stack[None, :, :]
+    distance = np.sqrt((gaps**2).sum(axis=2))
+    upper = np.triu_indices(len(vectors), k=1)
+    return float(distance[upper].mean())
+
+
+def history(demand: NodeDemand, requests: list[JobRequest]) -> History:
+    """Optimizable flags and traffic shares predicted from earlier ended jobs (004 §6.1-§6.3)."""
+    metrics = read_table(
+        demand.lake, "job_io_metrics", columns=["job_id", "cluster", "app_id", "end", "optimizable"]
+    )
+    if metrics.num_rows == 0:
+        raise ValueError(
+            "reallocation predicts jobs from job_io_metrics, which is empty: run "
+            "`burstlake metrics` on this lake first"
+        )
+    labels = pc.binary_join_element_wise(
+        metrics["job_id"], pc.fill_null(metrics["cluster"], ""), "@"
+    ).to_pylist()
+    origin = round(demand.start.timestamp() * US)
+    ends = (metrics["end"].cast(pa.int64()).to_numpy() - origin) / US
+    apps, flags = metrics["app_id"].to_pylist(), metrics["optimizable"].to_pylist()
+    known = {label.removesuffix("@"): k for k, label in enumerate(labels)}
+    by_app: dict[str, list[int]] = {}
+    for k in np.argsort(ends, kind="stable"):
+        by_app.setdefault(apps[k], []).append(int(k))
+    position = {known[j]: p for p, j in enumerate(demand.jobs.job_ids) if j in known}
+    vectors = _share_vectors(demand)
+    optimizable = np.zeros(len(requests), dtype=bool)
+    shares: list[np.ndarray | None] = [None] * len(requests)
+    for p, job in enumerate(demand.jobs.job_ids):
+        k = known.get(job)
+        if k is None:
+            continue
+        earlier = [e for e in by_app[apps[k]] if ends[e] <= requests[p].start][-HISTORY_JOBS:]
+        if not earlier or np.mean([bool(flags[e]) for e in earlier]) <= PREDICTED:
+            continue
+        optimizable[p] = True
+        seen = [
+            vectors[position[e]]
+            for e in earlier
+            if e in position
+            and position[e] in vectors
+            and len(vectors[position[e]]) == requests[p].nodes
+        ]
+        if len(seen) >= 2 and divergence(seen) <= THRESHOLDS.divergence_consistent:
+            shares[p] = np.mean(seen, axis=0)
+    log.info(
+        "reallocation: %d of %d jobs predicted optimizable, %d with a traffic prediction",
+        optimizable.sum(),
+        len(requests),
+        sum(s is not None for s in shares),
+    )
+    return History(optimizable, shares)
+
+
+def placement_scores(topology: Topology, demand: NodeDemand) -> list[sc.Score]:
+    """Communication cost of the placement (mean hops between a job's nodes) and the
+    traffic-weighted hops from node to forwarding target."""
+    jobs = demand.jobs
+    order = np.argsort(jobs.job, kind="stable")
+    cuts = np.cumsum(np.bincount(jobs.job, minlength=len(jobs.job_ids)))[:-1]
+    per_job = np.split(jobs.node[order], cuts) if len(jobs.job) else []
+    return [sc.job_hops(topology, per_job), sc.traffic_hops(topology, demand.node_bytes(topology))]
