@@ -226,21 +226,36 @@ class JobRequest:
     end: float
 
 
+@dataclass(frozen=True)
+class Placements:
+    """Where and when each job of a queue ran: ``nodes[i]`` and ``start[i]`` of request i.
+    A job that waited for nodes starts later than it asked (its run keeps its length)."""
+
+    nodes: list[np.ndarray]
+    start: np.ndarray
+
+    def delay(self, requests: Sequence[JobRequest]) -> np.ndarray:
+        """Seconds each job waited beyond its requested start."""
+        return self.start - np.array([r.start for r in requests], dtype=np.float64)
+
+
 def place_in_order(
     requests: Sequence[JobRequest],
     group: np.ndarray,
     choose: Callable[[np.ndarray, JobRequest], np.ndarray | None],
     total_nodes: int,
-) -> list[np.ndarray]:
-    """Each job's nodes, jobs taken in start order and their nodes freed at their end.
+) -> Placements:
+    """Each job's nodes and start, jobs taken in start order and their nodes freed at their end.
 
     ``choose(free, request)`` picks a job's nodes (or None). A job that cannot be placed at its
-    start waits for the next end (logged and counted); a job that does not fit even on an empty
-    machine is an error. Returns each job's sorted nodes, index = position in ``requests``."""
+    start waits for the next end (logged and counted) and runs from then for as long as it
+    asked; a job that does not fit even on an empty machine is an error. Index = position in
+    ``requests``."""
     if len(group) != total_nodes:
         raise ValueError(f"placement: group covers {len(group)} of {total_nodes} nodes")
     free = np.ones(total_nodes, dtype=bool)
     placed: list[np.ndarray | None] = [None] * len(requests)
+    start = np.array([r.start for r in requests], dtype=np.float64)
     running: list[tuple[float, int]] = []  # heap of (end, position)
     waited = 0
     order = sorted(range(len(requests)), key=lambda i: (requests[i].start, i))
@@ -274,8 +289,8 @@ def place_in_order(
         waited += late
         nodes = np.asarray(nodes, dtype=np.int64)
         free[nodes] = False
-        placed[i] = nodes
+        placed[i], start[i] = nodes, now
         heapq.heappush(running, (now + (request.end - request.start), i))
     if waited:
         log.info("placement: %d of %d jobs waited for nodes to free", waited, len(requests))
-    return [p for p in placed if p is not None]
+    return Placements([p for p in placed if p is not None], start)

@@ -102,8 +102,11 @@ def test_place_in_order_frees_nodes_at_the_end_and_waits() -> None:
         )
 
     placed = place_in_order(jobs, group, choose, 8)
-    assert [p.tolist() for p in placed[:3]] == [[0, 1, 2, 3], [4, 5, 6, 7], [4, 5, 6, 7]]
-    assert placed[3].tolist() == list(range(8))
+    assert [p.tolist() for p in placed.nodes[:3]] == [[0, 1, 2, 3], [4, 5, 6, 7], [4, 5, 6, 7]]
+    assert placed.nodes[3].tolist() == list(range(8))
+    # job 12 waited from 2 to 5 and still runs 1 s; the others started when they asked
+    assert placed.start.tolist() == [0.0, 1.0, 5.0, 20.0]
+    assert placed.delay(jobs).tolist() == [0.0, 0.0, 3.0, 0.0]
 
 
 def test_place_in_order_refuses_a_job_that_never_fits() -> None:

@@ -38,8 +38,8 @@ class Queue:
     def placement_jobs(self, topology):
         return [JobRequest(k, n, s, e) for k, (n, s, e, _) in enumerate(self.jobs)]
 
-    def placed(self, topology, nodes):
-        return replace(self, got=tuple(np.asarray(n) for n in nodes))
+    def placed(self, topology, placements):
+        return replace(self, got=tuple(np.asarray(n) for n in placements.nodes))
 
     def io_history(self, topology, requests):
         shares = list(self.shares) or [None] * len(self.jobs)
@@ -306,6 +306,31 @@ def test_lake_jobs_reallocated_from_their_history(lake) -> None:
     # nodes: 2·(1/15) + 4·(14/15)
     assert given["job_pair_hops_mean"] == pytest.approx(2.0)
     assert after["job_pair_hops_mean"] == pytest.approx((2 + 2 * (2 / 15 + 4 * 14 / 15)) / 3)
+
+
+def test_a_lake_job_that_waits_for_nodes_moves_later_in_time(lake) -> None:
+    """x2 placed 3 intervals after it asked (its nodes were busy): its ten intervals of
+    traffic move from 10-19 to 13-22, on its new nodes, and its allocation with them."""
+    from burstlake.allocation import Placements
+    from burstlake.replay.workloads import lake_jobs
+    from burstlake.replay.workloads.lake import lake_demand
+
+    app_lake(lake, metrics=False)
+    t = build({"name": "tiny"})
+    demand = lake_demand(lake, t)
+    late = np.arange(16, 32)
+    placements = Placements(
+        [np.arange(16), late, np.arange(16)], np.array([0.0, 600.0 + 3 * STEP, 1200.0])
+    )
+    moved = lake_jobs.placed(demand, t, placements)
+    x2 = moved.job == 1
+    assert sorted(set(moved.rows.t[x2].tolist())) == list(range(13, 23))
+    assert set(moved.rows.node[x2].tolist()) == set(late.tolist())
+    assert moved.rows.bytes.sum() == demand.rows.bytes.sum()
+    assert np.all(np.diff(moved.rows.t) >= 0)  # still in interval order for the replay
+    mine = moved.jobs.job == 1
+    assert set(moved.jobs.begin[mine].tolist()) == {13} and set(moved.jobs.end[mine]) == {23}
+    assert moved.jobs.lookup(np.array([16]), np.array([14])).tolist() == [1]
 
 
 def test_lake_reallocation_needs_job_metrics(lake) -> None:

@@ -15,7 +15,7 @@ from typing import Any, Protocol, Self, runtime_checkable
 
 import numpy as np
 
-from burstlake.allocation import STRATEGIES, JobRequest, place_in_order
+from burstlake.allocation import STRATEGIES, JobRequest, Placements, place_in_order
 from burstlake.replay.graph import Topology
 from burstlake.replay.policies import Apply, register
 
@@ -28,8 +28,9 @@ class Placeable(Protocol):
         """The jobs to place: node counts, start and end times."""
         ...
 
-    def placed(self, topology: Topology, nodes: list[np.ndarray]) -> Self:
-        """The same demand with job i's traffic moved to ``nodes[i]`` (by node index)."""
+    def placed(self, topology: Topology, placements: Placements) -> Self:
+        """The same demand with job i's traffic moved to ``placements.nodes[i]`` (by node
+        index), and later by the time it waited for them (``placements.start[i]``)."""
         ...
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from burstlake.allocation import JobRequest
+from burstlake.allocation import JobRequest, Placements
 from burstlake.replay.graph import Topology
 from burstlake.replay.policies.reallocation import History
 
@@ -46,9 +46,12 @@ class BenchmarkRuns:
             JobRequest(k, len(r.nodes), float(k), float(k + 1)) for k, r in enumerate(self.runs)
         ]
 
-    def placed(self, topology: Topology, nodes: list[np.ndarray]) -> BenchmarkRuns:
+    def placed(self, topology: Topology, placements: Placements) -> BenchmarkRuns:
         return BenchmarkRuns(
-            tuple(replace(r, nodes=np.asarray(n)) for r, n in zip(self.runs, nodes, strict=True))
+            tuple(
+                replace(r, nodes=np.asarray(n))
+                for r, n in zip(self.runs, placements.nodes, strict=True)
+            )
         )
 
     def io_history(self, topology: Topology, requests: list[JobRequest]) -> History:

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from burstlake.allocation import STRATEGIES, JobRequest, place_in_order
+from burstlake.allocation import STRATEGIES, JobRequest, Placements, place_in_order
 from burstlake.replay import scores as sc
 from burstlake.replay import traffic as tr
 from burstlake.replay.events import simulate
@@ -106,9 +106,9 @@ class JobsDemand:
         """All jobs run at once, from start to end of the replay."""
         return [JobRequest(i, job.size, 0.0, math.inf) for i, job in enumerate(self.jobs)]
 
-    def placed(self, topology: Topology, nodes: list[np.ndarray]) -> JobsDemand:
+    def placed(self, topology: Topology, placements: Placements) -> JobsDemand:
         return JobsDemand(
-            tuple(replace(job, nodes=n) for job, n in zip(self.jobs, nodes, strict=True))
+            tuple(replace(job, nodes=n) for job, n in zip(self.jobs, placements.nodes, strict=True))
         )
 
     def throttled(self, window: float) -> JobsDemand:

@@ -44,8 +44,8 @@ class NodeDemand:
     def placement_jobs(self, topology: Topology) -> list:
         return lake_jobs.requests(self)
 
-    def placed(self, topology: Topology, nodes: list[np.ndarray]) -> NodeDemand:
-        return lake_jobs.placed(self, topology, nodes)
+    def placed(self, topology: Topology, placements: Any) -> NodeDemand:
+        return lake_jobs.placed(self, topology, placements)
 
     def io_history(self, topology: Topology, requests: list) -> Any:
         return lake_jobs.history(self, requests)

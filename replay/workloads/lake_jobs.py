@@ -3,7 +3,8 @@ lake workload's :class:`~burstlake.replay.workloads.lake.NodeDemand` needs to be
 
 - :func:`requests`: every job with its node count and run (interval units × interval_s,
   seconds from the replay's start), numbered like ``jobs.job_ids``;
-- :func:`placed`: each job's ``node_io`` rows moved by ``node_index`` to its new nodes;
+- :func:`placed`: each job's ``node_io`` rows moved by ``node_index`` to its new nodes, and
+  later by as many intervals as the job waited for them;
 - :func:`history`: what the allocator may know of a job before it starts (004 §6.1-§6.3),
   from the application's jobs that *ended before it starts*: optimizable when most of them
   were (``job_io_metrics.optimizable``, written by ``burstlake metrics``), and, when their
@@ -21,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from burstlake.allocation import JobRequest
+from burstlake.allocation import JobRequest, Placements
 from burstlake.jobs.metrics.settings import MetricSettings
 from burstlake.lake import read_table
 from burstlake.replay import scores as sc
@@ -80,9 +81,10 @@ def _entry_of_rows(demand: NodeDemand, nodes: int) -> np.ndarray:
     return out
 
 
-def placed(demand: NodeDemand, topology: Topology, nodes: list[np.ndarray]) -> NodeDemand:
-    """``demand`` with job j's rows moved from its node of rank k to ``nodes[j][k]``."""
-    jobs = demand.jobs
+def placed(demand: NodeDemand, topology: Topology, placements: Placements) -> NodeDemand:
+    """``demand`` with job j's rows moved from its node of rank k to ``nodes[j][k]``, and by
+    the intervals it waited for them (its run keeps its length and its traffic its shape)."""
+    jobs, nodes = demand.jobs, placements.nodes
     if len(nodes) != len(jobs.job_ids):
         raise ValueError(f"lake jobs: {len(nodes)} placements for {len(jobs.job_ids)} jobs")
     if not len(jobs.job):
@@ -94,14 +96,18 @@ def placed(demand: NodeDemand, topology: Topology, nodes: list[np.ndarray]) -> N
     entry = _entry_of_rows(demand, len(topology.nodes))
     node = demand.rows.node.copy()
     node[entry >= 0] = new_node[entry[entry >= 0]]
-    order = np.lexsort((node, demand.rows.t))
-    rows = replace(demand.rows, node=node).take(order)
-    alloc = np.lexsort((jobs.begin, new_node))
+    waited = placements.delay(requests(demand)) / demand.interval_s
+    shift = np.rint(waited).astype(np.int64)  # starts and ends are whole intervals
+    t = demand.rows.t.copy()
+    t[entry >= 0] += shift[jobs.job[entry[entry >= 0]]]
+    order = np.lexsort((node, t))
+    rows = replace(demand.rows, node=node, t=t).take(order)
+    alloc = np.lexsort((jobs.begin + shift[jobs.job], new_node))
     index = replace(
         jobs,
         node=new_node[alloc],
-        begin=jobs.begin[alloc],
-        end=jobs.end[alloc],
+        begin=(jobs.begin + shift[jobs.job])[alloc],
+        end=(jobs.end + shift[jobs.job])[alloc],
         job=jobs.job[alloc],
         node_index=jobs.node_index[alloc],
     )
