@@ -33,6 +33,7 @@ from burstlake.lake import (
     clean_leftovers,
     lake_path,
     read_versions,
+    stored_columns,
     table_files,
 )
 from burstlake.schemas import REGISTRY, TableSpec
@@ -51,20 +52,31 @@ def _quote(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
+def _empty(spec: TableSpec) -> pa.Table:
+    return pa.Table.from_pylist([], schema=spec.schema)
+
+
 def _define(con: duckdb.DuckDBPyConnection, spec: TableSpec, root: Path, version: int | None):
     name = f'"{spec.name}"'
     files = table_files(root, spec.name, version) if version is not None else []
     if not files:
-        empty = pa.Table.from_pylist([], schema=spec.schema)  # noqa: F841 - read by DuckDB
+        empty = _empty(spec)  # noqa: F841 - read by DuckDB
         con.execute(f"CREATE TABLE {name} AS SELECT * FROM empty")
         return
     paths = "[" + ", ".join(_quote(str(f.relative_to(root))) for f in files) + "]"
-    columns = ", ".join(f'"{c}"' for c in spec.schema.names)
+    stored = stored_columns(root, spec.name, version)
+    types = dict(zip(spec.schema.names, con.from_arrow(_empty(spec)).dtypes, strict=True))
+    columns = ", ".join(  # a column newer than the lake's files reads as null
+        f'"{c}"' if c in stored else f'CAST(NULL AS {types[c]}) AS "{c}"' for c in spec.schema.names
+    )
+    # files written before a column was added lack it: match columns by name
+    options = "union_by_name = true"
     if spec.partition_by:
-        source = f"read_parquet({paths}, hive_partitioning = true, hive_types_autocast = false)"
+        hive = "hive_partitioning = true, hive_types_autocast = false"
+        source = f"read_parquet({paths}, {hive}, {options})"
         columns += f", CAST({DAY} AS DATE) AS {DAY}"
     else:
-        source = f"read_parquet({paths}, hive_partitioning = false)"
+        source = f"read_parquet({paths}, hive_partitioning = false, {options})"
     con.execute(f"CREATE VIEW {name} AS SELECT {columns} FROM {source}")
 
 

@@ -443,6 +443,15 @@ def _open(lake: str | os.PathLike | None, table: str, version: int | None) -> De
     return DeltaTable(path, version=version)
 
 
+def stored_columns(
+    lake: str | os.PathLike | None, table: str, version: int | None = None
+) -> set[str]:
+    """The columns a table's read version stores. A lake written by an older burstlake lacks
+    the contract's newer (nullable) columns; every reader gives them as nulls."""
+    dt = _open(lake, table, version if version is not None else read_version(lake, table))
+    return {field.name for field in dt.schema().fields} if dt else set()
+
+
 def table_files(
     lake: str | os.PathLike | None, table: str, version: int | None = None
 ) -> list[Path]:
@@ -490,7 +499,15 @@ def spark_frame(spark, lake: str | os.PathLike | None, table: str):
     frame = (
         spark.read.format("delta").option("versionAsOf", version).load(str(table_dir(lake, table)))
     )
-    return frame.select(*table_spec.schema.names)
+    from pyspark.sql import functions as F
+
+    stored, types = set(frame.columns), from_arrow_schema(table_spec.schema)
+    return frame.select(
+        *[
+            F.col(name) if name in stored else F.lit(None).cast(types[name].dataType).alias(name)
+            for name in table_spec.schema.names
+        ]
+    )
 
 
 # --- writing ----------------------------------------------------------------------------------

@@ -432,3 +432,27 @@ def test_full_disk_and_read_only_lake_give_one_line_and_change_nothing(
     subprocess.run(["mount", "-o", "remount,rw", str(small_disk)], check=True)
     assert main(["ingest", "slurm", str(second), "--lake", str(lake)]) == 0
     assert read_table(lake, "jobs").num_rows == 5 + 2900
+
+
+def test_a_lake_from_an_older_release_reads_newer_columns_as_nulls(lake, spark):
+    """jobs written before ``job_id_raw`` existed (a Delta table without the column): the
+    catalog, the Arrow readers and Spark give the column as nulls, and the next write adds
+    it without touching the old rows."""
+    from deltalake import write_deltalake
+
+    jobs = spec("jobs").schema
+    old = jobs.remove(jobs.get_field_index("job_id_raw")).append(
+        pa.field(lakes.SOURCE, pa.string())
+    )
+    rows = pa.Table.from_pylist([{"job_id": "1", lakes.SOURCE: "old"}], schema=old)
+    write_deltalake(str(lakes.table_dir(lake, "jobs")), rows)
+    catalog.refresh(lake)
+    assert catalog.sql(lake, "SELECT job_id, job_id_raw FROM jobs").to_pylist() == [
+        {"job_id": "1", "job_id_raw": None}
+    ]
+    assert read_table(lake, "jobs", columns=["job_id_raw"]).to_pylist() == [{"job_id_raw": None}]
+    frame = lakes.spark_frame(spark, lake, "jobs")
+    assert [(r.job_id, r.job_id_raw) for r in frame.collect()] == [("1", None)]
+    write_table(lake, "jobs", pa.table({"job_id": ["2"], "job_id_raw": ["2"]}), "new")
+    got = catalog.sql(lake, "SELECT job_id, job_id_raw FROM jobs ORDER BY 1").to_pylist()
+    assert got == [{"job_id": "1", "job_id_raw": None}, {"job_id": "2", "job_id_raw": "2"}]
