@@ -51,4 +51,5 @@ def policy(entry: str | Mapping[str, Any]) -> Policy:
 
 
 def _load() -> None:
+    import burstlake.replay.policies.coordination  # noqa: F401 - registers its policies
     from burstlake.replay.policies import mapping  # noqa: F401 - registers its policies
