@@ -74,10 +74,16 @@ class _Storage:
     running: int | None = None
     waiting: list[int] = field(default_factory=list)
 
-    def copy(self) -> _Storage:
-        return _Storage(
-            [p.copy() for p in self.phases], self.clock, self.running, list(self.waiting)
-        )
+    def copy(self, newcomer: int) -> _Storage:
+        """A trial copy: only the phases the newcomer's choice can change are copied."""
+        phases = list(self.phases)
+        for k in self.involved(newcomer):
+            phases[k] = phases[k].copy()
+        return _Storage(phases, self.clock, self.running, list(self.waiting))
+
+    def involved(self, newcomer: int) -> list[int]:
+        running = [] if self.running is None else [self.running]
+        return [*running, *self.waiting, newcomer]
 
     def _start(self, i: int, at: float) -> None:
         self.running, self.clock = i, at
@@ -156,10 +162,11 @@ def schedule(
             storage.arrive(i, None if storage.running is not None else 0)
         else:  # dynamic: the option with the least f over the phases known so far
             best, chosen = np.inf, None
+            involved = storage.involved(i)
             for place in _options(storage):
-                trial = storage.copy()
+                trial = storage.copy(i)
                 trial.arrive(i, place)
-                cost = _known_cost(trial.finish())
+                cost = _cost(trial.finish(), involved)
                 if cost < best * (1 - TIE):
                     best, chosen = cost, place
             storage.arrive(i, chosen)
@@ -176,11 +183,13 @@ def schedule(
     return Phases(case.phases, case.request_bytes, tuple(releases), alone, case.dt)
 
 
-def _known_cost(storage: _Storage) -> float:
-    """f over the phases that have arrived (the later ones are not known when the choice is
-    made: they never started, so they have no finish)."""
+def _cost(storage: _Storage, phases: list[int]) -> float:
+    """f over ``phases`` (the phases the choice changes; the later ones are not known yet)."""
     return float(
-        sum(p.weight * (p.finish - p.arrival) for p in storage.phases if np.isfinite(p.finish))
+        sum(
+            storage.phases[k].weight * (storage.phases[k].finish - storage.phases[k].arrival)
+            for k in phases
+        )
     )
 
 

@@ -25,6 +25,7 @@ theoretical proportional-sharing curve (:func:`proportional_sharing`).
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -33,12 +34,18 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from burstlake.lake import read_table
 from burstlake.machines import PRESETS
 from burstlake.replay import scores as sc
 from burstlake.replay.events import Requests, simulate
 from burstlake.replay.graph import Topology
 from burstlake.replay.workloads import Kind, Progress, ScenarioLimits, Scored, register
+from burstlake.replay.workloads.lake import window_bounds
+
+log = logging.getLogger(__name__)
+LIMITS = ScenarioLimits()
 
 # The settings where a scenario leaves them out.
 REQUEST_BYTES = 64.0e6  # one request of one node (an MPI-IO collective buffer, 001 §IV-B)
@@ -74,6 +81,7 @@ class Phases:
     release: tuple[np.ndarray, ...] | None = None
     alone: np.ndarray | None = None  # T_alone per phase, when a policy already replayed them
     dt: float | None = None  # the sweep point, if any
+    memo: dict = field(default_factory=dict, compare=False, repr=False)
 
     def rounds(self, i: int) -> np.ndarray:
         """Request size of each round of phase i: each file cut in ``request_bytes`` pieces."""
@@ -123,15 +131,20 @@ class Phases:
         return requests, np.concatenate(owner).astype(np.int64)
 
     def alone_times(self, topology: Topology) -> np.ndarray:
-        """T_alone of each phase: the phase replayed alone on the machine (001 §II-C)."""
+        """T_alone of each phase: the phase replayed alone on the machine (001 §II-C);
+        computed once per machine."""
         if self.alone is not None:
             return self.alone
+        known = self.memo.get(id(topology))
+        if known is not None and known[0] is topology:
+            return known[1]
         capacity = topology.resources.capacity
         times = []
         for i in range(len(self.phases)):
             requests, _ = self.requests(topology, only=i)
             times.append(float(np.max(simulate(requests, capacity).end)))
-        return np.asarray(times)
+        self.memo[id(topology)] = (topology, np.asarray(times))
+        return self.memo[id(topology)][1]
 
     def io_times(self, topology: Topology, progress: Progress = None) -> np.ndarray:
         """T of each phase replayed together: from its start to its last byte."""
@@ -422,6 +435,106 @@ def delta_rows(scenario: str, work: PhaseDemand, results: list[CaseScores]) -> p
             )
     return pa.Table.from_pylist(rows)
 
+
+def lake_demand(workload: dict, topology: Topology, lake: Any) -> PhaseDemand:
+    """The ``io_phases`` of the lake whose start is in the window (``burstlake metrics``
+    detects them), each on its job's allocated nodes of ``topology``, with its I/O time as it
+    ran (the phase's duration in the trace)."""
+    start, end = window_bounds(workload.get("window"))
+    condition = pc.field("start").is_valid()
+    for bound, keep in (
+        (start, pc.field("start") >= _ts(start)),
+        (end, pc.field("start") < _ts(end)),
+    ):
+        if bound is not None:
+            condition &= keep
+    table = read_table(
+        lake, "io_phases", ["job_id", "cluster", "phase", "start", "duration_s", "bytes"], condition
+    )
+    if table.num_rows == 0:
+        raise ValueError(
+            "no io_phases rows in the window: run `burstlake metrics` on the lake first"
+        )
+    table = table.sort_by([("start", "ascending"), ("job_id", "ascending"), ("phase", "ascending")])
+    nodes = read_table(lake, "job_nodes", ["job_id", "cluster", "node"])
+    index = topology.node_index
+    held: dict[tuple, list[int]] = {}
+    for row in nodes.to_pylist():
+        if row["node"] in index:
+            held.setdefault((row["job_id"], row["cluster"]), []).append(index[row["node"]])
+    begin = table["start"].cast(pa.int64()).to_numpy()
+    origin = int(begin.min()) if start is None else round(start.timestamp() * 1e6)
+    phases, as_ran, skipped = [], [], 0
+    for k, row in enumerate(table.to_pylist()):
+        mine = held.get((row["job_id"], row["cluster"]))
+        if not mine or not row["bytes"]:
+            skipped += 1
+            continue
+        phases.append(
+            Phase(
+                f"{row['job_id']}#{row['phase']}",
+                np.unique(mine),
+                row["bytes"] / len(set(mine)),
+                (begin[k] - origin) / 1e6,
+            )
+        )
+        as_ran.append(row["duration_s"])
+    if skipped:
+        log.info(
+            "lake_phases: %d phases without nodes on %s or bytes skipped", skipped, topology.name
+        )
+    if not phases:
+        raise ValueError(f"no io_phases of the window run on topology {topology.name}'s nodes")
+    case = Phases(tuple(phases), request_bytes(workload))
+    count = sum(p.n * len(case.rounds(i)) for i, p in enumerate(phases))
+    if count > LIMITS.requests:
+        raise ValueError(
+            f"workload lake_phases: the window's phases make {count:,} requests; the limit is "
+            f"{LIMITS.requests:,} (a larger request_bytes or a shorter window)"
+        )
+    return PhaseDemand((case,), cores_per_node(workload, topology.name), np.asarray(as_ran))
+
+
+def _ts(moment: datetime | None) -> pa.Scalar:
+    return pa.scalar(moment, type=pa.timestamp("us", tz="UTC"))
+
+
+def _lake_check(workload: dict, _limits: ScenarioLimits) -> None:
+    window_bounds(workload.get("window"))
+    request_bytes(workload)
+    cores_per_node(workload, None)
+
+
+def lake_scores(scenario: Any, topology: Topology, work: Any, progress: Progress) -> list[sc.Score]:
+    """The window's phases replayed under the policy: Σ N·T in CPU-hours and Σ I, beside the
+    same figures for the phases as they ran in the trace (T = their duration)."""
+    work = require(work, "scores")
+    case = work.cases[0]
+    result = replay_case(case, topology, progress)
+    replayed = sc.coordination_totals(
+        case.weights, result.io_time, result.alone, work.cores_per_node
+    )
+    ran = sc.coordination_totals(case.weights, work.as_ran, result.alone, work.cores_per_node)
+    factors = result.interference
+    return [
+        *replayed,
+        *(sc.Score(f"{s.metric}_as_ran", s.value, s.unit) for s in ran),
+        sc.Score("phases", float(len(case.phases)), "phases"),
+        sc.Score("interference_factor_max", float(factors.max()), "x"),
+        sc.Score("io_time_mean", float(result.io_time.mean()), "s"),
+    ]
+
+
+LAKE_KIND = register(
+    "lake_phases",
+    Kind(
+        keys=frozenset({"window", "request_bytes", "cores_per_node"}),
+        check=_lake_check,
+        demand=lake_demand,
+        scores=lake_scores,
+        window=lambda spec: window_bounds(spec.get("window")),
+    ),
+)
 
 KIND = register(
     "phases",
