@@ -230,7 +230,8 @@ def test_interfere_delta_graph_is_the_theoretical_curve(tmp_path, lake) -> None:
         ("phases: [{app: A, nodes: 1, bytes_per_node: 1, start: -2}]", "start: an offset is"),
         ("phases: [{app: A, nodes: 1, bytes_per_node: 1, files: 0}]", "files must be at least 1"),
         (
-            "phases: [{app: A, nodes: 1, bytes_per_node: 1}, {app: A, nodes: 2, bytes_per_node: 1}]",
+            "phases: [{app: A, nodes: 1, bytes_per_node: 1},"
+            " {app: A, nodes: 2, bytes_per_node: 9}]",
             r"phases\[1\].app: 'A' is listed twice",
         ),
         ("request_bytes: -1", "request_bytes must be positive"),
