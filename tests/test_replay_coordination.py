@@ -279,3 +279,26 @@ def test_run_time_errors_are_one_line(tmp_path, lake, capsys) -> None:
     machine = build({"name": "tiny"})
     with pytest.raises(ValueError, match="policy fcfs coordinates I/O phases"):
         policy("fcfs").apply(machine, None)
+
+
+def test_notebook_draws_the_delta_graphs(lake, tmp_path, monkeypatch) -> None:
+    """notebooks/coordination.ipynb runs the shipped pair and sizes scenarios (coarse dt steps)
+    and draws 4 figures: two Δ-graphs, the interference factors, the Fig. 11-style cost."""
+    import nbformat
+
+    from burstlake.jobs.metrics.notebook import render_notebook
+
+    monkeypatch.setenv("BURSTLAKE_DT_STEP", "10")
+    out = render_notebook(lake, tmp_path / "coordination.ipynb", name="coordination.ipynb")
+    notebook = nbformat.read(out, as_version=4)
+    outputs = [o for c in notebook.cells if c.cell_type == "code" for o in c.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    assert sum("image/png" in o.get("data", {}) for o in outputs) == 4
+    text = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
+    assert "mean f over the sweep" in text and str(lake) in text
+    # calciom_pair at dt = -20, -10, ..., 60 (9 points) and calciom_sizes at -5, 5, ..., 45 (6)
+    rows = sql(lake, "SELECT scenario, count(DISTINCT dt) AS n FROM delta_graph GROUP BY 1")
+    assert sorted(map(tuple, (r.values() for r in rows.to_pylist()))) == [
+        ("calciom_pair", 9),
+        ("calciom_sizes", 6),
+    ]

@@ -1,4 +1,5 @@
-"""Execute the analyst notebook ``notebooks/spatial_burstiness.ipynb`` on a lake (nbclient).
+"""Execute a notebook of ``notebooks/`` (the analyst notebook ``spatial_burstiness.ipynb`` by
+default) on a lake (nbclient).
 
 The notebook is package data of ``burstlake.notebooks``, read through importlib.resources, so
 an installed burstlake finds it without a checkout (docs/design.md, "Packaging")."""
@@ -16,19 +17,25 @@ from nbclient import NotebookClient
 
 from burstlake.lake import lake_path
 
-NOTEBOOK = resources.files("burstlake.notebooks").joinpath("spatial_burstiness.ipynb")
+NOTEBOOKS = resources.files("burstlake.notebooks")
+NOTEBOOK = NOTEBOOKS.joinpath("spatial_burstiness.ipynb")
 
 
 def render_notebook(
-    lake: str | os.PathLike | None, out_path: str | os.PathLike, timeout_s: int = 600
+    lake: str | os.PathLike | None,
+    out_path: str | os.PathLike,
+    timeout_s: int = 600,
+    name: str | None = None,
 ) -> Path:
-    """Run the notebook against ``lake`` (its ``BURSTLAKE_LAKE``) and save it with outputs.
+    """Run the notebook ``name`` (default: the analyst notebook) against ``lake`` (its
+    ``BURSTLAKE_LAKE``) and save it with outputs.
 
     Raises nbclient's CellExecutionError, naming the failing cell, if a cell fails.
     """
-    if not NOTEBOOK.is_file():
-        raise FileNotFoundError(f"notebook not found: {NOTEBOOK} (reinstall burstlake)")
-    notebook = nbformat.reads(NOTEBOOK.read_text(encoding="utf-8"), as_version=4)
+    source = NOTEBOOK if name is None else NOTEBOOKS.joinpath(name)
+    if not source.is_file():
+        raise FileNotFoundError(f"notebook not found: {source} (reinstall burstlake)")
+    notebook = nbformat.reads(source.read_text(encoding="utf-8"), as_version=4)
     out = Path(out_path)
     out.parent.mkdir(parents=True, exist_ok=True)
     env = os.environ | {"BURSTLAKE_LAKE": str(lake_path(lake))}
