@@ -302,3 +302,22 @@ def test_notebook_draws_the_delta_graphs(lake, tmp_path, monkeypatch) -> None:
         ("calciom_pair", 9),
         ("calciom_sizes", 6),
     ]
+
+
+def test_ion_domain_coordinates_only_phases_behind_one_ion() -> None:
+    """``domain: ion``: each forwarding target is its own queue. On ``tiny`` (16 nodes per ION,
+    1 GB/s IONs, the rest unbounded) A on nodes 0-15 (ion 0, 16 × 0.25e9 B: 4 s) and B on nodes
+    16-19 (ion 1, 4 × 0.25e9 B: 1 s) at dt = 1 share nothing: B runs at once (1 s). Under one
+    storage queue B waits A's remaining 3 s: 4 s."""
+    machine = build(
+        {"name": "tiny", "capacities": {"node_link": 1e15, "ion": 1e9, "storage": 1e15}}
+    )
+    phases = [
+        {"app": "A", "nodes": 16, "bytes_per_node": 0.25e9},
+        {"app": "B", "nodes": 4, "bytes_per_node": 0.25e9},
+    ]
+    by_ion = {"name": "fcfs", "domain": "ion"}
+    np.testing.assert_allclose(times(machine, by_ion, 1.0, phases), (4.0, 1.0), atol=1e-9)
+    np.testing.assert_allclose(times(machine, "fcfs", 1.0, phases), (4.0, 4.0), atol=1e-9)
+    with pytest.raises(ValueError, match="domain must be one of storage, ion"):
+        policy({"name": "dynamic", "domain": "rack"})

@@ -12,6 +12,10 @@ wastes when I/O phases meet, under four strategies.
   predicted from their alone times as CALCioM does (001 §IV-D): a place in the queue or an
   interruption. ``metric: cpu_time`` is f = Σ N·T, ``metric: interference`` is f = Σ I.
 
+``domain`` says which phases coordinate: ``storage`` (default) all of them, as on 001's one
+shared file system; ``ion`` those whose nodes go mostly through the same forwarding target (on
+a forwarding machine the bytes contend at the I/O nodes, 004 §5), each ION its own queue.
+
 Each strategy computes a schedule on the *coordination model* — one storage, each phase moving
 at its alone speed while it holds it (T_alone from the phase replayed alone) — and hands it to
 the engine as ``release`` times of the phases' request rounds; the one event-driven
@@ -140,20 +144,55 @@ def _options(storage: _Storage) -> list[int | None]:
     return [*range(len(storage.waiting), -1, -1), None]
 
 
-def schedule(
-    case: Phases, topology: Topology, strategy: str, granularity: str, metric: str
-) -> Phases:
+@dataclass(frozen=True)
+class Settings:
+    """A strategy and its settings (see the module docstring)."""
+
+    strategy: str
+    granularity: str = "request"
+    metric: str = "cpu_time"
+    domain: str = "storage"
+
+
+def domains(case: Phases, topology: Topology, domain: str) -> np.ndarray:
+    """The storage each phase coordinates on: one for the machine (``storage``: 001's shared
+    file system), or the forwarding target serving most of the phase's nodes (``ion``: where
+    the bytes of a forwarding machine contend, 004 §5)."""
+    if domain == "storage":
+        return np.zeros(len(case.phases), dtype=np.int64)
+    return np.asarray([np.bincount(topology.ion_of[p.nodes]).argmax() for p in case.phases])
+
+
+def schedule(case: Phases, topology: Topology, settings: Settings) -> Phases:
     """The strategy's schedule of ``case`` as release times of its rounds."""
     alone = case.alone_times(topology)
     model = []
     for i, phase in enumerate(case.phases):
         rounds = case.rounds(i)
         progress = np.cumsum(rounds) / phase.bytes_per_node * alone[i]
-        pause = case.file_ends(i) if granularity == "file" else np.ones(len(rounds), bool)
+        every = np.ones(len(rounds), bool)
+        pause = case.file_ends(i) if settings.granularity == "file" else every
         pause[-1] = True
-        weight = phase.n if metric == "cpu_time" else 1.0 / alone[i]
+        weight = phase.n if settings.metric == "cpu_time" else 1.0 / alone[i]
         model.append(_Phase(phase.start, float(alone[i]), weight, progress[pause]))
-    storage = _Storage(model)
+    where = domains(case, topology, settings.domain)
+    for key in np.unique(where):
+        _coordinate(_Storage([model[k] for k in np.flatnonzero(where == key)]), settings.strategy)
+    releases = []
+    for i, phase in enumerate(case.phases):
+        rounds = case.rounds(i)
+        begins = np.r_[0.0, np.cumsum(rounds)[:-1]] / phase.bytes_per_node * alone[i]
+        release = np.full(len(rounds), -np.inf)
+        for at, done in model[i].segments:
+            first = int(np.argmin(np.abs(begins - done)))
+            release[first] = max(release[first], at)
+        releases.append(release)
+    return Phases(case.phases, case.request_bytes, tuple(releases), alone, case.dt)
+
+
+def _coordinate(storage: _Storage, strategy: str) -> None:
+    """Run the phases of one storage through the strategy, in arrival order."""
+    model = storage.phases
     for i in sorted(range(len(model)), key=lambda k: (model[k].arrival, k)):
         storage.advance(model[i].arrival)
         if strategy == "fcfs":
@@ -171,16 +210,6 @@ def schedule(
                     best, chosen = cost, place
             storage.arrive(i, chosen)
     storage.finish()
-    releases = []
-    for i, phase in enumerate(case.phases):
-        rounds = case.rounds(i)
-        begins = np.r_[0.0, np.cumsum(rounds)[:-1]] / phase.bytes_per_node * alone[i]
-        release = np.full(len(rounds), -np.inf)
-        for at, done in storage.phases[i].segments:
-            first = int(np.argmin(np.abs(begins - done)))
-            release[first] = max(release[first], at)
-        releases.append(release)
-    return Phases(case.phases, case.request_bytes, tuple(releases), alone, case.dt)
 
 
 def _cost(storage: _Storage, phases: list[int]) -> float:
@@ -193,20 +222,25 @@ def _cost(storage: _Storage, phases: list[int]) -> float:
     )
 
 
-def _strategy(name: str, granularity: str = "request", metric: str = "cpu_time") -> Apply:
-    if granularity not in GRANULARITIES:
-        raise ValueError(
-            f"policy {name}: granularity must be one of {', '.join(GRANULARITIES)}, "
-            f"got {granularity!r}"
-        )
-    if metric not in METRICS:
-        raise ValueError(
-            f"policy {name}: metric must be one of {', '.join(METRICS)}, got {metric!r}"
-        )
+DOMAINS = ("storage", "ion")
+
+
+def _strategy(settings: Settings) -> Apply:
+    name = settings.strategy
+    for key, allowed in (
+        ("granularity", GRANULARITIES),
+        ("metric", METRICS),
+        ("domain", DOMAINS),
+    ):
+        value = getattr(settings, key)
+        if value not in allowed:
+            raise ValueError(
+                f"policy {name}: {key} must be one of {', '.join(allowed)}, got {value!r}"
+            )
 
     def apply(topology: Topology, demand: Any) -> tuple[Topology, PhaseDemand]:
         work = require(demand, name)
-        return topology, work.map(lambda case: schedule(case, topology, name, granularity, metric))
+        return topology, work.map(lambda case: schedule(case, topology, settings))
 
     return apply
 
@@ -222,15 +256,17 @@ def interfere() -> Apply:
 
 
 @register("fcfs")
-def fcfs() -> Apply:
-    return _strategy("fcfs")
+def fcfs(domain: str = "storage") -> Apply:
+    return _strategy(Settings("fcfs", domain=domain))
 
 
 @register("interrupt")
-def interrupt(granularity: str = "request") -> Apply:
-    return _strategy("interrupt", granularity)
+def interrupt(granularity: str = "request", domain: str = "storage") -> Apply:
+    return _strategy(Settings("interrupt", granularity, domain=domain))
 
 
 @register("dynamic")
-def dynamic(metric: str = "cpu_time", granularity: str = "request") -> Apply:
-    return _strategy("dynamic", granularity, metric)
+def dynamic(
+    metric: str = "cpu_time", granularity: str = "request", domain: str = "storage"
+) -> Apply:
+    return _strategy(Settings("dynamic", granularity, metric, domain))
