@@ -17,6 +17,10 @@ round, or only at file ends: the granularity of 001 §IV-C) by giving a round a 
         - {app: B, nodes: 64, bytes_per_node: 1.0e9, start: 5.0}
       sweep: {dt: {from: -10, to: 10, step: 1}}   # Δ-graph: B starts dt after A (001 §II-C)
 
+``source: lake_phases`` replays instead the ``io_phases`` the metrics detected in the lake's
+node_io (a ``window`` of them), each on its job's allocated nodes, and scores it against the
+phases as they ran (:func:`lake_demand`, :func:`lake_scores`).
+
 Scores (:func:`scores`): per phase its I/O time T, T_alone (the phase replayed alone) and the
 interference factor I = T / T_alone (001 §II-C); per scenario Σ N·T in CPU-hours and Σ I
 (001 §IV-D). A sweep also writes its points to the ``delta_graph`` table, beside the
