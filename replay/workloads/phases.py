@@ -103,36 +103,41 @@ class Phases:
 
     def requests(self, topology: Topology, only: int | None = None) -> tuple[Requests, np.ndarray]:
         """Every phase's requests on ``topology`` (or phase ``only``, from time 0, without
-        releases: the phase alone); and the phase of each request."""
+        releases: the phase alone); and the phase of each request. Node j of a phase is one
+        stream of its rounds."""
         chosen = range(len(self.phases)) if only is None else [only]
-        paths = topology.io_paths()
-        streams, sizes, gaps, releases, owner, nodes = [], [], [], [], [], []
-        stream = 0
+        parts: list[tuple[np.ndarray, ...]] = []
+        streams = 0
         for i in chosen:
             phase, rounds = self.phases[i], self.rounds(i)
-            count = len(rounds)
+            count, n = len(rounds), phase.n
             gap = np.zeros(count)
             gap[0] = 0.0 if only is not None else phase.start
             release = np.full(count, -np.inf)
             if only is None and self.release is not None:
                 release = np.asarray(self.release[i], dtype=float)
-            for node in phase.nodes:
-                streams.append(np.full(count, stream))
-                sizes.append(rounds)
-                gaps.append(gap)
-                releases.append(release)
-                owner.append(np.full(count, i))
-                nodes.append(np.full(count, node))
-                stream += 1
-        node = np.concatenate(nodes).astype(np.int64)
-        requests = Requests(
-            stream=np.concatenate(streams).astype(np.int64),
-            size=np.concatenate(sizes),
-            gap=np.concatenate(gaps),
-            paths=paths.take(node),
-            release=np.concatenate(releases),
+            parts.append(
+                (
+                    streams + np.repeat(np.arange(n), count),
+                    np.tile(rounds, n),
+                    np.tile(gap, n),
+                    np.tile(release, n),
+                    np.full(n * count, i),
+                    np.repeat(phase.nodes, count),
+                )
+            )
+            streams += n
+        stream, size, gap, release, owner, node = (
+            np.concatenate(c) for c in zip(*parts, strict=True)
         )
-        return requests, np.concatenate(owner).astype(np.int64)
+        requests = Requests(
+            stream=stream.astype(np.int64),
+            size=size,
+            gap=gap,
+            paths=topology.io_paths().take(node.astype(np.int64)),
+            release=release,
+        )
+        return requests, owner.astype(np.int64)
 
     def alone_times(self, topology: Topology) -> np.ndarray:
         """T_alone of each phase: the phase replayed alone on the machine (001 §II-C);
