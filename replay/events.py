@@ -47,6 +47,8 @@ class Requests:
     kind: np.ndarray | None = None  # optional label per request ('io', 'mpi', ...)
     latency: np.ndarray | None = None  # seconds: the route's latency, paid before the transfer
     release: np.ndarray | None = None  # seconds: not issued before this (e.g. a resumed phase)
+    window: np.ndarray | None = None  # seconds: not issued sooner than this after the previous
+    # request of its stream was issued (a throttle window, paper 000 §5.3)
 
     def __post_init__(self) -> None:
         n = len(self.stream)
@@ -62,6 +64,8 @@ class Requests:
             raise ValueError("request latencies must be non-negative")
         if self.release is not None and len(self.release) != n:
             raise ValueError("requests: release must have one entry per request")
+        if self.window is not None and (len(self.window) != n or np.any(self.window < 0)):
+            raise ValueError("requests: window must have one non-negative entry per request")
 
 
 @dataclass(frozen=True)
@@ -84,7 +88,8 @@ def simulate(requests: Requests, capacity: np.ndarray, progress=None) -> Timelin
     """Run the streams to completion; each request's start and end time.
 
     A request is issued ``gap`` after the previous one of its stream completes (its stream's
-    first at ``gap``), and never before its ``release`` time.
+    first at ``gap``), never before its ``release`` time and never sooner than its ``window``
+    after the previous one was issued.
 
     A request with a route latency L issued at t starts its transfer at t + L (as in SimGrid's
     network model: latency, then bandwidth shared max-min); its ``start`` is t, so its latency
@@ -99,6 +104,13 @@ def simulate(requests: Requests, capacity: np.ndarray, progress=None) -> Timelin
     first = np.flatnonzero(np.r_[True, requests.stream[1:] != requests.stream[:-1]]) if n else []
     gap = np.asarray(requests.gap, dtype=np.float64) + latency  # issue, then the latency
     release = np.full(n, -np.inf) if requests.release is None else requests.release + latency
+    # the kernel's start is the issue time plus the latency: the window between two issues is
+    # the window between two kernel starts plus the change of latency
+    pace = np.full(n, -np.inf)
+    if requests.window is not None and n:
+        pace = np.where(
+            requests.window > 0, requests.window + latency - np.r_[0, latency[:-1]], pace
+        )
     for k in first:
         state.arrival[k] = max(gap[k], release[k])
         state.counters[1] = heap_push(state.aheap, state.apos, state.arrival, state.counters[1], k)
@@ -108,6 +120,7 @@ def simulate(requests: Requests, capacity: np.ndarray, progress=None) -> Timelin
         size,
         gap,
         release,
+        pace,
         paths.indptr,
         paths.indices,
         paths.flow_of_entry(),
@@ -190,7 +203,7 @@ class _State:
 
 @njit(cache=True, error_model="numpy")
 def _advance(  # pragma: no cover - compiled
-    budget, stream, size, gap, release, indptr, indices, entry_flow, capacity,
+    budget, stream, size, gap, release, pace, indptr, indices, entry_flow, capacity,
     start, end, moved, rate, since, finish, fheap, fpos, arrival, aheap, apos,
     head, after, before, local, seen, queue, residual, reached, component, solved, counters,
 ):  # fmt: skip
@@ -226,7 +239,7 @@ def _advance(  # pragma: no cover - compiled
                 level = _leave_level(rate[k], head[link], after, entry_flow, rate)
                 settled = min(settled, level)
             if k + 1 < n and stream[k + 1] == stream[k]:
-                arrival[k + 1] = max(end[k] + gap[k + 1], release[k + 1])
+                arrival[k + 1] = max(end[k] + gap[k + 1], release[k + 1], start[k] + pace[k + 1])
                 asize = heap_push(aheap, apos, arrival, asize, k + 1)
         while asize and arrival[aheap[0]] <= horizon:  # starts
             k = aheap[0]
@@ -235,7 +248,9 @@ def _advance(  # pragma: no cover - compiled
             if size[k] == 0:  # an empty request completes at once
                 end[k] = start[k]
                 if k + 1 < n and stream[k + 1] == stream[k]:
-                    arrival[k + 1] = max(end[k] + gap[k + 1], release[k + 1])
+                    arrival[k + 1] = max(
+                        end[k] + gap[k + 1], release[k + 1], start[k] + pace[k + 1]
+                    )
                     asize = heap_push(aheap, apos, arrival, asize, k + 1)
                 continue
             since[k] = now

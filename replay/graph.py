@@ -17,6 +17,8 @@ import numpy as np
 
 from burstlake.replay.solver import Paths
 
+LINK_KINDS = ("node_link", "switch_link")  # resources that are network links (one hop each)
+
 
 class ResourceSet:
     """Named resources with kinds and capacities (bytes/s), built up by a topology builder."""
@@ -108,6 +110,27 @@ class Topology:
                 [self.router.io_route(i, int(t)) for i, t in enumerate(self.ion_of)]
             ),
         )
+
+    def groups(self) -> np.ndarray:
+        """The group of every compute node, for job placement (:mod:`burstlake.allocation`):
+        the router's ``groups()`` if it has one (leaf switches on a fat-tree), else the ION
+        groups — nodes sharing a target under the block mapping ⌊i / (m/n)⌋ (004 §5.1)."""
+
+        def compute() -> np.ndarray:
+            hook = getattr(self.router, "groups", None)
+            if hook is not None:
+                return np.asarray(hook(), dtype=np.int64)
+            return np.arange(len(self.nodes), dtype=np.int64) * len(self.ions) // len(self.nodes)
+
+        return self._memo("groups", compute)
+
+    def route_latency(self, paths: Paths) -> np.ndarray:
+        """Each route's latency: its links (``LINK_KINDS``) × the topology's ``link_latency``
+        setting (seconds per hop; 0 where the topology sets none)."""
+        per_hop = float(self.settings.get("link_latency", 0.0))
+        is_link = self._memo("is_link", lambda: np.isin(self.resources.kinds, LINK_KINDS))
+        crossed = np.concatenate(([0], np.cumsum(is_link[paths.indices])))
+        return (crossed[paths.indptr[1:]] - crossed[paths.indptr[:-1]]) * per_hop
 
     def route_hops(self) -> np.ndarray | None:
         """Hops from each compute node to its target (004 §5.2), None if not modelled."""

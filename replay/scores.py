@@ -163,6 +163,52 @@ def stream_scores(timeline: Timeline, size: np.ndarray, suffix: str = "") -> lis
     ]
 
 
+def transfer_stats(name: str, latency: np.ndarray, unit: str = "s") -> list[Score]:
+    """Mean, median, p99 and max of transfer latencies — the time to complete one MPI message
+    or I/O request (000 §3.3); None without any."""
+    if not len(latency):
+        return [Score(f"{name}_{s}", None, unit) for s in ("mean", "median", "p99", "max")]
+    values = (latency.mean(), np.median(latency), np.percentile(latency, 99), latency.max())
+    return [
+        Score(f"{name}_{s}", float(v), unit)
+        for s, v in zip(("mean", "median", "p99", "max"), values, strict=True)
+    ]
+
+
+def interference_scores(
+    job: str,
+    latency: np.ndarray,
+    latency_alone: np.ndarray,
+    completion: float,
+    completion_alone: float,
+    moved: float,
+) -> list[Score]:
+    """One job's scores: its transfer latencies in the interference run and the baseline run
+    (the job alone, 000 §3.3), the slowdown of the mean latency, the interference factor
+    I = T / T_alone of its completion time T (001 §II.C; the checkpoint time of an I/O job,
+    000 §5.3) and the bytes it moved."""
+    mean, alone = (float(v.mean()) if len(v) else None for v in (latency, latency_alone))
+    return [
+        *transfer_stats(f"{job}_latency", latency),
+        *transfer_stats(f"{job}_baseline_latency", latency_alone),
+        Score(f"{job}_slowdown", mean / alone if mean is not None and alone else None, "x"),
+        Score(f"{job}_completion_time", completion, "s"),
+        Score(f"{job}_baseline_completion_time", completion_alone, "s"),
+        Score(
+            f"{job}_interference_factor",
+            completion / completion_alone if completion_alone > 0 else None,
+            "x",
+        ),
+        Score(f"{job}_bytes", moved, "bytes"),
+    ]
+
+
+def interference_factor_sum(factors: list[float | None]) -> Score:
+    """Σ I over the jobs (001 §III.A): the number of jobs when nothing interferes."""
+    known = [f for f in factors if f is not None]
+    return Score("interference_factor_sum", float(sum(known)) if known else None, "x")
+
+
 COORDINATION_TOTALS = (("io_cpu_hours", "CPU-hours"), ("sum_interference_factor", "x"))
 
 

@@ -43,6 +43,9 @@ JOBS = TableSpec(
     doc="One row per Slurm allocation (heterogeneous components and array tasks are separate).",
     schema=_schema(
         ("job_id", pa.string(), False),  # '123', '123+1' (het component), '123_7' (array task)
+        # the scheduler's unique id (JobIDRaw, SLURM_JOB_ID: what Darshan records): differs
+        # from job_id for array tasks and het components; null when the input names only JobID
+        ("job_id_raw", pa.string(), True),
         ("cluster", pa.string(), True),
         ("job_name", pa.string(), True),
         ("user", pa.string(), True),

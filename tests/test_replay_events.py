@@ -66,6 +66,29 @@ def test_release_holds_a_request_until_its_time() -> None:
     np.testing.assert_allclose(timeline.end, [1, 6, 3], rtol=1e-12)
 
 
+def test_a_throttle_window_spaces_the_issues_of_a_stream() -> None:
+    # one 10 B/s link, latency 0.5 s; stream 0: three 10 B requests, gap 0, window 3 s.
+    # issue 0 -> transfer 0.5-1.5; next issue at max(1.5 + 0, 0 + 3) = 3 -> ends 4.5;
+    # next at max(4.5, 6) = 6 -> ends 7.5. Stream 1 (no window) runs back to back alone
+    # from 8: issued at 8 (its gap), ends 9.5. A window of 0.1 s (shorter than a request)
+    # changes nothing.
+    base = requests([0, 0, 0, 1], [10] * 4, [0, 0, 0, 8], [[0]] * 4)
+    lat = np.full(4, 0.5)
+    paced = Requests(
+        base.stream, base.size, base.gap, base.paths, latency=lat, window=np.array([3, 3, 3, 0.0])
+    )
+    timeline = simulate(paced, np.array([10.0]))
+    np.testing.assert_allclose(timeline.start, [0, 3, 6, 8], rtol=1e-12)
+    np.testing.assert_allclose(timeline.end, [1.5, 4.5, 7.5, 9.5], rtol=1e-12)
+    short = Requests(
+        base.stream, base.size, base.gap, base.paths, latency=lat, window=np.full(4, 0.1)
+    )
+    free = Requests(base.stream, base.size, base.gap, base.paths, latency=lat)
+    np.testing.assert_array_equal(
+        simulate(short, np.array([10.0])).end, simulate(free, np.array([10.0])).end
+    )
+
+
 def test_empty_requests_complete_at_once() -> None:
     timeline = simulate(requests([0, 0], [0, 10], [1, 0], [[0], [0]]), np.array([10.0]))
     np.testing.assert_allclose(timeline.end, [1, 2], rtol=1e-12)

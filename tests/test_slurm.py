@@ -145,6 +145,9 @@ def test_het_components_array_tasks_and_steps_before_their_allocation(lake):
     assert set(_rows(lake, "job_steps", "job_id", "step_id")) == {
         ("200", "0"), ("200", "batch"), ("300+0", "0"), ("300+1", "batch"),
         ("400_7", "batch")}  # fmt: skip
+    # without JobIDRaw the raw id of a task or component is unknown; a plain job's is its own
+    raw = {k[0]: r["job_id_raw"] for k, r in _rows(lake, "jobs", "job_id").items()}
+    assert raw == {"200": "200", "300+0": None, "300+1": None, "400_7": None, "400_[8-10]": None}
     nodes = _rows(lake, "job_nodes", "job_id", "node")
     assert {k: r["node_index"] for k, r in nodes.items() if k[0] in ("200", "300+1")} == {
         ("200", "rack1-node01"): 0,
@@ -195,6 +198,8 @@ def test_sacct_json_v0040_shape(lake):
     ]
     jobs = _rows(lake, "jobs", "job_id")
     assert set(jobs) == {("5000",), ("6000_7",), ("7000+1",)}
+    assert {k[0]: r["job_id_raw"] for k, r in jobs.items()} == {
+        "5000": "5000", "6000_7": "6007", "7000+1": "7001"}  # fmt: skip
     ior = jobs[("5000",)]
     assert (ior["cluster"], ior["user"], ior["account"], ior["partition"]) == (
         "perlmutter", "alice", "nstaff", "regular")  # fmt: skip
@@ -308,7 +313,7 @@ def test_end_before_start_is_caught_by_the_expectation_suite(lake):
         ("twice.sacct", b"JobID|State|jobid\n1|COMPLETED|1\n",
          "sacct header names the field 'jobid' twice"),
         ("log.darshan", b"\x1f\x8b\x00\x00binary", "binary file, not sacct output"),
-        ("broken.json", b'{"jobs": [', "not valid sacct --json output: Expecting value"),
+        ("broken.json", b'{"jobs": [', "Expecting value at byte 10: not valid sacct --json output"),
         ("squeue.json", b'{"meta": {}, "nodes": []}',
          "JSON without a 'jobs' list: not sacct --json output"),
     ],
@@ -432,8 +437,64 @@ def test_deeply_nested_json_is_unusable_not_a_crash(lake, tmp_path, capsys):
     assert main(["ingest", "slurm", str(path), "--lake", str(lake)]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [
-        f"burstlake ingest slurm: {path}: JSON nested too deeply to be sacct --json output"
+        f"burstlake ingest slurm: {path}: JSON nested too deeply: not valid sacct --json output"
     ]
+
+
+def test_array_tasks_keep_the_raw_id_darshan_records(lake, tmp_path):
+    """sacct -o JobID,JobIDRaw: task 400_7 ran as SLURM_JOB_ID 407, the id in its Darshan
+    logs; its steps land under 400_7 and the raw id of a step line is its job's."""
+    path = tmp_path / "array.sacct"
+    path.write_text(
+        "JobID|JobIDRaw|NodeList|Start|End\n"
+        "400_7|407|cn9|2020-01-01T11:30:00|2020-01-01T12:00:00\n"
+        "400_7.batch|407.batch|cn9|2020-01-01T11:30:00|2020-01-01T12:00:00\n"
+        "401|401|cn8|2020-01-01T11:30:00|2020-01-01T12:00:00\n"
+    )
+    report = ingest(slurm.SOURCE, [path], lake)[0]
+    assert (report.records_in, report.landed, report.quarantined) == (3, 3, 0)
+    jobs = _rows(lake, "jobs", "job_id")
+    assert {k[0]: r["job_id_raw"] for k, r in jobs.items()} == {"400_7": "407", "401": "401"}
+    assert set(_rows(lake, "job_steps", "job_id", "step_id")) == {("400_7", "batch")}
+
+
+def test_darshan_logs_join_jobs_on_the_raw_id(lake, shared_data):
+    """The real Edison pair: the Darshan logs' job id is the allocation's raw id."""
+    from burstlake.jobs.ingest import darshan
+
+    _ingest(lake, shared_data / EDISON)
+    logs = sorted((shared_data / "darshan").glob("edison_*job4478544.darshan"))
+    ingest(darshan.SOURCE, logs, lake)
+    joined = catalog.sql(
+        lake,
+        "SELECT j.job_id, count(*) AS logs FROM darshan_jobs d "
+        "JOIN jobs j ON d.job_id = j.job_id_raw GROUP BY 1",
+    )
+    assert joined.to_pylist() == [{"job_id": "4478544", "logs": 2}]
+
+
+def test_json_is_read_as_a_stream_and_a_cut_document_lands_what_came_before(lake, tmp_path):
+    job = {"job_id": 1, "name": "a", "time": {"start": 1, "end": 2}, "steps": []}
+    jobs = [{**job, "job_id": i} for i in range(1, 6)]
+    text = json.dumps({"meta": {"plugins": ["x"]}, "jobs": jobs, "warnings": [1, 2]})
+    whole = tmp_path / "sacct.json"
+    whole.write_text(text)
+    report = ingest(slurm.SOURCE, [whole], lake)[0]
+    assert (report.records_in, report.landed, report.quarantined) == (5, 5, 0)
+    # cut inside the fourth job: three land; the rest is lost from the byte where it starts
+    cut = tmp_path / "cut.json"
+    cut.write_text(text[: text.index('"job_id": 4') + 5])
+    report = ingest(slurm.SOURCE, [cut], lake)[0]
+    assert (report.records_in, report.landed, report.quarantined) == (4, 3, 1)
+    where, reason = _quarantine(lake)[-1]
+    fourth = text.index('{"job_id": 4')
+    assert where == f"byte {fourth}"
+    assert reason.endswith(f"at byte {fourth} after jobs[2]; the rest is lost")
+    # a scalar where a job belongs is one bad record; keys after the list are not jobs
+    odd = tmp_path / "odd.json"
+    odd.write_text(json.dumps({"jobs": [7, {**job, "job_id": 9}], "after": [1, 2]}))
+    report = ingest(slurm.SOURCE, [odd], lake)[0]
+    assert (report.records_in, report.landed, report.quarantined) == (2, 1, 1)
 
 
 def test_json_numbers_beyond_64_bits_and_of_the_wrong_type(lake, tmp_path):

@@ -16,7 +16,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Replay a scenario (YAML: workload, topology, policies, window) through the "
         "topology-aware contention simulator, print a metric × policy comparison and write "
         "the scores to the lake's replay_scores table. Example scenarios ship in "
-        "burstlake/replay/scenarios/ (ion_remap.yaml, ior_cs19.yaml).",
+        "burstlake/replay/scenarios/ (ion_remap.yaml, ior_cs19.yaml, placement_fattree.yaml, "
+        "throttle_fattree.yaml, split_tapered.yaml).",
     )
     parser.add_argument("--scenario", required=True, help="scenario YAML file")
     parser.add_argument(

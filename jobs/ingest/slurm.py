@@ -8,10 +8,13 @@ order (``node_index``), from when to when. This module reads both shapes sacct p
   Submit, Eligible, Start, End, ReqCPUS, AllocCPUS, NNodes, NodeList, State, ExitCode; others
   are ignored). One line is one record. Times are local to ``--tz`` and stored in UTC.
 * ``sacct --json`` (Slurm 21.08 … 24.x data_parser shapes): one element of ``jobs`` is one
-  record, its allocation and all its steps. Times there are epoch seconds.
+  record, its allocation and all its steps. Times there are epoch seconds. The document is read
+  as a stream (one job in memory at a time), so a month of a large centre fits.
 
 The format is told from the content. Ids: ``123`` an allocation, ``123+1`` a heterogeneous
 component, ``123_7`` an array task, ``123.batch`` / ``123_7.0`` / ``123+1.extern`` steps.
+``jobs.job_id_raw`` keeps the scheduler's unique id (JobIDRaw; in JSON ``job_id``), the
+``SLURM_JOB_ID`` that Darshan records, so an array task's logs join its ``123_7`` row.
 A record whose job/step id was already seen is quarantined as a duplicate of the first;
 a repeated header line (concatenated sacct outputs) is skipped, as are blank lines.
 """
@@ -19,6 +22,7 @@ a repeated header line (concatenated sacct outputs) is skipped, as are blank lin
 from __future__ import annotations
 
 import argparse
+import codecs
 import itertools
 import json
 import re
@@ -37,6 +41,7 @@ from burstlake.schemas import spec
 from burstlake.schemas.sources import SACCT_TEXT_FIELDS as TEXT_FIELDS
 
 BATCH_RECORDS = 50_000
+JSON_MAX_RECORD = 64 << 20  # characters: a job of sacct --json is a few kB
 NULL_TIMES = frozenset({"", "unknown", "none", "n/a", "(null)"})
 JOB_COLUMNS = spec("jobs").schema.names
 STEP_COLUMNS = spec("job_steps").schema.names
@@ -148,10 +153,14 @@ def _text_entry(values: dict[str, str], zone: tzinfo) -> dict[str, Any]:
                 entry[column] = text.strip() or None
         except ValueError as err:
             raise ValueError(f"bad {column}: {err}") from None
-    entry["id"] = entry.pop("job_id", None) or entry.pop("job_id_raw", None)
-    entry.pop("job_id_raw", None)
+    raw = entry.pop("job_id_raw", None)
+    entry["id"] = entry.pop("job_id", None) or raw
     if not entry["id"]:
         raise ValueError("empty job id")
+    if raw:
+        entry["job_id_raw"] = split_job_id(raw)[0]
+    elif "_" not in entry["id"] and "+" not in entry["id"]:
+        entry["job_id_raw"] = split_job_id(entry["id"])[0]  # a plain job: the same id
     return entry
 
 
@@ -244,8 +253,10 @@ def _json_entries(job: dict) -> list[dict[str, Any]]:
     job_id = _json_job_id(job)
     times, required = job.get("time") or {}, job.get("required") or {}
     state, _ = _json_state(job.get("state"))
+    raw = _number(job.get("job_id"))
     allocation = {
         "id": job_id,
+        "job_id_raw": None if raw is None else str(raw),
         "cluster": job.get("cluster") or None,
         "job_name": job.get("name"),
         "user": job.get("user") if isinstance(job.get("user"), str) else None,
@@ -487,28 +498,120 @@ def _text_records(lines: Iterator[tuple[int, bytes]], context: ParseContext) -> 
     yield collector.take()
 
 
-def _json_records(data: bytes, context: ParseContext) -> Iterator[Batch]:
-    try:
-        document = json.loads(data)
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise UnusableInput(f"not valid sacct --json output: {err}") from err
-    except RecursionError:
-        raise UnusableInput("JSON nested too deeply to be sacct --json output") from None
-    jobs = document.get("jobs") if isinstance(document, dict) else None
-    if not isinstance(jobs, list):
+class _JsonStream:
+    """``sacct --json`` read one value at a time: Python's own decoder on a window of the
+    text, refilled from the (decompressed) chunks, so memory holds one job, not the file.
+    A value still undecodable with :data:`JSON_MAX_RECORD` characters after it is broken."""
+
+    def __init__(self, parts: Iterator[bytes]) -> None:
+        self.parts = parts
+        self.text, self.at, self.offset = "", 0, 0  # window, position in it, bytes before it
+        self.decode = codecs.getincrementaldecoder("utf-8")().decode
+        self.ended = False
+        self.decoder = json.JSONDecoder()
+
+    def _more(self, need: int) -> bool:
+        """Make at least ``need`` characters available after ``at``; False at the end."""
+        if self.at:
+            self.offset += len(self.text[: self.at].encode())
+            self.text, self.at = self.text[self.at :], 0
+        while len(self.text) < need and not self.ended:
+            part = next(self.parts, None)
+            self.ended = part is None
+            self.text += self.decode(part or b"", final=self.ended)
+        return len(self.text) > 0
+
+    def skip(self) -> str:
+        """Skip white space; the next character, '' at the end."""
+        while True:
+            while self.at < len(self.text) and self.text[self.at] in " \t\r\n":
+                self.at += 1
+            if self.at < len(self.text) or not self._more(1):
+                return self.text[self.at : self.at + 1]
+
+    def expect(self, chars: str) -> str:
+        char = self.skip()
+        if not char or char not in chars:
+            raise ValueError(f"expected {' or '.join(map(repr, chars))} at byte {self.byte}")
+        self.at += 1
+        return char
+
+    def value(self) -> Any:
+        """The next JSON value (a job, a key, ...), refilling the window as it needs."""
+        self.skip()
+        need = len(self.text) - self.at
+        while True:
+            try:
+                value, end = self.decoder.raw_decode(self.text, self.at)
+            except json.JSONDecodeError as err:
+                if self.ended or need > JSON_MAX_RECORD:
+                    raise ValueError(f"{err.msg} at byte {self.byte}") from None
+                need = 2 * need + inputs.READ_BYTES
+                self._more(need)
+                continue
+            self.at = end
+            return value
+
+    @property
+    def byte(self) -> int:
+        return self.offset + len(self.text[: self.at].encode())
+
+
+def _json_jobs(stream: _JsonStream) -> Iterator[Any]:
+    """The elements of the top-level ``jobs`` list, in order (other keys are read and
+    dropped); UnusableInput when there is no such list."""
+    stream.expect("{")
+    found = False
+    if stream.skip() == "}":
+        stream.at += 1
+    else:
+        while True:
+            key = stream.value()
+            stream.expect(":")
+            if key == "jobs" and stream.skip() == "[":
+                found = True
+                stream.at += 1
+                if stream.skip() == "]":
+                    stream.at += 1
+                else:
+                    while True:
+                        yield stream.value()
+                        if stream.expect(",]") == "]":
+                            break
+            else:
+                stream.value()
+            if stream.expect(",}") == "}":
+                break
+    if stream.skip():
+        raise ValueError(f"text after the JSON document at byte {stream.byte}")
+    if not found:
         raise UnusableInput("JSON without a 'jobs' list: not sacct --json output")
+
+
+def _json_records(stream: _JsonStream, context: ParseContext) -> Iterator[Batch]:
+    """Batches from ``sacct --json`` output read as a stream: a truncated or broken document
+    lands the jobs before the fault and says at which byte the rest was lost."""
     collector = _Collector(context.options.get("cluster"))
-    for index, job in enumerate(jobs):
-        if collector.rows.records >= BATCH_RECORDS:
-            yield collector.take()
-        location, raw = f"jobs[{index}]", json.dumps(job, sort_keys=True)
-        try:
-            entries = _json_entries(job)
-        except (ValueError, TypeError, AttributeError) as err:
-            collector.reject(location, raw, f"bad job: {err}")
-        else:
-            collector.add(index, location, raw, entries)
-    context.progress(len(data))
+    seen = 0
+    try:
+        for index, job in enumerate(_json_jobs(stream)):
+            if collector.rows.records >= BATCH_RECORDS:
+                yield collector.take()
+            seen += 1
+            location, raw = f"jobs[{index}]", json.dumps(job, sort_keys=True)
+            try:
+                entries = _json_entries(job)
+            except (ValueError, TypeError, AttributeError) as err:
+                collector.reject(location, raw, f"bad job: {err}")
+            else:
+                collector.add(index, location, raw, entries)
+    except (ValueError, UnicodeDecodeError, RecursionError, inputs.BrokenStream) as err:
+        reason = "JSON nested too deeply" if isinstance(err, RecursionError) else str(err)
+        if not seen:
+            raise UnusableInput(f"{reason}: not valid sacct --json output") from None
+        collector.reject(
+            f"byte {stream.byte}", None, f"{reason} after jobs[{seen - 1}]; the rest is lost"
+        )
     yield collector.take()
 
 
@@ -540,11 +643,7 @@ def parse(path: Path, context: ParseContext) -> Iterator[Batch]:
     """Batches of jobs/job_steps/job_nodes rows from one sacct text or JSON file, plain or
     gzip-compressed."""
     if _first_byte(path) == b"{":
-        try:
-            data = inputs.read_all(path)
-        except inputs.BrokenStream as err:
-            raise UnusableInput(f"sacct --json output: {err} at byte {err.offset}") from None
-        yield from _json_records(data, context)
+        yield from _json_records(_JsonStream(inputs.chunks(path, context.progress)), context)
     else:
         yield from _text_records(_numbered_lines(path, context), context)
 

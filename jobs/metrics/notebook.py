@@ -1,5 +1,4 @@
-"""Execute a notebook of ``notebooks/`` (the analyst notebook ``spatial_burstiness.ipynb`` by
-default) on a lake (nbclient).
+"""Execute the analyst notebook ``notebooks/spatial_burstiness.ipynb`` on a lake (nbclient).
 
 The notebook is package data of ``burstlake.notebooks``, read through importlib.resources, so
 an installed burstlake finds it without a checkout (docs/design.md, "Packaging")."""
@@ -17,22 +16,21 @@ from nbclient import NotebookClient
 
 from burstlake.lake import lake_path
 
-NOTEBOOKS = resources.files("burstlake.notebooks")
-NOTEBOOK = NOTEBOOKS.joinpath("spatial_burstiness.ipynb")
+NOTEBOOK = resources.files("burstlake.notebooks").joinpath("spatial_burstiness.ipynb")
 
 
 def render_notebook(
     lake: str | os.PathLike | None,
     out_path: str | os.PathLike,
     timeout_s: int = 600,
-    name: str | None = None,
+    name: str = NOTEBOOK.name,
 ) -> Path:
-    """Run the notebook ``name`` (default: the analyst notebook) against ``lake`` (its
+    """Run the notebook ``name`` of ``burstlake.notebooks`` against ``lake`` (its
     ``BURSTLAKE_LAKE``) and save it with outputs.
 
     Raises nbclient's CellExecutionError, naming the failing cell, if a cell fails.
     """
-    source = NOTEBOOK if name is None else NOTEBOOKS.joinpath(name)
+    source = resources.files("burstlake.notebooks").joinpath(name)
     if not source.is_file():
         raise FileNotFoundError(f"notebook not found: {source} (reinstall burstlake)")
     notebook = nbformat.reads(source.read_text(encoding="utf-8"), as_version=4)

@@ -1,12 +1,12 @@
 """A Slurm-like allocator and scheduler (paper 004 §3.3.1).
 
-Node selection follows Slurm on Tianhe-1A and CS19: the topology (tree) step puts a job on the
-fewest leaf switches (here cabinets), best fit; otherwise best fit on consecutive free nodes;
-when neither fits (a busy, fragmented machine) the job takes scattered free nodes — the lowest
-ones, or free nodes spread over the machine. A share of jobs skips the consecutive step (node
-features, reservations and weights make production allocations less tidy). So small jobs mostly
-sit in their minimal number of cabinets and large ones spill over (Fig. 4), unevenly or not
-(Fig. 5).
+Node selection follows Slurm on Tianhe-1A and CS19 (the steps are in
+:mod:`burstlake.allocation`): the topology (tree) step puts a job on the fewest leaf switches
+(here cabinets), best fit; otherwise best fit on consecutive free nodes; when neither fits (a
+busy, fragmented machine) the job takes scattered free nodes — the lowest ones, or free nodes
+spread over the machine. A share of jobs skips the consecutive step (node features,
+reservations and weights make production allocations less tidy). So small jobs mostly sit in
+their minimal number of cabinets and large ones spill over (Fig. 4), unevenly or not (Fig. 5).
 Scheduling is first come first served with backfill of smaller jobs; a head job that has
 waited ``max_head_wait_s`` stops the backfill until it starts.
 """
@@ -19,25 +19,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from burstlake.allocation import consecutive, fewest_groups, lowest_free, random_free
 from burstlake.jobs.synth.calibration import Calibration
 from burstlake.jobs.synth.submissions import Submissions
 from burstlake.machines import Machine
-
-
-def _runs(free: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Start and length of each run of consecutive free nodes."""
-    edges = np.diff(np.concatenate(([0], free.view(np.int8), [0])))
-    starts = np.flatnonzero(edges == 1)
-    return starts, np.flatnonzero(edges == -1) - starts
-
-
-def _best_fit_run(free: np.ndarray, n: int) -> int | None:
-    """First node of the smallest run of at least ``n`` free nodes (lowest on ties)."""
-    starts, lengths = _runs(free)
-    fits = lengths >= n
-    if not fits.any():
-        return None
-    return int(starts[fits][np.argmin(lengths[fits])])
 
 
 @dataclass(frozen=True)
@@ -55,8 +40,7 @@ class Allocator:
     def __init__(self, machine: Machine, policy: AllocatorPolicy, rng: np.random.Generator):
         self.free = np.ones(machine.nodes, dtype=bool)
         self.free_count = machine.nodes
-        self.cabinet_size = machine.nodes_per_cabinet
-        self.cabinet_starts = np.arange(0, machine.nodes, machine.nodes_per_cabinet)
+        self.cabinet = np.arange(machine.nodes) // machine.nodes_per_cabinet  # the groups
         self.policy = policy
         self.rng = rng
 
@@ -66,9 +50,9 @@ class Allocator:
             return None
         step = self.rng.random()
         tree, scatter = self.policy.tree_fit_share, self.policy.scatter_share
-        nodes = self._fewest_cabinets(n) if step < tree else None
+        nodes = fewest_groups(self.free, n, self.cabinet) if step < tree else None
         if nodes is None and not tree <= step < tree + scatter:
-            nodes = self._consecutive(n)
+            nodes = consecutive(self.free, n)
         if nodes is None:
             nodes = self._scattered(n)
         self.free[nodes] = False
@@ -77,49 +61,13 @@ class Allocator:
 
     def _scattered(self, n: int) -> np.ndarray:
         """The lowest free nodes, or (``spread_share`` of jobs) free nodes drawn at random."""
-        free = np.flatnonzero(self.free)
         if self.rng.random() < self.policy.spread_share:
-            return np.sort(self.rng.choice(free, n, replace=False))
-        return free[:n]
+            return random_free(self.free, n, self.rng)
+        return lowest_free(self.free, n)
 
     def release(self, nodes: np.ndarray) -> None:
         self.free[nodes] = True
         self.free_count += len(nodes)
-
-    def _consecutive(self, n: int) -> np.ndarray | None:
-        start = _best_fit_run(self.free, n)
-        return None if start is None else np.arange(start, start + n)
-
-    def _fewest_cabinets(self, n: int) -> np.ndarray | None:
-        """Best fit on ⌈n / cabinet size⌉ adjacent cabinets, else on the emptiest ones."""
-        k = math.ceil(n / self.cabinet_size)
-        per_cabinet = np.add.reduceat(self.free.astype(np.int64), self.cabinet_starts)
-        if k > len(per_cabinet):
-            return None
-        window = np.convolve(per_cabinet, np.ones(k, dtype=np.int64), mode="valid")
-        fits = np.flatnonzero(window >= n)
-        if len(fits):
-            first = int(fits[np.argmin(window[fits])])
-            cabinets = np.arange(first, first + k)
-        else:
-            cabinets = np.sort(np.argsort(-per_cabinet, kind="stable")[:k])
-            if per_cabinet[cabinets].sum() < n:
-                return None
-        if k == 1:
-            return self._within_cabinet(int(cabinets[0]), n)
-        mask = np.zeros_like(self.free)
-        for cabinet in cabinets:
-            low = cabinet * self.cabinet_size
-            mask[low : low + self.cabinet_size] = True
-        return np.flatnonzero(self.free & mask)[:n]
-
-    def _within_cabinet(self, cabinet: int, n: int) -> np.ndarray:
-        low = cabinet * self.cabinet_size
-        free = self.free[low : low + self.cabinet_size]
-        start = _best_fit_run(free, n)
-        if start is not None:
-            return low + np.arange(start, start + n)
-        return low + np.flatnonzero(free)[:n]
 
 
 @dataclass(frozen=True)

@@ -51,5 +51,11 @@ def policy(entry: str | Mapping[str, Any]) -> Policy:
 
 
 def _load() -> None:
-    import burstlake.replay.policies.coordination  # noqa: F401 - registers its policies
-    from burstlake.replay.policies import mapping  # noqa: F401 - registers its policies
+    from burstlake.replay.policies import (  # noqa: F401 - register their policies
+        combine,
+        coordination,
+        mapping,
+        placement,
+        servers,
+        throttle,
+    )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from burstlake.machines import PRESETS
@@ -13,11 +14,15 @@ from burstlake.replay.graph import Topology
 from burstlake.replay.topologies import fattree, forwarding, torus
 
 SETTINGS = {
-    "cab1296": {"radix", "leaves", "taper", "server_leaves", "capacities"},
-    "mira512": {"dims", "capacities"},
-    "lake": {"capacities"},
-    **{name: {"capacities"} for name in PRESETS},
+    "cab1296": {"radix", "leaves", "taper", "server_leaves", "capacities", "link_latency"},
+    "mira512": {"dims", "capacities", "link_latency"},
+    "lake": {"capacities", "link_latency"},
+    **{name: {"capacities", "link_latency"} for name in PRESETS},
 }
+# Seconds per link a route crosses where a scenario leaves ``link_latency`` out: the fat-tree's
+# is the CODES router delay (:data:`fattree.LINK_LATENCY`); the forwarding and torus presets
+# model no network latency (004 §5.2 takes the compute network's overhead as negligible).
+LINK_LATENCY = {"cab1296": fattree.LINK_LATENCY}
 
 
 # The capacities (bytes/s) each kind of topology has, which a scenario's ``capacities:`` may set.
@@ -57,6 +62,22 @@ def check(settings: Mapping[str, Any]) -> None:
     bad = {k: v for k, v in caps.items() if not 0 < v < float("inf")}
     if bad:
         raise ValueError(f"topology {name}: each capacity must be positive bytes/s, got {bad}")
+    _link_latency(name, settings)
+
+
+def _link_latency(name: str, settings: Mapping[str, Any]) -> float:
+    """The scenario's ``link_latency`` (seconds per link, >= 0) or the topology's default."""
+    value = settings.get("link_latency", LINK_LATENCY.get(name, 0.0))
+    try:
+        latency = float(value)
+    except (TypeError, ValueError):
+        latency = float("nan")
+    if isinstance(value, bool) or not 0 <= latency < float("inf"):
+        raise ValueError(
+            f"topology {name}: link_latency must be a number of seconds >= 0 "
+            f"(e.g. 9e-8), got {value!r}"
+        )
+    return latency
 
 
 def build(settings: Mapping[str, Any], lake: str | os.PathLike | None = None) -> Topology:
@@ -65,20 +86,24 @@ def build(settings: Mapping[str, Any], lake: str | os.PathLike | None = None) ->
     settings = dict(settings)
     name = settings.pop("name")
     caps = _capacities(settings.get("capacities"))
+    latency = _link_latency(name, settings)
     if name == "cab1296":
         shape = fattree.FatTreeShape(
             int(settings.get("radix", 36)),
             int(settings.get("leaves", 72)),
             float(settings.get("taper", 1.0)),
         )
-        return fattree.build(shape, settings.get("server_leaves"), caps)
+        servers = fattree.isolated_servers(shape, settings.get("server_leaves"))
+        return fattree.build(shape, caps, servers, link_latency=latency)
     if name == "mira512":
-        return torus.build(tuple(settings.get("dims", torus.DIMS)), caps)
-    if name == "lake":
+        topology = torus.build(tuple(settings.get("dims", torus.DIMS)), caps)
+    elif name == "lake":
         from burstlake.lake import read_table
 
-        return forwarding.from_table(read_table(lake, "topology"), capacities=caps)
-    return forwarding.from_machine(PRESETS[name], caps)
+        topology = forwarding.from_table(read_table(lake, "topology"), capacities=caps)
+    else:
+        topology = forwarding.from_machine(PRESETS[name], caps)
+    return replace(topology, settings={**topology.settings, "link_latency": latency}, _cache={})
 
 
 def _capacities(given: Mapping[str, Any] | None) -> dict[str, float] | None:

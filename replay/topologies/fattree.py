@@ -9,6 +9,9 @@ direction. D-mod-k: towards destination host ``d`` a leaf goes up through uplink
 The preset ``cab1296`` (paper 000 §3.1): radix 36, 72 leaves, 1,296 hosts, 12.5 GB/s links,
 72 I/O servers on four leaves, one per pod (the "isolated" placement, two leaves in each half).
 The I/O servers are the forwarding targets: each compute node sends its I/O to one server.
+Where the servers sit is a setting (000 §5.2): ``isolated`` (the default above),
+``spread`` (one per leaf, on the same port, round robin over the leaves) or any host list
+(``random_servers``). Every route pays ``link_latency`` per link it crosses.
 """
 
 from __future__ import annotations
@@ -22,6 +25,11 @@ from burstlake.replay.graph import ResourceSet, Topology
 
 LINK = 12.5e9  # bytes/s per link and direction (paper 000 §3.1)
 SERVER = 12.5e9  # one I/O server's service rate (bytes/s)
+# Seconds per link crossed (router + wire): the 90 ns router_delay of the CODES fat-tree model
+# (the simulator of paper 000 §2.5) in codes-org/codes
+# src/network-workloads/conf/modelnet-mpi-test-fattree.conf (radix-8 tree of 12.5 GB/s links).
+LINK_LATENCY = 90e-9
+ISOLATED_LEAVES = 4  # 000 §3.1: the I/O servers fill four leaves, one per pod (two per half)
 
 CAPACITY_KEYS = ("link", "server")  # the capacities a scenario may set
 
@@ -83,26 +91,75 @@ class FatTreeRouter:
     def hops(self, node: int, target: int) -> int:
         return len(self.io_route(node, target)) - 1
 
+    def groups(self) -> np.ndarray:
+        """The leaf switch of every compute node (the groups of job placement)."""
+        return self.host_of_node // self.shape.down
+
+
+def isolated_servers(shape: FatTreeShape, leaves: list[int] | None = None) -> np.ndarray:
+    """Hosts of whole leaves given to I/O servers: by default the first leaf of each of the
+    first four pods (000 §3.1, "isolated-target")."""
+    if leaves is None:
+        leaves = [pod * shape.down for pod in range(min(ISOLATED_LEAVES, shape.pods))]
+    if any(not 0 <= leaf < shape.leaves for leaf in leaves):
+        raise ValueError(f"server leaves must be in 0..{shape.leaves - 1}, got {leaves}")
+    hosts = np.arange(shape.hosts)
+    return hosts[np.isin(hosts // shape.down, leaves)]
+
+
+def spread_servers(shape: FatTreeShape, count: int) -> np.ndarray:
+    """``count`` servers round robin over all leaves, each on the leaf's last host port
+    (000 §5.2 "spread-target": port 18 of every leaf; D-mod-k then sends all their traffic
+    through one aggregation switch per pod). More servers than leaves take the next-to-last
+    port, and so on."""
+    j = np.arange(count)
+    return np.sort((j % shape.leaves) * shape.down + shape.down - 1 - j // shape.leaves)
+
+
+def random_servers(shape: FatTreeShape, count: int, rng: np.random.Generator) -> np.ndarray:
+    """``count`` servers on hosts drawn at random (000 §5.2 "random-target")."""
+    return np.sort(rng.choice(shape.hosts, count, replace=False))
+
+
+def shape_of(topology: Topology) -> FatTreeShape:
+    """The shape a fat-tree topology was built with (its settings)."""
+    if not isinstance(topology.router, FatTreeRouter):
+        raise ValueError(
+            f"I/O server placement moves servers on a fat-tree (cab1296); "
+            f"topology {topology.name} is not one"
+        )
+    return topology.router.shape
+
+
+def with_servers(topology: Topology, servers: np.ndarray) -> Topology:
+    """The same fat-tree (shape, capacities, latency) with its I/O servers on ``servers``."""
+    shape = shape_of(topology)
+    if len(servers) != len(topology.ions):
+        raise ValueError(f"{topology.name}: {len(topology.ions)} servers, got {len(servers)}")
+    caps = {k: topology.settings[k] for k in CAPACITY_KEYS}
+    return build(shape, caps, servers, topology.name, topology.settings["link_latency"])
+
 
 def build(
     shape: FatTreeShape | None = None,
-    server_leaves: list[int] | None = None,
     capacities: dict[str, float] | None = None,
+    servers: np.ndarray | None = None,
     name: str = "cab1296",
+    link_latency: float = LINK_LATENCY,
 ) -> Topology:
-    """The fat-tree; hosts on ``server_leaves`` are I/O servers, the rest compute nodes.
+    """The fat-tree; hosts in ``servers`` (default :func:`isolated_servers`) are I/O servers,
+    the rest compute nodes.
 
     Compute nodes map to servers in blocks by default (node i → server ⌊i / (m/n)⌋).
     """
     shape = shape or FatTreeShape()
     caps = {"link": LINK, "server": SERVER, **(capacities or {})}
-    if server_leaves is None:
-        server_leaves = [pod * shape.down for pod in range(min(4, shape.pods))]
-    if any(not 0 <= leaf < shape.leaves for leaf in server_leaves):
-        raise ValueError(f"server leaves must be in 0..{shape.leaves - 1}, got {server_leaves}")
+    if not 0 <= link_latency < float("inf"):
+        raise ValueError(f"link_latency must be >= 0 seconds, got {link_latency}")
+    servers = isolated_servers(shape) if servers is None else np.asarray(servers, dtype=np.int64)
     resources = _links(shape, caps["link"])
     hosts = np.arange(shape.hosts)
-    is_server = np.isin(hosts // shape.down, server_leaves)
+    is_server = np.isin(hosts, servers)
     servers, compute = hosts[is_server], hosts[~is_server]
     for h in servers:
         resources.add(f"ios:h{h}", "storage", caps["server"])
@@ -115,7 +172,13 @@ def build(
         tuple(f"ios{j:03d}" for j in range(len(servers))),
         ion_of,
         router,
-        {**caps, "radix": shape.radix, "leaves": shape.leaves, "taper": shape.taper},
+        {
+            **caps,
+            "radix": shape.radix,
+            "leaves": shape.leaves,
+            "taper": shape.taper,
+            "link_latency": float(link_latency),
+        },
     )
 
 

@@ -86,5 +86,4 @@ def kind(name: Any) -> Kind:
 
 
 def _load() -> None:
-    import burstlake.replay.workloads.phases  # noqa: F401 - registers its kinds
-    from burstlake.replay.workloads import ior, lake  # noqa: F401 - register their kinds
+    from burstlake.replay.workloads import ior, jobs, lake, phases  # noqa: F401 - register their kinds

@@ -1,0 +1,50 @@
+"""I/O server placement what-ifs on a fat-tree (paper 000 §5.2): where the I/O servers sit.
+``isolated-target`` (000's default: whole leaves, two in each half of the tree),
+``spread-target`` (one server per leaf, all on the same port) and ``random-target`` (hosts drawn
+at random). Each is a change of the topology (:func:`~burstlake.replay.topologies.fattree.
+with_servers`); the jobs keep their node indices."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from burstlake.replay.graph import Topology
+from burstlake.replay.policies import Apply, register
+from burstlake.replay.policies.placement import seed_of
+from burstlake.replay.topologies import fattree
+
+
+def _servers(place) -> Apply:
+    def apply(topology: Topology, demand: Any) -> tuple[Topology, Any]:
+        shape = fattree.shape_of(topology)
+        return fattree.with_servers(topology, place(shape, len(topology.ions))), demand
+
+    return apply
+
+
+@register("isolated-target")
+def isolated_target(leaves: list[int] | None = None) -> Apply:
+    if leaves is not None and (
+        not isinstance(leaves, list)
+        or not leaves
+        or any(isinstance(x, bool) or not isinstance(x, int) for x in leaves)
+    ):
+        raise ValueError(
+            f"policy isolated-target: leaves must be a list of leaf numbers, got {leaves!r}"
+        )
+    return _servers(lambda shape, _count: fattree.isolated_servers(shape, leaves))
+
+
+@register("spread-target")
+def spread_target() -> Apply:
+    return _servers(fattree.spread_servers)
+
+
+@register("random-target")
+def random_target(seed: int = 0) -> Apply:
+    seed = seed_of("random-target", seed)
+    return _servers(
+        lambda shape, count: fattree.random_servers(shape, count, np.random.default_rng(seed))
+    )
