@@ -15,6 +15,7 @@ With io_phase_gap_s = 50 s job 1's runs merge into one phase 0-130 s of 11500 B.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -32,6 +33,7 @@ from burstlake.machines import Machine, machine
 from burstlake.replay.scenario import load, run
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
+INPUTS = ("jobs", "job_nodes", "node_io", "topology")
 MACHINE = Machine("hand", nodes=8, nodes_per_cabinet=4, nodes_per_ion=2, days=1)
 SETTINGS = MetricSettings(io_phase_bytes_per_s=50.0)
 JOBS = [("1", 0, 300, [0, 1]), ("2", 0, 100, [2, 3, 4]), ("3", 0, 100, [5])]
@@ -82,20 +84,25 @@ def hand_lake(tmp_path_factory) -> Path:
     return lake
 
 
-def spark_phases(spark, lake: Path, settings: MetricSettings) -> list[dict]:
-    """The io_phases rows as the metrics run computes them (job_io → io_phase_rows)."""
-    read = {name: frames.read(spark, lake, name) for name in frames_inputs()}
+@pytest.fixture(scope="module")
+def job_io(spark, hand_lake):
+    """The job × interval traffic and job × node rows of the metrics run (job_io_metrics)."""
+    read = {name: frames.read(spark, hand_lake, name) for name in INPUTS}
     result = job_io_metrics(
-        read["jobs"], read["job_nodes"], read["node_io"], read["topology"], 4, settings
+        read["jobs"], read["job_nodes"], read["node_io"], read["topology"], 4, SETTINGS
     )
-    table = frames.to_arrow(
-        io_phase_rows(result.per_interval, result.node_bytes, settings), "io_phases"
+    kept = replace(
+        result, per_interval=result.per_interval.cache(), node_bytes=result.node_bytes.cache()
     )
-    return table.to_pylist()
+    yield kept
+    kept.per_interval.unpersist()
+    kept.node_bytes.unpersist()
 
 
-def frames_inputs() -> tuple[str, ...]:
-    return ("jobs", "job_nodes", "node_io", "topology")
+def spark_phases(job_io, settings: MetricSettings) -> list[dict]:
+    """The io_phases rows as the metrics run computes them."""
+    rows = io_phase_rows(job_io.per_interval, job_io.node_bytes, settings)
+    return frames.to_arrow(rows, "io_phases").to_pylist()
 
 
 def numpy_phases(settings: MetricSettings) -> list[tuple]:
@@ -133,8 +140,8 @@ def as_tuples(rows: list[dict]) -> list[tuple]:
     ]
 
 
-def test_detected_phases_by_hand_and_by_numpy(spark, hand_lake) -> None:
-    rows = spark_phases(spark, hand_lake, SETTINGS)
+def test_detected_phases_by_hand_and_by_numpy(job_io) -> None:
+    rows = spark_phases(job_io, SETTINGS)
     expected = [
         ("1", 0, 0, 30, 3500, 2, 3),
         ("1", 1, 60, 80, 4000, 2, 2),
@@ -148,7 +155,7 @@ def test_detected_phases_by_hand_and_by_numpy(spark, hand_lake) -> None:
     assert rows[3]["bytes_per_node"] == 800.0 and rows[3]["active_nodes"] == 3
 
     merged = MetricSettings(io_phase_bytes_per_s=50.0, io_phase_gap_s=50.0)
-    rows = spark_phases(spark, hand_lake, merged)
+    rows = spark_phases(job_io, merged)
     assert as_tuples(rows)[0] == ("1", 0, 0, 130, 11500, 2, 6)
     assert as_tuples(rows) == numpy_phases(merged)
 

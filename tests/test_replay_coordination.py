@@ -277,7 +277,7 @@ def test_run_time_errors_are_one_line(tmp_path, lake, capsys) -> None:
     )
     assert "need 300 nodes; topology tiny has 256" in capsys.readouterr().err
     machine = build({"name": "tiny"})
-    with pytest.raises(ValueError, match="policy fcfs coordinates I/O phases"):
+    with pytest.raises(ValueError, match="policy fcfs works on I/O phases"):
         policy("fcfs").apply(machine, None)
 
 

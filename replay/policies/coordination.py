@@ -239,7 +239,7 @@ def _strategy(settings: Settings) -> Apply:
             )
 
     def apply(topology: Topology, demand: Any) -> tuple[Topology, PhaseDemand]:
-        work = require(demand, name)
+        work = require(demand, f"policy {name}")
         return topology, work.map(lambda case: schedule(case, topology, settings))
 
     return apply
@@ -250,7 +250,7 @@ def interfere() -> Apply:
     """Max-min sharing: the phases as they are (the engine shares the storage)."""
 
     def apply(topology: Topology, demand: Any) -> tuple[Topology, PhaseDemand]:
-        return topology, require(demand, "interfere")
+        return topology, require(demand, "policy interfere")
 
     return apply
 

@@ -178,18 +178,16 @@ class PhaseDemand:
     cores_per_node: float = 1.0
     as_ran: np.ndarray | None = None
     sweep: bool = False
-    extra: dict = field(default_factory=dict)
 
     def map(self, change: Callable[[Phases], Phases]) -> PhaseDemand:
         return replace(self, cases=tuple(change(case) for case in self.cases))
 
 
-def require(demand: Any, policy: str) -> PhaseDemand:
-    """``demand`` as phases, or a one-line error for a policy that needs them."""
+def require(demand: Any, user: str) -> PhaseDemand:
+    """``demand`` as phases, or a one-line error for ``user`` (e.g. ``policy fcfs``)."""
     if not isinstance(demand, PhaseDemand):
         raise ValueError(
-            f"policy {policy} coordinates I/O phases: use it with workload source phases "
-            "or lake_phases"
+            f"{user} works on I/O phases: use it with workload source phases or lake_phases"
         )
     return demand
 
@@ -400,7 +398,7 @@ def replay_case(case: Phases, topology: Topology, progress: Progress = None) -> 
 def scores(scenario: Any, topology: Topology, work: Any, progress: Progress) -> Scored:
     """Per phase T, T_alone, I; per scenario Σ N·T (CPU-hours) and Σ I (001 §II-C, §IV-D).
     A sweep gives the per-dt points (``delta_graph``) and the scores summed over its dt."""
-    work = require(work, "scores")
+    work = require(work, "the phases scores")
     results = [replay_case(case, topology, progress) for case in work.cases]
     if not work.sweep:
         case, result = work.cases[0], results[0]
@@ -479,14 +477,9 @@ def lake_demand(workload: dict, topology: Topology, lake: Any) -> PhaseDemand:
         if not mine or not row["bytes"]:
             skipped += 1
             continue
-        phases.append(
-            Phase(
-                f"{row['job_id']}#{row['phase']}",
-                np.unique(mine),
-                row["bytes"] / len(set(mine)),
-                (begin[k] - origin) / 1e6,
-            )
-        )
+        on = np.unique(mine)
+        name = f"{row['job_id']}#{row['phase']}"
+        phases.append(Phase(name, on, row["bytes"] / len(on), (begin[k] - origin) / 1e6))
         as_ran.append(row["duration_s"])
     if skipped:
         log.info(
@@ -517,7 +510,7 @@ def _lake_check(workload: dict, _limits: ScenarioLimits) -> None:
 def lake_scores(scenario: Any, topology: Topology, work: Any, progress: Progress) -> list[sc.Score]:
     """The window's phases replayed under the policy: Σ N·T in CPU-hours and Σ I, beside the
     same figures for the phases as they ran in the trace (T = their duration)."""
-    work = require(work, "scores")
+    work = require(work, "the phases scores")
     case = work.cases[0]
     result = replay_case(case, topology, progress)
     replayed = sc.coordination_totals(
