@@ -17,7 +17,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "topology-aware contention simulator, print a metric × policy comparison and write "
         "the scores to the lake's replay_scores table. Example scenarios ship in "
         "burstlake/replay/scenarios/ (ion_remap.yaml, ior_cs19.yaml, placement_fattree.yaml, "
-        "throttle_fattree.yaml, split_tapered.yaml).",
+        "throttle_fattree.yaml, split_tapered.yaml, calciom_pair.yaml, calciom_sizes.yaml: I/O "
+        "phases coordinated as in paper 001, whose sweeps also fill the delta_graph table).",
     )
     parser.add_argument("--scenario", required=True, help="scenario YAML file")
     parser.add_argument(
