@@ -130,14 +130,21 @@ def run(scenario: Scenario, lake: str | os.PathLike | None, progress: Progress =
     with lake_run(lake, f"replay-{scenario.name}", REPLAY_INPUTS):
         topology = build(scenario.topology, lake)
         demand = kind.demand(scenario.workload, topology, lake)
-        rows = []
+        rows, extra = [], {}
         for each in scenario.policies:
             machine, work = each.apply(topology, demand)
-            for score in kind.scores(scenario, machine, work, progress):
+            result = kind.scores(scenario, machine, work, progress)
+            scored = result if isinstance(result, workloads.Scored) else workloads.Scored(result)
+            for score in scored.scores:
                 rows.append({"policy": each.label, **score.__dict__})
+            for name, part in scored.tables.items():
+                labels = pa.array([each.label] * part.num_rows, pa.string())
+                extra.setdefault(name, []).append(part.append_column("policy", labels))
         table = _table(scenario, topology, rows, kind.window(scenario.workload))
         write_table(lake, "replay_scores", table, source_id=f"scenario-{scenario.name}")
-    catalog.refresh(lake, ["replay_scores"])
+        for name, parts in extra.items():
+            write_table(lake, name, pa.concat_tables(parts), source_id=f"scenario-{scenario.name}")
+    catalog.refresh(lake, ["replay_scores", *extra])
     return table
 
 

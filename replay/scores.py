@@ -270,3 +270,40 @@ def interference_factor_sum(factors: list[float | None]) -> Score:
     """Σ I over the jobs (001 §III.A): the number of jobs when nothing interferes."""
     known = [f for f in factors if f is not None]
     return Score("interference_factor_sum", float(sum(known)) if known else None, "x")
+
+
+COORDINATION_TOTALS = (("io_cpu_hours", "CPU-hours"), ("sum_interference_factor", "x"))
+
+
+def interference_factors(io_time: np.ndarray, alone: np.ndarray) -> np.ndarray:
+    """I = T / T_alone per phase (001 §II-C): 1 when nothing interfered."""
+    return np.asarray(io_time, dtype=float) / np.asarray(alone, dtype=float)
+
+
+def coordination_totals(
+    nodes: np.ndarray, io_time: np.ndarray, alone: np.ndarray, cores_per_node: float
+) -> list[Score]:
+    """The machine-wide metrics of 001 §IV-D: f = Σ N·T (in CPU-hours, N nodes × their cores)
+    and f = Σ I over the phases."""
+    cpu_hours = float(np.sum(np.asarray(nodes) * cores_per_node * io_time) / 3600.0)
+    values = (cpu_hours, float(interference_factors(io_time, alone).sum()))
+    return [Score(m, v, u) for (m, u), v in zip(COORDINATION_TOTALS, values, strict=True)]
+
+
+def phase_scores(
+    names: list[str],
+    nodes: np.ndarray,
+    io_time: np.ndarray,
+    alone: np.ndarray,
+    cores_per_node: float,
+) -> list[Score]:
+    """Per phase its I/O time, T_alone and interference factor; then the totals."""
+    factors = interference_factors(io_time, alone)
+    out = []
+    for name, t, t_alone, i in zip(names, io_time, alone, factors, strict=True):
+        out += [
+            Score(f"io_time[{name}]", float(t), "s"),
+            Score(f"t_alone[{name}]", float(t_alone), "s"),
+            Score(f"interference_factor[{name}]", float(i), "x"),
+        ]
+    return [*out, *coordination_totals(nodes, io_time, alone, cores_per_node)]

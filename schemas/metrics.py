@@ -53,6 +53,30 @@ JOB_IO_METRICS = TableSpec(
     ordered=(("start", "end"),),
 )
 
+IO_PHASES = TableSpec(
+    name="io_phases",
+    doc="Per job, its I/O phases detected from node_io: runs of intervals at the I/O-phase rate "
+    "merged across gaps shorter than io_phase_gap_s (paper 001's unit of coordination).",
+    schema=_schema(
+        ("job_id", STR, False),
+        ("cluster", STR, True),
+        ("phase", I64, False),  # 0, 1, ... in time order within the job
+        ("start", TS, False),
+        ("end", TS, False),  # end of the phase's last interval
+        ("duration_s", F64, False),  # end - start: the phase's I/O time as it ran
+        ("nodes", I64, False),  # N: the job's allocated nodes
+        ("active_nodes", I64, False),  # most nodes moving bytes in one of its intervals
+        ("read_bytes", I64, False),
+        ("write_bytes", I64, False),
+        ("bytes", I64, False),
+        ("bytes_per_node", F64, False),  # bytes / nodes
+        ("intervals", I64, False),  # intervals at the I/O-phase rate in it
+    ),
+    key=("job_id", "cluster", "phase"),
+    nonnegative=("duration_s", "nodes", "active_nodes", "read_bytes", "write_bytes", "bytes"),
+    ordered=(("start", "end"),),
+)
+
 DARSHAN_JOB_METRICS = TableSpec(
     name="darshan_job_metrics",
     doc="Per Darshan log: I/O distribution over ranks and, where DXT names them, over hosts. "
@@ -157,6 +181,7 @@ PLATFORM_SUMMARY = TableSpec(
 
 TABLES: tuple[TableSpec, ...] = (
     JOB_IO_METRICS,
+    IO_PHASES,
     DARSHAN_JOB_METRICS,
     INTERVAL_METRICS,
     CABINET_LOAD,

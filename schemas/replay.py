@@ -27,7 +27,28 @@ REPLAY_SCORES = TableSpec(
     key=("scenario", "policy", "metric"),
 )
 
-TABLES: tuple[TableSpec, ...] = (REPLAY_SCORES,)
+DELTA_GRAPH = TableSpec(
+    name="delta_graph",
+    doc="Δ-graph points of a phases scenario's sweep (paper 001 §II-C): the I/O time of A and B "
+    "per strategy and dt, beside the theoretical proportional-sharing curve.",
+    schema=_schema(
+        ("scenario", pa.string(), False),
+        ("policy", pa.string(), False),
+        ("dt", pa.float64(), False),  # seconds B starts after A
+        ("phase", pa.string(), False),  # the application's name in the scenario
+        ("role", pa.string(), False),  # 'A' (the reference, at 0) or 'B' (at dt)
+        ("nodes", pa.int64(), False),
+        ("io_time_s", pa.float64(), False),
+        ("alone_s", pa.float64(), False),
+        ("interference_factor", pa.float64(), False),  # io_time_s / alone_s
+        ("theory_io_time_s", pa.float64(), False),  # proportional sharing, 001 §II-C
+        ("computed_at", TS, False),
+    ),
+    key=("scenario", "policy", "dt", "role"),
+    nonnegative=("nodes", "io_time_s", "alone_s", "theory_io_time_s"),
+)
+
+TABLES: tuple[TableSpec, ...] = (REPLAY_SCORES, DELTA_GRAPH)
 
 INPUTS: tuple[str, ...] = ("node_io", "jobs", "job_nodes", "topology")
 """The lake tables a replay reads (replay/workloads/, replay/topologies): the replay DAG runs

@@ -22,6 +22,8 @@ from tests.conftest import REPO
 
 PACKAGE_DATA = (
     "burstlake/notebooks/spatial_burstiness.ipynb",
+    "burstlake/notebooks/coordination.ipynb",
+    "burstlake/replay/scenarios/calciom_pair.yaml",
     "burstlake/replay/scenarios/ion_remap.yaml",
     "burstlake/jobs/ingest/zabbix_mapping.yaml",
 )

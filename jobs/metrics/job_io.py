@@ -110,17 +110,33 @@ def job_node_bytes(joined: DataFrame) -> DataFrame:
     )
 
 
-def io_phases(joined: DataFrame, settings: MetricSettings) -> DataFrame:
-    """Per job: seconds of its run in intervals where its nodes move at least the I/O-phase
-    rate (temporal burstiness, 004 §1)."""
-    per_interval = (
+def job_interval_traffic(joined: DataFrame) -> DataFrame:
+    """Per job and interval with node_io rows: the bytes its nodes moved (read, write, io) and
+    how many of them moved any."""
+    return (
         joined.where(F.col("ts").isNotNull())
         .groupBy(*JOB, "ts")
-        .agg(F.sum("io").alias("io"), F.max("interval_s").alias("interval_s"))
+        .agg(
+            F.sum("io").alias("io"),
+            F.sum("read").alias("read"),
+            F.sum("write").alias("write"),
+            F.count(F.when(F.col("io") > 0, 1)).alias("active_nodes"),
+            F.max("interval_s").alias("interval_s"),
+        )
     )
-    busy = F.col("io") >= F.col("interval_s") * F.lit(settings.io_phase_bytes_per_s)
+
+
+def in_io_phase(settings: MetricSettings) -> Column:
+    """A job's interval is in an I/O phase when its nodes move at least the I/O-phase rate."""
+    rate = F.col("interval_s") * F.lit(settings.io_phase_bytes_per_s)
+    return (F.col("io") >= rate) & (F.col("io") > 0)
+
+
+def io_phases(per_interval: DataFrame, settings: MetricSettings) -> DataFrame:
+    """Per job: seconds of its run in intervals where its nodes move at least the I/O-phase
+    rate (temporal burstiness, 004 §1)."""
     return per_interval.groupBy(*JOB).agg(
-        F.sum(F.when(busy & (F.col("io") > 0), F.col("interval_s")).otherwise(0))
+        F.sum(F.when(in_io_phase(settings), F.col("interval_s")).otherwise(0))
         .cast("double")
         .alias("io_phase_s")
     )
@@ -155,10 +171,12 @@ def per_job(node_bytes: DataFrame) -> DataFrame:
 
 @dataclass(frozen=True)
 class JobIO:
-    """The job_io_metrics rows and the job × node bytes behind them (for app divergence)."""
+    """The job_io_metrics rows, the job × node bytes behind them (for app divergence) and the
+    job × interval traffic (for the I/O phases)."""
 
     metrics: DataFrame
     node_bytes: DataFrame
+    per_interval: DataFrame  # job × interval traffic (:func:`job_interval_traffic`)
 
 
 def characteristics(
@@ -213,5 +231,6 @@ def job_io_metrics(
     alloc = allocations(jobs, job_nodes, topology)
     joined = job_intervals(alloc, node_traffic(node_io), settings.time_bucket_s)
     node_bytes = job_node_bytes(joined)
-    jobs_io = join_on_job(per_job(node_bytes), io_phases(joined, settings), "left")
-    return JobIO(characteristics(jobs_io, nodes_per_cabinet, settings), node_bytes)
+    per_interval = job_interval_traffic(joined)
+    jobs_io = join_on_job(per_job(node_bytes), io_phases(per_interval, settings), "left")
+    return JobIO(characteristics(jobs_io, nodes_per_cabinet, settings), node_bytes, per_interval)

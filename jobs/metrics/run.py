@@ -1,11 +1,11 @@
 """Run every metrics job in dependency order (paper 004 §3, §4, §6; docs/design.md, "Metrics").
 
-job_io_metrics → darshan_job_metrics → interval_metrics → cabinet_load, ion_load →
+job_io_metrics → io_phases → darshan_job_metrics → interval_metrics → cabinet_load, ion_load →
 app_metrics (needs job_io) → platform_summary (needs all). Each result lands in the lake as
 the ``metrics`` contribution, replacing the previous run's; the catalog is refreshed at the end.
 
 A run is one :func:`burstlake.lake.run`: it reads one Delta version of each input table, stamps
-every table it commits with its run id and the input versions, and publishes its seven tables
+every table it commits with its run id and the input versions, and publishes its tables
 together at the end, so readers see the previous run's tables until the new ones are all in.
 The same code runs in local mode (default) or on any Spark master URL.
 """
@@ -32,6 +32,7 @@ from .darshan_job import darshan_job_metrics
 from .interval import SystemSize, interval_metrics
 from .job_io import job_io_metrics
 from .loads import level_load
+from .phases import io_phase_rows
 from .platform import platform_summary
 from .settings import MetricSettings
 
@@ -65,6 +66,7 @@ class Pipeline:
     def steps(self) -> list[tuple[str, Callable[[], DataFrame]]]:
         return [
             ("job_io_metrics", self.job_io),
+            ("io_phases", self.phases),
             ("darshan_job_metrics", self.darshan),
             ("interval_metrics", self.intervals),
             ("cabinet_load", lambda: self.load("cabinet")),
@@ -84,7 +86,11 @@ class Pipeline:
             self.settings,
         )
         self.node_bytes = self.keep(result.node_bytes)
+        self.per_interval = self.keep(result.per_interval)
         return self.keep(result.metrics)
+
+    def phases(self) -> DataFrame:
+        return io_phase_rows(self.per_interval, self.node_bytes, self.settings)
 
     def darshan(self) -> DataFrame:
         i = self.inputs

@@ -33,6 +33,9 @@ class MetricSettings:
     """Temporal burstiness: intervals below this fraction of the peak (004 §1, Intrepid)."""
     io_phase_bytes_per_s: float = float(1 << 20)
     """A job is in an I/O phase in an interval where its nodes move at least this rate."""
+    io_phase_gap_s: float = 30.0
+    """A job's I/O-phase intervals separated by a quiet gap shorter than this are one phase
+    (the io_phases table; paper 001's unit of coordination)."""
     darshan_modules: tuple[str, ...] = ("POSIX", "STDIO", "DAOS")
     """Darshan modules whose bytes reach storage (MPI-IO, HDF5, PnetCDF sit above POSIX)."""
     nodes_per_cabinet: int | None = None
@@ -44,6 +47,8 @@ class MetricSettings:
         for name in FRACTIONS:
             if not 0 < getattr(self, name) <= 1:
                 raise ValueError(f"metrics setting {name} must be in (0, 1]")
+        if self.io_phase_gap_s < 0:
+            raise ValueError("metrics setting io_phase_gap_s must be >= 0")
         if self.time_bucket_s <= 0 or (self.nodes_per_cabinet or 1) <= 0:
             raise ValueError("metrics settings time_bucket_s and nodes_per_cabinet must be > 0")
 

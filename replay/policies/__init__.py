@@ -54,6 +54,7 @@ def _load() -> None:
     from burstlake.replay.policies import (  # noqa: F401 - register their policies
         bridges,
         combine,
+        coordination,
         mapping,
         placement,
         reallocation,

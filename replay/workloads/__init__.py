@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
 
 from burstlake.replay.graph import Topology
 
@@ -35,20 +37,30 @@ def _no_window(_spec: dict) -> tuple[datetime | None, datetime | None]:
 
 
 @dataclass(frozen=True)
+class Scored:
+    """One policy's replay when it yields more than scores: rows for further lake tables
+    (table name → rows without the ``policy`` column, which the scenario runner adds)."""
+
+    scores: list[Score]
+    tables: dict[str, pa.Table] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Kind:
     """One workload source.
 
     - ``keys``: the settings a scenario's ``workload:`` may give besides ``source``;
     - ``check(spec, limits)``: refuse bad settings in one line, before any work;
     - ``demand(spec, topology, lake)``: what every policy's ``apply`` receives;
-    - ``scores(scenario, topology, demand, progress)``: replay one policy's machine and demand;
+    - ``scores(scenario, topology, demand, progress)``: replay one policy's machine and demand
+      (a list of scores, or :class:`Scored` with rows for further tables);
     - ``window(spec)``: the time window the scores cover (written with them), if any.
     """
 
     keys: frozenset[str]
     check: Callable[[dict, ScenarioLimits], None]
     demand: Callable[[dict, Topology, Lake], Any]
-    scores: Callable[[Scenario, Topology, Any, Progress], list[Score]]
+    scores: Callable[[Scenario, Topology, Any, Progress], list[Score] | Scored]
     window: Callable[[dict], tuple[datetime | None, datetime | None]] = _no_window
 
 
@@ -81,4 +93,5 @@ def _load() -> None:
         ior,
         jobs,
         lake,
+        phases,
     )

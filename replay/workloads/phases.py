@@ -1,0 +1,549 @@
+"""I/O phases as the unit of replay (paper 001 §II-C, §IV): applications A, B, ... each write
+``bytes_per_node`` from N compute nodes, starting at an offset dt; the coordination strategies
+(:mod:`burstlake.replay.policies.coordination`) decide when each phase may move its bytes.
+
+A phase's bytes go from its nodes through their forwarding targets to storage on the scenario's
+topology (phases take consecutive nodes in the order they are listed, as Slurm packs jobs). Each
+node writes ``files`` files, each in requests of at most ``request_bytes``: one *round* is one
+request of every node of the phase. A strategy pauses a phase only between rounds (at every
+round, or only at file ends: the granularity of 001 §IV-C) by giving a round a ``release`` time
+(:class:`~burstlake.replay.events.Requests`); the one event-driven ``simulate()`` replays it.
+
+    workload:
+      source: phases
+      request_bytes: 64.0e6
+      phases:
+        - {app: A, nodes: 64, bytes_per_node: 4.0e9, files: 4}
+        - {app: B, nodes: 64, bytes_per_node: 1.0e9, start: 5.0}
+      sweep: {dt: {from: -10, to: 10, step: 1}}   # Δ-graph: B starts dt after A (001 §II-C)
+
+``source: lake_phases`` replays instead the ``io_phases`` the metrics detected in the lake's
+node_io (a ``window`` of them), each on its job's allocated nodes, and scores it against the
+phases as they ran (:func:`lake_demand`, :func:`lake_scores`).
+
+Scores (:func:`scores`): per phase its I/O time T, T_alone (the phase replayed alone) and the
+interference factor I = T / T_alone (001 §II-C); per scenario Σ N·T in CPU-hours and Σ I
+(001 §IV-D). A sweep also writes its points to the ``delta_graph`` table, beside the
+theoretical proportional-sharing curve (:func:`proportional_sharing`).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from burstlake.lake import read_table
+from burstlake.machines import PRESETS
+from burstlake.replay import scores as sc
+from burstlake.replay.events import Requests, simulate
+from burstlake.replay.graph import Topology
+from burstlake.replay.workloads import Kind, Progress, ScenarioLimits, Scored, register
+from burstlake.replay.workloads.lake import window_bounds
+
+log = logging.getLogger(__name__)
+LIMITS = ScenarioLimits()
+
+# The settings where a scenario leaves them out.
+REQUEST_BYTES = 64.0e6  # one request of one node (an MPI-IO collective buffer, 001 §IV-B)
+PHASE_KEYS = {"app", "nodes", "bytes_per_node", "start", "files"}
+SWEEP_POINTS = 2_000  # at most this many dt values in one sweep
+DELTA_TABLE = "delta_graph"
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One application's I/O phase: N = ``len(nodes)`` compute nodes (indices on the topology)
+    each write ``bytes_per_node`` in ``files`` equal files from ``start`` (seconds)."""
+
+    app: str
+    nodes: np.ndarray
+    bytes_per_node: float
+    start: float = 0.0
+    files: int = 1
+
+    @property
+    def n(self) -> int:
+        return len(self.nodes)
+
+
+@dataclass(frozen=True)
+class Phases:
+    """Phases meeting on one machine (a scenario, one point of a sweep, a window of the lake),
+    with the strategy's schedule once a policy gave one: ``release[i][r]`` is the time before
+    which round r of phase i is not issued (-inf: no constraint)."""
+
+    phases: tuple[Phase, ...]
+    request_bytes: float = REQUEST_BYTES
+    release: tuple[np.ndarray, ...] | None = None
+    alone: np.ndarray | None = None  # T_alone per phase, when a policy already replayed them
+    dt: float | None = None  # the sweep point, if any
+    memo: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def rounds(self, i: int) -> np.ndarray:
+        """Request size of each round of phase i: each file cut in ``request_bytes`` pieces."""
+        phase = self.phases[i]
+        per_file = phase.bytes_per_node / phase.files
+        pieces = max(1, math.ceil(per_file / self.request_bytes - 1e-9))
+        sizes = np.full(pieces, min(self.request_bytes, per_file))
+        sizes[-1] = per_file - sizes[0] * (pieces - 1)
+        return np.tile(sizes, phase.files)
+
+    def file_ends(self, i: int) -> np.ndarray:
+        """Whether round r of phase i ends a file (where a file-grained phase may pause)."""
+        per_file = len(self.rounds(i)) // self.phases[i].files
+        return (np.arange(len(self.rounds(i))) + 1) % per_file == 0
+
+    def requests(self, topology: Topology, only: int | None = None) -> tuple[Requests, np.ndarray]:
+        """Every phase's requests on ``topology`` (or phase ``only``, from time 0, without
+        releases: the phase alone); and the phase of each request. Node j of a phase is one
+        stream of its rounds."""
+        chosen = range(len(self.phases)) if only is None else [only]
+        parts: list[tuple[np.ndarray, ...]] = []
+        streams = 0
+        for i in chosen:
+            phase, rounds = self.phases[i], self.rounds(i)
+            count, n = len(rounds), phase.n
+            gap = np.zeros(count)
+            gap[0] = 0.0 if only is not None else phase.start
+            release = np.full(count, -np.inf)
+            if only is None and self.release is not None:
+                release = np.asarray(self.release[i], dtype=float)
+            parts.append(
+                (
+                    streams + np.repeat(np.arange(n), count),
+                    np.tile(rounds, n),
+                    np.tile(gap, n),
+                    np.tile(release, n),
+                    np.full(n * count, i),
+                    np.repeat(phase.nodes, count),
+                )
+            )
+            streams += n
+        stream, size, gap, release, owner, node = (
+            np.concatenate(c) for c in zip(*parts, strict=True)
+        )
+        requests = Requests(
+            stream=stream.astype(np.int64),
+            size=size,
+            gap=gap,
+            paths=topology.io_paths().take(node.astype(np.int64)),
+            release=release,
+        )
+        return requests, owner.astype(np.int64)
+
+    def alone_times(self, topology: Topology) -> np.ndarray:
+        """T_alone of each phase: the phase replayed alone on the machine (001 §II-C);
+        computed once per machine."""
+        if self.alone is not None:
+            return self.alone
+        known = self.memo.get(id(topology))
+        if known is not None and known[0] is topology:
+            return known[1]
+        capacity = topology.resources.capacity
+        times = []
+        for i in range(len(self.phases)):
+            requests, _ = self.requests(topology, only=i)
+            times.append(float(np.max(simulate(requests, capacity).end)))
+        self.memo[id(topology)] = (topology, np.asarray(times))
+        return self.memo[id(topology)][1]
+
+    def io_times(self, topology: Topology, progress: Progress = None) -> np.ndarray:
+        """T of each phase replayed together: from its start to its last byte."""
+        requests, owner = self.requests(topology)
+        end = simulate(requests, topology.resources.capacity, progress).end
+        last = np.full(len(self.phases), -np.inf)
+        np.maximum.at(last, owner, end)
+        return last - np.asarray([p.start for p in self.phases])
+
+    @property
+    def weights(self) -> np.ndarray:
+        return np.asarray([p.n for p in self.phases], dtype=float)
+
+
+@dataclass(frozen=True)
+class PhaseDemand:
+    """What the coordination policies transform: one :class:`Phases` per case (one, or one per
+    dt of a sweep), the cores behind each node (for CPU-hours), and the I/O times of the
+    phases as they ran (lake phases only)."""
+
+    cases: tuple[Phases, ...]
+    cores_per_node: float = 1.0
+    as_ran: np.ndarray | None = None
+    sweep: bool = False
+
+    def map(self, change: Callable[[Phases], Phases]) -> PhaseDemand:
+        return replace(self, cases=tuple(change(case) for case in self.cases))
+
+
+def require(demand: Any, user: str) -> PhaseDemand:
+    """``demand`` as phases, or a one-line error for ``user`` (e.g. ``policy fcfs``)."""
+    if not isinstance(demand, PhaseDemand):
+        raise ValueError(
+            f"{user} works on I/O phases: use it with workload source phases or lake_phases"
+        )
+    return demand
+
+
+def proportional_sharing(
+    alone_a: float, alone_b: float, n_a: float, n_b: float, dt: float
+) -> tuple[float, float]:
+    """The theoretical Δ-graph point (001 §II-C): A starts at 0, B at dt; alone each takes the
+    whole storage, together they share it in proportion to their node counts (each node one
+    equal share, as max-min gives). Returns (T_A, T_B); piecewise linear in dt."""
+    if dt < 0:
+        t_b, t_a = proportional_sharing(alone_b, alone_a, n_b, n_a, -dt)
+        return t_a, t_b
+    share_a, share_b = n_a / (n_a + n_b), n_b / (n_a + n_b)
+    left = alone_a - dt  # A's remaining work (alone-seconds) when B arrives
+    if left <= 0:
+        return alone_a, alone_b
+    # both run: A ends first if its remaining work at its share takes less than B's
+    if left / share_a <= alone_b / share_b:
+        overlap = left / share_a
+        return dt + overlap, overlap + (alone_b - overlap * share_b)
+    overlap = alone_b / share_b
+    return dt + overlap + (left - overlap * share_a), overlap
+
+
+def _number(value: Any, key: str, *, integer: bool = False) -> float:
+    if isinstance(value, bool):
+        raise ValueError(f"{key} must be a number, got {value!r}")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{key} must be a number, got {value!r}") from None
+    if not math.isfinite(number):
+        raise ValueError(f"{key} must be finite, got {value!r}")
+    if integer and number != int(number):
+        raise ValueError(f"{key} must be a whole number, got {value!r}")
+    return number
+
+
+def _phase_specs(workload: dict) -> list[dict]:
+    """The ``phases:`` list, each entry checked (one-line errors naming the key)."""
+    specs = workload.get("phases")
+    if not isinstance(specs, list) or not specs:
+        raise ValueError("workload phases: phases must be a non-empty list of {app, nodes, ...}")
+    out, seen = [], set()
+    for k, spec in enumerate(specs):
+        where = f"workload phases: phases[{k}]"
+        if not isinstance(spec, dict):
+            raise ValueError(f"{where} must be a mapping with keys {sorted(PHASE_KEYS)}")
+        unknown = set(spec) - PHASE_KEYS
+        if unknown:
+            raise ValueError(
+                f"{where}: unknown keys {sorted(unknown)}; allowed {sorted(PHASE_KEYS)}"
+            )
+        for key in ("app", "nodes", "bytes_per_node"):
+            if key not in spec:
+                raise ValueError(f"{where}: missing key {key!r}")
+        app = str(spec["app"])
+        if not app or app in seen:
+            raise ValueError(f"{where}.app: {app!r} is {'empty' if not app else 'listed twice'}")
+        seen.add(app)
+        nodes = _number(spec["nodes"], f"{where}.nodes", integer=True)
+        if nodes < 1:
+            raise ValueError(f"{where}.nodes: a phase needs at least 1 node, got {spec['nodes']}")
+        size = _number(spec["bytes_per_node"], f"{where}.bytes_per_node")
+        if size <= 0:
+            raise ValueError(f"{where}.bytes_per_node must be positive, got {size:g}")
+        start = _number(spec.get("start", 0.0), f"{where}.start")
+        if start < 0:
+            raise ValueError(f"{where}.start: an offset is at least 0 s, got {start:g}")
+        files = _number(spec.get("files", 1), f"{where}.files", integer=True)
+        if files < 1:
+            raise ValueError(f"{where}.files must be at least 1, got {spec.get('files')}")
+        out.append(
+            {
+                "app": app,
+                "nodes": int(nodes),
+                "bytes_per_node": size,
+                "start": start,
+                "files": int(files),
+            }
+        )
+    return out
+
+
+def sweep_points(workload: dict) -> np.ndarray | None:
+    """The dt values of a ``sweep:`` (a list, or ``{from, to, step}``), or None."""
+    sweep = workload.get("sweep")
+    if sweep is None:
+        return None
+    if not isinstance(sweep, dict) or set(sweep) != {"dt"}:
+        raise ValueError("workload phases: sweep is {dt: [values]} or {dt: {from, to, step}}")
+    values = sweep["dt"]
+    if isinstance(values, dict):
+        if set(values) != {"from", "to", "step"}:
+            raise ValueError("workload phases: sweep.dt as a range needs exactly from, to, step")
+        low, high, step = (_number(values[k], f"sweep.dt.{k}") for k in ("from", "to", "step"))
+        if step <= 0 or high < low:
+            raise ValueError("workload phases: sweep.dt needs step > 0 and to >= from")
+        count = math.floor((high - low) / step + 1e-9) + 1
+        if count > SWEEP_POINTS:
+            raise ValueError(
+                f"workload phases: sweep.dt has {count} points; at most {SWEEP_POINTS}"
+            )
+        return low + step * np.arange(count)
+    if not isinstance(values, list) or not values:
+        raise ValueError("workload phases: sweep.dt must be a non-empty list or {from, to, step}")
+    points = np.asarray([_number(v, "sweep.dt[]") for v in values])
+    if len(np.unique(points)) != len(points):
+        raise ValueError("workload phases: sweep.dt lists a value twice")
+    if len(points) > SWEEP_POINTS:
+        raise ValueError(
+            f"workload phases: sweep.dt has {len(points)} points; at most {SWEEP_POINTS}"
+        )
+    return points
+
+
+def request_bytes(workload: dict) -> float:
+    size = _number(workload.get("request_bytes", REQUEST_BYTES), "workload: request_bytes")
+    if size <= 0:
+        raise ValueError(f"workload: request_bytes must be positive, got {size:g}")
+    return size
+
+
+def cores_per_node(workload: dict, topology: str | None) -> float:
+    """The cores behind each node for CPU-hours: the setting, else the machine preset's
+    (burstlake.machines), else 1 (then CPU-hours count nodes)."""
+    if "cores_per_node" in workload:
+        cores = _number(workload["cores_per_node"], "workload: cores_per_node")
+        if cores <= 0:
+            raise ValueError(f"workload: cores_per_node must be positive, got {cores:g}")
+        return cores
+    return float(PRESETS[topology].cores_per_node) if topology in PRESETS else 1.0
+
+
+def check(workload: dict, limits: ScenarioLimits) -> None:
+    specs = _phase_specs(workload)
+    points = sweep_points(workload)
+    if points is not None and len(specs) != 2:
+        raise ValueError(
+            f"workload phases: a sweep moves B against A: give 2 phases, got {len(specs)}"
+        )
+    size = request_bytes(workload)
+    cores_per_node(workload, None)
+    per_case = sum(
+        s["nodes"] * s["files"] * math.ceil(s["bytes_per_node"] / s["files"] / size - 1e-9)
+        for s in specs
+    )
+    total = per_case * (1 if points is None else len(points))
+    if total > limits.requests:
+        raise ValueError(
+            f"workload phases asks for {total:,} requests; the limit is {limits.requests:,} "
+            "(a larger request_bytes, fewer nodes or sweep points)"
+        )
+
+
+def demand(workload: dict, topology: Topology, _lake: Any = None) -> PhaseDemand:
+    """The scenario's phases on consecutive compute nodes of ``topology`` (one case per sweep
+    point: A at 0 and B at dt, shifted so the earlier starts at 0)."""
+    specs = _phase_specs(workload)
+    needed = sum(s["nodes"] for s in specs)
+    if needed > len(topology.nodes):
+        raise ValueError(
+            f"workload phases: the phases need {needed} nodes; topology {topology.name} "
+            f"has {len(topology.nodes)}"
+        )
+    first = np.cumsum([0] + [s["nodes"] for s in specs])
+    phases = tuple(
+        Phase(
+            s["app"],
+            np.arange(first[k], first[k] + s["nodes"], dtype=np.int64),
+            s["bytes_per_node"],
+            s["start"],
+            s["files"],
+        )
+        for k, s in enumerate(specs)
+    )
+    size = request_bytes(workload)
+    cores = cores_per_node(workload, topology.name)
+    points = sweep_points(workload)
+    if points is None:
+        return PhaseDemand((Phases(phases, size),), cores)
+    cases = []
+    for dt in points:
+        a, b = phases
+        cases.append(
+            Phases((replace(a, start=max(0.0, -dt)), replace(b, start=max(0.0, dt))), size, dt=dt)
+        )
+    return PhaseDemand(tuple(cases), cores, sweep=True)
+
+
+@dataclass(frozen=True)
+class CaseScores:
+    """One case replayed under one policy: T, T_alone and I per phase."""
+
+    io_time: np.ndarray
+    alone: np.ndarray
+
+    @property
+    def interference(self) -> np.ndarray:
+        return sc.interference_factors(self.io_time, self.alone)
+
+
+def replay_case(case: Phases, topology: Topology, progress: Progress = None) -> CaseScores:
+    return CaseScores(case.io_times(topology, progress), case.alone_times(topology))
+
+
+def scores(scenario: Any, topology: Topology, work: Any, progress: Progress) -> Scored:
+    """Per phase T, T_alone, I; per scenario Σ N·T (CPU-hours) and Σ I (001 §II-C, §IV-D).
+    A sweep gives the per-dt points (``delta_graph``) and the scores summed over its dt."""
+    work = require(work, "the phases scores")
+    results = [replay_case(case, topology, progress) for case in work.cases]
+    if not work.sweep:
+        case, result = work.cases[0], results[0]
+        names = [p.app for p in case.phases]
+        return Scored(
+            sc.phase_scores(names, case.weights, result.io_time, result.alone, work.cores_per_node)
+        )
+    totals = [
+        sc.coordination_totals(case.weights, r.io_time, r.alone, work.cores_per_node)
+        for case, r in zip(work.cases, results, strict=True)
+    ]
+    out = [
+        sc.Score(f"{metric}_sweep_sum", float(sum(t[k].value for t in totals)), unit)
+        for k, (metric, unit) in enumerate(sc.COORDINATION_TOTALS)
+    ]
+    return Scored(out, {DELTA_TABLE: delta_rows(scenario.name, work, results)})
+
+
+def delta_rows(scenario: str, work: PhaseDemand, results: list[CaseScores]) -> pa.Table:
+    """One ``delta_graph`` row per dt and phase (without the policy column: the runner adds
+    it), with the theoretical proportional-sharing I/O time of 001 §II-C."""
+    rows = []
+    now = datetime.now(UTC)
+    for case, result in zip(work.cases, results, strict=True):
+        a, b = case.phases
+        theory = proportional_sharing(*result.alone, a.n, b.n, float(case.dt))
+        for k, phase in enumerate(case.phases):
+            rows.append(
+                {
+                    "scenario": scenario,
+                    "dt": float(case.dt),
+                    "phase": phase.app,
+                    "role": "AB"[k],
+                    "nodes": phase.n,
+                    "io_time_s": float(result.io_time[k]),
+                    "alone_s": float(result.alone[k]),
+                    "interference_factor": float(result.interference[k]),
+                    "theory_io_time_s": float(theory[k]),
+                    "computed_at": now,
+                }
+            )
+    return pa.Table.from_pylist(rows)
+
+
+def lake_demand(workload: dict, topology: Topology, lake: Any) -> PhaseDemand:
+    """The ``io_phases`` of the lake whose start is in the window (``burstlake metrics``
+    detects them), each on its job's allocated nodes of ``topology``, with its I/O time as it
+    ran (the phase's duration in the trace)."""
+    start, end = window_bounds(workload.get("window"))
+    condition = pc.field("start").is_valid()
+    for bound, keep in (
+        (start, pc.field("start") >= _ts(start)),
+        (end, pc.field("start") < _ts(end)),
+    ):
+        if bound is not None:
+            condition &= keep
+    table = read_table(
+        lake, "io_phases", ["job_id", "cluster", "phase", "start", "duration_s", "bytes"], condition
+    )
+    if table.num_rows == 0:
+        raise ValueError(
+            "no io_phases rows in the window: run `burstlake metrics` on the lake first"
+        )
+    table = table.sort_by([("start", "ascending"), ("job_id", "ascending"), ("phase", "ascending")])
+    nodes = read_table(lake, "job_nodes", ["job_id", "cluster", "node"])
+    index = topology.node_index
+    held: dict[tuple, list[int]] = {}
+    for row in nodes.to_pylist():
+        if row["node"] in index:
+            held.setdefault((row["job_id"], row["cluster"]), []).append(index[row["node"]])
+    begin = table["start"].cast(pa.int64()).to_numpy()
+    origin = int(begin.min()) if start is None else round(start.timestamp() * 1e6)
+    phases, as_ran, skipped = [], [], 0
+    for k, row in enumerate(table.to_pylist()):
+        mine = held.get((row["job_id"], row["cluster"]))
+        if not mine or not row["bytes"]:
+            skipped += 1
+            continue
+        on = np.unique(mine)
+        name = f"{row['job_id']}#{row['phase']}"
+        phases.append(Phase(name, on, row["bytes"] / len(on), (begin[k] - origin) / 1e6))
+        as_ran.append(row["duration_s"])
+    if skipped:
+        log.info(
+            "lake_phases: %d phases without nodes on %s or bytes skipped", skipped, topology.name
+        )
+    if not phases:
+        raise ValueError(f"no io_phases of the window run on topology {topology.name}'s nodes")
+    case = Phases(tuple(phases), request_bytes(workload))
+    count = sum(p.n * len(case.rounds(i)) for i, p in enumerate(phases))
+    if count > LIMITS.requests:
+        raise ValueError(
+            f"workload lake_phases: the window's phases make {count:,} requests; the limit is "
+            f"{LIMITS.requests:,} (a larger request_bytes or a shorter window)"
+        )
+    return PhaseDemand((case,), cores_per_node(workload, topology.name), np.asarray(as_ran))
+
+
+def _ts(moment: datetime | None) -> pa.Scalar:
+    return pa.scalar(moment, type=pa.timestamp("us", tz="UTC"))
+
+
+def _lake_check(workload: dict, _limits: ScenarioLimits) -> None:
+    window_bounds(workload.get("window"))
+    request_bytes(workload)
+    cores_per_node(workload, None)
+
+
+def lake_scores(scenario: Any, topology: Topology, work: Any, progress: Progress) -> list[sc.Score]:
+    """The window's phases replayed under the policy: Σ N·T in CPU-hours and Σ I, beside the
+    same figures for the phases as they ran in the trace (T = their duration)."""
+    work = require(work, "the phases scores")
+    case = work.cases[0]
+    result = replay_case(case, topology, progress)
+    replayed = sc.coordination_totals(
+        case.weights, result.io_time, result.alone, work.cores_per_node
+    )
+    ran = sc.coordination_totals(case.weights, work.as_ran, result.alone, work.cores_per_node)
+    factors = result.interference
+    return [
+        *replayed,
+        *(sc.Score(f"{s.metric}_as_ran", s.value, s.unit) for s in ran),
+        sc.Score("phases", float(len(case.phases)), "phases"),
+        sc.Score("interference_factor_max", float(factors.max()), "x"),
+        sc.Score("io_time_mean", float(result.io_time.mean()), "s"),
+    ]
+
+
+LAKE_KIND = register(
+    "lake_phases",
+    Kind(
+        keys=frozenset({"window", "request_bytes", "cores_per_node"}),
+        check=_lake_check,
+        demand=lake_demand,
+        scores=lake_scores,
+        window=lambda spec: window_bounds(spec.get("window")),
+    ),
+)
+
+KIND = register(
+    "phases",
+    Kind(
+        keys=frozenset({"phases", "request_bytes", "sweep", "cores_per_node"}),
+        check=check,
+        demand=demand,
+        scores=scores,
+    ),
+)
