@@ -1,21 +1,22 @@
-"""Airflow DAG `replay`: runs whenever a lake table the replay reads (node_io, jobs, job_nodes,
-topology: burstlake.schemas.replay.INPUTS) is updated, replays every scenario in
-``$BURSTLAKE_SCENARIOS`` (default: the examples shipped with the package) and writes
-``replay_scores`` (docs/design.md, Replay)."""
+"""Airflow DAG `replay`: runs whenever the metrics run publishes the tables the replay reads from
+it (job_io_metrics, io_phases: burstlake.schemas.replay.TRIGGERS; the metrics run follows every
+change of the replay's other inputs, node_io, jobs, job_nodes and topology), replays every
+scenario in ``$BURSTLAKE_SCENARIOS`` (default: the examples shipped with the package) and
+writes ``replay_scores`` (docs/design.md, Replay)."""
 
 from __future__ import annotations
 
 from airflow.sdk import dag, task
 
 from burstlake.orchestration import dag_arguments, lake_asset, on_update
-from burstlake.schemas.replay import INPUTS
+from burstlake.schemas.replay import TRIGGERS
 
 
 @dag(
     **dag_arguments(
         "replay",
-        on_update(INPUTS),
-        "When a replay input changes, replay the lake's traces under each scenario's what-if "
+        on_update(TRIGGERS),
+        "When the metrics are recomputed, replay the lake's traces under each scenario's what-if "
         "policies (docs/design.md, Replay).",
         "replay",
     )

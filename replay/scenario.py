@@ -34,8 +34,8 @@ from burstlake.replay.policies import Policy, policy
 from burstlake.replay.topologies import build
 from burstlake.replay.topologies import check as check_topology
 from burstlake.replay.workloads import Progress, ScenarioLimits
+from burstlake.schemas.replay import INPUTS
 
-REPLAY_INPUTS = ("jobs", "job_nodes", "node_io", "topology")
 KEYS = {"name", "description", "workload", "topology", "policies", "job_scores"}
 
 LIMITS = ScenarioLimits()
@@ -127,7 +127,7 @@ def run(scenario: Scenario, lake: str | os.PathLike | None, progress: Progress =
     the run id and those versions (:func:`burstlake.lake.run`).
     """
     kind = workloads.kind(scenario.workload["source"])
-    with lake_run(lake, f"replay-{scenario.name}", REPLAY_INPUTS):
+    with lake_run(lake, f"replay-{scenario.name}", INPUTS):
         topology = build(scenario.topology, lake)
         demand = kind.demand(scenario.workload, topology, lake)
         rows, extra = [], {}

@@ -251,17 +251,14 @@ def interference_scores(
     I = T / T_alone of its completion time T (001 §II.C; the checkpoint time of an I/O job,
     000 §5.3) and the bytes it moved."""
     mean, alone = (float(v.mean()) if len(v) else None for v in (latency, latency_alone))
+    factor = float(interference_factors(completion, completion_alone)) if completion_alone else None
     return [
         *transfer_stats(f"{job}_latency", latency),
         *transfer_stats(f"{job}_baseline_latency", latency_alone),
         Score(f"{job}_slowdown", mean / alone if mean is not None and alone else None, "x"),
         Score(f"{job}_completion_time", completion, "s"),
         Score(f"{job}_baseline_completion_time", completion_alone, "s"),
-        Score(
-            f"{job}_interference_factor",
-            completion / completion_alone if completion_alone > 0 else None,
-            "x",
-        ),
+        Score(f"{job}_interference_factor", factor, "x"),
         Score(f"{job}_bytes", moved, "bytes"),
     ]
 

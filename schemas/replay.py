@@ -50,6 +50,17 @@ DELTA_GRAPH = TableSpec(
 
 TABLES: tuple[TableSpec, ...] = (REPLAY_SCORES, DELTA_GRAPH)
 
-INPUTS: tuple[str, ...] = ("node_io", "jobs", "job_nodes", "topology")
-"""The lake tables a replay reads (replay/workloads/, replay/topologies): the replay DAG runs
-when any of them changes."""
+INPUTS: tuple[str, ...] = (
+    "node_io",
+    "jobs",
+    "job_nodes",
+    "topology",
+    "job_io_metrics",  # reallocation predicts jobs from their application's history
+    "io_phases",  # the lake's I/O phases, coordinated
+)
+"""The lake tables a replay reads (replay/workloads/, replay/topologies), each pinned at one
+version for the run."""
+
+TRIGGERS: tuple[str, ...] = ("job_io_metrics", "io_phases")
+"""The replay DAG runs when the metrics publish these: every change of the other inputs is
+also a metrics input, so the replay follows the metrics run and sees both at one state."""

@@ -8,10 +8,11 @@ import pyarrow as pa
 
 from burstlake.lake import read_table, write_table
 from burstlake.machines import machine
-from burstlake.schemas.replay import INPUTS
+from burstlake.schemas.metrics import INPUTS as METRICS_INPUTS
+from burstlake.schemas.replay import INPUTS, TRIGGERS
 
 
-def test_replay_dag_is_scheduled_on_the_tables_it_reads(airflow_db):
+def test_replay_dag_runs_after_the_metrics_it_reads(airflow_db):
     from airflow.dag_processing.dagbag import DagBag
 
     from tests.conftest import REPO
@@ -19,13 +20,9 @@ def test_replay_dag_is_scheduled_on_the_tables_it_reads(airflow_db):
     dag = DagBag(dag_folder=str(REPO / "dags")).get_dag("replay")
     condition = dag.timetable.asset_condition  # any one updated input triggers a run
     assert type(condition).__name__ == "AssetAny"
-    assert {asset.name for asset in condition.objects} == {
-        "lake.node_io",
-        "lake.jobs",
-        "lake.job_nodes",
-        "lake.topology",
-    }
-    assert {f"lake.{t}" for t in INPUTS} == {asset.name for asset in condition.objects}
+    assert {asset.name for asset in condition.objects} == {"lake.job_io_metrics", "lake.io_phases"}
+    # the replay's other inputs all trigger the metrics run, which then triggers the replay
+    assert set(INPUTS) - set(TRIGGERS) <= set(METRICS_INPUTS)
 
 
 def test_replay_dag_writes_scores_for_every_scenario(run_dag, lake, tmp_path, monkeypatch):
