@@ -224,7 +224,7 @@ def test_interfere_delta_graph_is_the_theoretical_curve(tmp_path, lake) -> None:
         ("phases: [{app: A, nodes: 1}]", r"phases\[0\]: missing key 'bytes_per_node'"),
         ("phases: [{app: A, nodes: 1, bytes_per_node: 1, colour: red}]", "unknown keys"),
         ("phases: [{app: A, nodes: 0, bytes_per_node: 1}]", r"phases\[0\].nodes: a phase needs"),
-        ("phases: [{app: A, nodes: 1.5, bytes_per_node: 1}]", "nodes must be a whole number"),
+        ("phases: [{app: A, nodes: 1.5, bytes_per_node: 1}]", "nodes must be an integer"),
         ("phases: [{app: A, nodes: 1, bytes_per_node: -5}]", "bytes_per_node must be positive"),
         ("phases: [{app: A, nodes: 1, bytes_per_node: x}]", "bytes_per_node must be a number"),
         ("phases: [{app: A, nodes: 1, bytes_per_node: 1, start: -2}]", "start: an offset is"),

@@ -57,7 +57,7 @@ BW = "{{source: bridge_write, {}}}"
         (text(A2A.format("rounds: 0")), "workload io_alltoall: rounds must be an integer > 0"),
         (text(A2A.format("rounds: 2.5")), "rounds must be an integer > 0"),
         (text(A2A.format("message_bytes: big")), "message_bytes must be a number > 0"),
-        (text(A2A.format("seed: -2")), "seed must be an integer > -1"),
+        (text(A2A.format("seed: -2")), "seed must be an integer >= 0"),
         (text(A2A.format("nodes: 256, rounds: 100")), "the limit is"),
         # bridge_write
         (text(BW.format("writers: 2")), "workload bridge_write: writers is a fraction in (0, 1]"),

@@ -6,6 +6,7 @@ the scenario runner never change when a workload is added."""
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,6 +31,31 @@ class ScenarioLimits:
 
     file_bytes: int = 1_000_000  # a scenario is a few lines of YAML
     requests: int = 5_000_000  # simulated requests of a synthetic workload (paper 000: 1.2 M)
+
+
+def number(
+    where: str,
+    value: Any,
+    *,
+    low: float | None = None,
+    strict: bool = False,
+    integer: bool = False,
+) -> float:
+    """A scenario setting that must be a finite number (YAML's ``1e9``, read as text, counts),
+    at least ``low`` (above it with ``strict``), whole with ``integer``. The one-line error
+    names ``where`` (the workload and key) and what is allowed."""
+    try:
+        parsed = math.nan if isinstance(value, bool) else float(value)
+    except (TypeError, ValueError):
+        parsed = math.nan
+    good = math.isfinite(parsed) and (not integer or parsed == int(parsed))
+    if low is not None:
+        good = good and (parsed > low if strict else parsed >= low)
+    if not good:
+        what = "an integer" if integer else "a number"
+        bound = "" if low is None else f" {'>' if strict else '>='} {low:g}"
+        raise ValueError(f"{where} must be {what}{bound}, got {value!r}")
+    return parsed
 
 
 def _no_window(_spec: dict) -> tuple[datetime | None, datetime | None]:

@@ -12,9 +12,9 @@ import numpy as np
 
 from burstlake.replay import scores as sc
 from burstlake.replay.graph import Topology
-from burstlake.replay.workloads import Kind, Progress, ScenarioLimits, register
+from burstlake.replay.workloads import Kind, Progress, ScenarioLimits, number, register
 from burstlake.replay.workloads.ior import requests_per_node
-from burstlake.replay.workloads.writes import number, write_time
+from burstlake.replay.workloads.writes import write_time
 
 DEFAULTS = {"bytes_per_node": 4e9, "request_bytes": 1e9, "writers": 1.0}
 
@@ -39,9 +39,10 @@ def settings(workload: dict) -> tuple[float, float, float]:
     """(bytes_per_node, request_bytes, writers), each checked with a one-line error."""
     spec = DEFAULTS | workload
     size, request = (
-        number("bridge_write", k, spec[k]) for k in ("bytes_per_node", "request_bytes")
+        number(f"workload bridge_write: {k}", spec[k], low=0, strict=True)
+        for k in ("bytes_per_node", "request_bytes")
     )
-    writers = number("bridge_write", "writers", spec["writers"])
+    writers = number("workload bridge_write: writers", spec["writers"], low=0, strict=True)
     if not 0 < writers <= 1:
         raise ValueError(f"workload bridge_write: writers is a fraction in (0, 1], got {writers}")
     return size, request, writers

@@ -12,9 +12,9 @@ import numpy as np
 
 from burstlake.replay import scores as sc
 from burstlake.replay.graph import Topology
-from burstlake.replay.workloads import Kind, Progress, ScenarioLimits, register
+from burstlake.replay.workloads import Kind, Progress, ScenarioLimits, number, register
 from burstlake.replay.workloads.benchmark import BenchmarkRuns, first_ions
-from burstlake.replay.workloads.writes import node_counts, number, target_scores, write_time
+from burstlake.replay.workloads.writes import node_counts, target_scores, write_time
 
 DEFAULTS = {"nodes": [4, 8, 16], "bytes_max": 4e9, "request_bytes": 1e9}
 MAX_NODES = 4096  # processes of one run (004 §7.2: at most 64 on the testbed)
@@ -24,7 +24,10 @@ def settings(workload: dict) -> tuple[list[int], float, float]:
     """(node counts m, bytes_max, request_bytes), checked with one-line errors."""
     spec = DEFAULTS | workload
     nodes = node_counts("incremental", spec["nodes"], MAX_NODES)
-    sizes = [number("incremental", key, spec[key]) for key in ("bytes_max", "request_bytes")]
+    sizes = [
+        number(f"workload incremental: {key}", spec[key], low=0, strict=True)
+        for key in ("bytes_max", "request_bytes")
+    ]
     return nodes, sizes[0], sizes[1]
 
 

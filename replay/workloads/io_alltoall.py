@@ -19,9 +19,9 @@ from burstlake.replay import scores as sc
 from burstlake.replay import traffic as tr
 from burstlake.replay.events import simulate
 from burstlake.replay.graph import Topology
-from burstlake.replay.workloads import Kind, Progress, ScenarioLimits, register
+from burstlake.replay.workloads import Kind, Progress, ScenarioLimits, number, register
 from burstlake.replay.workloads.benchmark import BenchmarkRuns
-from burstlake.replay.workloads.writes import node_counts, number, write_time
+from burstlake.replay.workloads.writes import node_counts, write_time
 
 DEFAULTS = {
     "nodes": [4, 8, 16],
@@ -39,9 +39,13 @@ def settings(workload: dict) -> dict[str, Any]:
     """The workload's settings with defaults, each checked with a one-line error."""
     spec = DEFAULTS | workload
     nodes = node_counts("io_alltoall", spec["nodes"], MAX_NODES)
-    values = {key: number("io_alltoall", key, spec[key]) for key in FLOATS}
-    values["rounds"] = int(number("io_alltoall", "rounds", spec["rounds"], integer=True))
-    values["seed"] = int(number("io_alltoall", "seed", spec["seed"], integer=True, low=-1))
+    values = {
+        key: number(f"workload io_alltoall: {key}", spec[key], low=0, strict=True) for key in FLOATS
+    }
+    values["rounds"] = int(
+        number("workload io_alltoall: rounds", spec["rounds"], low=0, strict=True, integer=True)
+    )
+    values["seed"] = int(number("workload io_alltoall: seed", spec["seed"], low=0, integer=True))
     return spec | values | {"nodes": nodes}
 
 

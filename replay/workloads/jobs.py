@@ -30,7 +30,7 @@ from burstlake.replay import scores as sc
 from burstlake.replay import traffic as tr
 from burstlake.replay.events import simulate
 from burstlake.replay.graph import Topology
-from burstlake.replay.workloads import Kind, Progress, ScenarioLimits, register
+from burstlake.replay.workloads import Kind, Progress, ScenarioLimits, number, register
 
 # Each kind's settings where a job leaves them out: 000 §5's representative MPI job (4 KB every
 # 500 μs) and checkpoint I/O (4 MB requests back to back), 1,000 scored requests after 50
@@ -153,7 +153,15 @@ def job_specs(workload: dict) -> list[dict]:
         names.add(name)
         for key, value in spec.items():
             if key in _RANGES:
-                spec[key] = _number(f"{where} ({name}): {key}", value, key)
+                low, integer = _RANGES[key]
+                got = number(
+                    f"{where} ({name}): {key}",
+                    value,
+                    low=low,
+                    strict=key in _POSITIVE,
+                    integer=integer,
+                )
+                spec[key] = int(got) if integer else got
         if spec.get("mapping", "block") not in tr.MAPPINGS:
             raise ValueError(
                 f"{where} ({name}): mapping must be one of {list(tr.MAPPINGS)}, "
@@ -163,22 +171,6 @@ def job_specs(workload: dict) -> list[dict]:
             raise ValueError(f"{where} ({name}): an mpi job needs nodes >= 2")
         specs.append(spec)
     return specs
-
-
-def _number(where: str, value: Any, key: str) -> float | int:
-    low, integer = _RANGES[key]
-    bound = f"> {low}" if key in _POSITIVE else f">= {low}"
-    what = "an integer" if integer else "a number"
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        number = math.nan
-    good = not isinstance(value, bool) and math.isfinite(number)
-    good = good and (number > low if key in _POSITIVE else number >= low)
-    good = good and (not integer or number == int(number))
-    if not good:
-        raise ValueError(f"{where} must be {what} {bound}, got {value!r}")
-    return int(number) if integer else number
 
 
 def _seed(workload: dict) -> int:

@@ -45,7 +45,7 @@ from burstlake.machines import PRESETS
 from burstlake.replay import scores as sc
 from burstlake.replay.events import Requests, simulate
 from burstlake.replay.graph import Topology
-from burstlake.replay.workloads import Kind, Progress, ScenarioLimits, Scored, register
+from burstlake.replay.workloads import Kind, Progress, ScenarioLimits, Scored, number, register
 from burstlake.replay.workloads.lake import window_bounds
 
 log = logging.getLogger(__name__)
@@ -213,20 +213,6 @@ def proportional_sharing(
     return dt + overlap + (left - overlap * share_a), overlap
 
 
-def _number(value: Any, key: str, *, integer: bool = False) -> float:
-    if isinstance(value, bool):
-        raise ValueError(f"{key} must be a number, got {value!r}")
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{key} must be a number, got {value!r}") from None
-    if not math.isfinite(number):
-        raise ValueError(f"{key} must be finite, got {value!r}")
-    if integer and number != int(number):
-        raise ValueError(f"{key} must be a whole number, got {value!r}")
-    return number
-
-
 def _phase_specs(workload: dict) -> list[dict]:
     """The ``phases:`` list, each entry checked (one-line errors naming the key)."""
     specs = workload.get("phases")
@@ -249,16 +235,16 @@ def _phase_specs(workload: dict) -> list[dict]:
         if not app or app in seen:
             raise ValueError(f"{where}.app: {app!r} is {'empty' if not app else 'listed twice'}")
         seen.add(app)
-        nodes = _number(spec["nodes"], f"{where}.nodes", integer=True)
+        nodes = number(f"{where}.nodes", spec["nodes"], integer=True)
         if nodes < 1:
             raise ValueError(f"{where}.nodes: a phase needs at least 1 node, got {spec['nodes']}")
-        size = _number(spec["bytes_per_node"], f"{where}.bytes_per_node")
+        size = number(f"{where}.bytes_per_node", spec["bytes_per_node"])
         if size <= 0:
             raise ValueError(f"{where}.bytes_per_node must be positive, got {size:g}")
-        start = _number(spec.get("start", 0.0), f"{where}.start")
+        start = number(f"{where}.start", spec.get("start", 0.0))
         if start < 0:
             raise ValueError(f"{where}.start: an offset is at least 0 s, got {start:g}")
-        files = _number(spec.get("files", 1), f"{where}.files", integer=True)
+        files = number(f"{where}.files", spec.get("files", 1), integer=True)
         if files < 1:
             raise ValueError(f"{where}.files must be at least 1, got {spec.get('files')}")
         out.append(
@@ -284,7 +270,7 @@ def sweep_points(workload: dict) -> np.ndarray | None:
     if isinstance(values, dict):
         if set(values) != {"from", "to", "step"}:
             raise ValueError("workload phases: sweep.dt as a range needs exactly from, to, step")
-        low, high, step = (_number(values[k], f"sweep.dt.{k}") for k in ("from", "to", "step"))
+        low, high, step = (number(f"sweep.dt.{k}", values[k]) for k in ("from", "to", "step"))
         if step <= 0 or high < low:
             raise ValueError("workload phases: sweep.dt needs step > 0 and to >= from")
         count = math.floor((high - low) / step + 1e-9) + 1
@@ -295,7 +281,7 @@ def sweep_points(workload: dict) -> np.ndarray | None:
         return low + step * np.arange(count)
     if not isinstance(values, list) or not values:
         raise ValueError("workload phases: sweep.dt must be a non-empty list or {from, to, step}")
-    points = np.asarray([_number(v, "sweep.dt[]") for v in values])
+    points = np.asarray([number("sweep.dt[]", v) for v in values])
     if len(np.unique(points)) != len(points):
         raise ValueError("workload phases: sweep.dt lists a value twice")
     if len(points) > SWEEP_POINTS:
@@ -306,7 +292,7 @@ def sweep_points(workload: dict) -> np.ndarray | None:
 
 
 def request_bytes(workload: dict) -> float:
-    size = _number(workload.get("request_bytes", REQUEST_BYTES), "workload: request_bytes")
+    size = number("workload: request_bytes", workload.get("request_bytes", REQUEST_BYTES))
     if size <= 0:
         raise ValueError(f"workload: request_bytes must be positive, got {size:g}")
     return size
@@ -316,7 +302,7 @@ def cores_per_node(workload: dict, topology: str | None) -> float:
     """The cores behind each node for CPU-hours: the setting, else the machine preset's
     (burstlake.machines), else 1 (then CPU-hours count nodes)."""
     if "cores_per_node" in workload:
-        cores = _number(workload["cores_per_node"], "workload: cores_per_node")
+        cores = number("workload: cores_per_node", workload["cores_per_node"])
         if cores <= 0:
             raise ValueError(f"workload: cores_per_node must be positive, got {cores:g}")
         return cores

@@ -66,23 +66,6 @@ def target_scores(topology: Topology, nodes: np.ndarray, node_bytes: np.ndarray)
     ]
 
 
-def number(source: str, key: str, value: object, integer: bool = False, low: float = 0.0) -> float:
-    """A workload setting that must be a number above ``low`` (an integer with ``integer``);
-    YAML's ``1e9`` (read as text) counts. One-line error naming the workload and the key."""
-    parsed: float | None = None
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        parsed = float(value)
-    elif isinstance(value, str):
-        try:
-            parsed = float(value)
-        except ValueError:
-            parsed = None
-    if parsed is None or not low < parsed < float("inf") or (integer and parsed != int(parsed)):
-        what = "an integer" if integer else "a number"
-        raise ValueError(f"workload {source}: {key} must be {what} > {low:g}, got {value!r}")
-    return parsed
-
-
 def node_counts(source: str, value: object, high: int) -> list[int]:
     """A workload's ``nodes``: one count or a list of distinct counts in 2..``high``."""
     counts = value if isinstance(value, list) else [value]
