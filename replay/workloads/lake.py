@@ -4,6 +4,7 @@ interval driver with backlog; each job is also replayed alone, for its slowdown.
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass
 from datetime import datetime
@@ -17,9 +18,11 @@ from burstlake.lake import dataset, read_table
 from burstlake.replay import scores as sc
 from burstlake.replay.graph import Topology
 from burstlake.replay.intervals import IntervalReplay, Rows
+from burstlake.replay.solver import saturable
 from burstlake.replay.workloads import Kind, Progress, ScenarioLimits, register
 
 US = 1_000_000
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -167,20 +170,64 @@ def interval_scores(
 ) -> list[sc.Score]:
     """Interval replay of the trace (lane 0), and of every job alone (lane job + 1)."""
     loads = sc.IonLoad(topology)
-    shared, alone = sc.JobTime(len(demand.jobs.job_ids)), sc.JobTime(len(demand.jobs.job_ids))
+    shared = sc.JobTime(len(demand.jobs.job_ids))
     for solved in IntervalReplay(topology, demand.interval_s).run(demand.rows, progress):
         loads.add(solved)
         owner = demand.jobs.lookup(solved.node, solved.t, after_end=True)
         shared.add(owner, solved.t, solved.demand)
     out = [*loads.scores(demand.interval_s), *sc.busiest_node_ions(demand.rows, topology)]
     if scenario.job_scores:
-        mine = demand.job >= 0
-        rows = demand.rows.take(mine)
-        lanes = Rows(demand.job[mine] + 1, rows.t, rows.node, rows.bytes)
+        out += sc.job_scores(shared, alone_time(topology, demand, progress), demand.interval_s)
+    return [*out, sc.hops_score(topology)]
+
+
+def alone_time(topology: Topology, demand: NodeDemand, progress: Progress = None) -> sc.JobTime:
+    """Each job's I/O time replayed alone, on the machine to itself (lane job + 1).
+
+    A job that cannot saturate any resource alone in any interval (:func:`unsaturable_jobs`)
+    is served its whole demand in every interval, so it never backlogs: its alone time is the
+    intervals in which it has bytes, read off its rows. Only the other jobs are replayed."""
+    alone = sc.JobTime(len(demand.jobs.job_ids))
+    mine = demand.job >= 0
+    quiet = unsaturable_jobs(topology, demand)
+    easy = mine & quiet[np.maximum(demand.job, 0)]
+    alone.add(demand.job[easy], demand.rows.t[easy], demand.rows.bytes[easy])
+    replayed = mine & ~easy
+    if replayed.any():
+        rows = demand.rows.take(replayed)
+        lanes = Rows(demand.job[replayed] + 1, rows.t, rows.node, rows.bytes)
         for solved in IntervalReplay(topology, demand.interval_s).run(lanes, progress):
             alone.add(solved.lane - 1, solved.t, solved.demand)
-        out += sc.job_scores(shared, alone, demand.interval_s)
-    return [*out, sc.hops_score(topology)]
+    log.info(
+        "alone replay: %d of %d jobs replayed", len(np.unique(demand.job[replayed])), len(quiet)
+    )
+    return alone
+
+
+def unsaturable_jobs(topology: Topology, demand: NodeDemand) -> np.ndarray:
+    """Per job, whether in every interval its demand rates (bytes / interval_s) sum to at most
+    every capacity they cross, with the solver's margin (:func:`saturable`).
+
+    Such a job alone gets its whole demand in each interval: every flow at its cap is max-min
+    fair when no resource is over-subscribed, so it carries no backlog into the next interval.
+    Tested on the whole trace per interval first (a job's rows are a part of it), then per job
+    in the intervals where the whole trace may saturate something."""
+    rows, jobs = demand.rows, len(demand.jobs.job_ids)
+    paths, capacity = topology.io_paths(), topology.resources.capacity
+    if not len(rows):
+        return np.ones(jobs, dtype=bool)
+    rate = rows.bytes / demand.interval_s
+    order = np.arange(len(rows))
+    if np.any(rows.t[1:] < rows.t[:-1]):
+        order = np.argsort(rows.t, kind="stable")
+    hot = saturable(order, rows.t, rows.node, paths.indptr, paths.indices, capacity, rate)
+    busy = np.isin(rows.t, np.unique(rows.t[hot])) & (demand.job >= 0)
+    cell = demand.job[busy] * (int(rows.t.max()) + 1) + rows.t[busy]
+    order = np.argsort(cell, kind="stable")
+    hot = saturable(order, cell, rows.node[busy], paths.indptr, paths.indices, capacity, rate[busy])
+    quiet = np.ones(jobs, dtype=bool)
+    quiet[demand.job[busy][hot]] = False
+    return quiet
 
 
 def _check(workload: dict, _limits: ScenarioLimits) -> None:
