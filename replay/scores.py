@@ -136,8 +136,26 @@ class JobTime:
     def add(self, job: np.ndarray, t: np.ndarray, demand: np.ndarray) -> None:
         keep = (job >= 0) & (demand > 0)
         if len(self.busy) and keep.any():
-            pairs = np.unique(job[keep] * (int(t.max()) + 1) + t[keep])
-            self.busy += np.bincount(pairs // (int(t.max()) + 1), minlength=len(self.busy))
+            self.busy += _distinct_intervals(job[keep], t[keep], len(self.busy))
+
+
+@njit(cache=True)
+def _distinct_intervals(job, t, jobs):  # pragma: no cover - compiled
+    """Per job, how many distinct intervals ``t`` it has: one pass while each job's rows come
+    in interval order (as the replay yields them), else through a sort."""
+    count = np.zeros(jobs, np.int64)
+    last = np.zeros(jobs, np.int64)
+    for i in range(len(job)):
+        j = job[i]
+        if count[j] and t[i] <= last[j]:
+            if t[i] == last[j]:
+                continue
+            stride = t.max() - t.min() + 1
+            pairs = np.unique(job * stride + (t - t.min()))
+            return np.bincount(pairs // stride, minlength=jobs)
+        count[j] += 1
+        last[j] = t[i]
+    return count
 
 
 def job_scores(shared: JobTime, alone: JobTime, interval_s: float) -> list[Score]:

@@ -132,19 +132,23 @@ class JobIndex:
     def lookup(self, node: np.ndarray, t: np.ndarray, after_end: bool = False) -> np.ndarray:
         """Index into ``job_ids`` per (node, interval), -1 if none. With ``after_end`` an
         interval after the job's end still counts as the job's (its backlog drains then)."""
-        out = np.full(len(node), -1, dtype=np.int64)
         if not len(self.node) or not len(node):
-            return out
-        low = min(int(self.begin.min()), int(t.min()))
-        stride = max(int(self.begin.max()), int(t.max())) - low + 1
-        key = self.node * stride + (self.begin - low)  # sorted: allocations by (node, begin)
-        at = np.searchsorted(key, node * stride + (t - low), side="right") - 1
-        ok = at >= 0
-        ok[ok] = self.node[at[ok]] == node[ok]
-        if not after_end:
-            ok[ok] = t[ok] < self.end[at[ok]]
-        out[ok] = self.job[at[ok]]
-        return out
+            return np.full(len(node), -1, dtype=np.int64)
+        first = np.searchsorted(self.node, np.arange(max(self.node[-1], node.max()) + 2))
+        return _lookup(first, self.begin, self.end, self.job, node, t, after_end)
+
+
+@njit(cache=True)
+def _lookup(first, begin, end, job, node, t, after_end):  # pragma: no cover - compiled
+    """:meth:`JobIndex.lookup`: per row, the last allocation of its node begun by ``t``
+    (the node's allocations are ``first[node]:first[node + 1]``, by begin)."""
+    out = np.full(len(node), -1, np.int64)
+    for i in range(len(node)):
+        lo, hi = first[node[i]], first[node[i] + 1]
+        at = lo + np.searchsorted(begin[lo:hi], t[i], side="right") - 1
+        if at >= lo and (after_end or t[i] < end[at]):
+            out[i] = job[at]
+    return out
 
 
 def job_index(
