@@ -94,8 +94,10 @@ def busiest_node_ions(rows: Rows, topology: Topology) -> list[Score]:
     keep = rows.bytes > 0
     t, node, traffic = rows.t[keep], rows.node[keep], rows.bytes[keep]
     k = top_count(THRESHOLDS.top_node_fraction, len(topology.nodes))
-    order = np.argsort(t, kind="stable") if np.any(t[1:] < t[:-1]) else np.arange(len(t))
-    used = _ions_of_busiest(t[order], traffic[order], topology.ion_of[node[order]], k)
+    if np.any(t[1:] < t[:-1]):
+        order = np.argsort(t, kind="stable")
+        t, node, traffic = t[order], node[order], traffic[order]
+    used = _ions_of_busiest(t, traffic, topology.ion_of[node], k)
     mean = float(used.mean()) if len(used) else None
     return [
         Score("busiest1pct_nodes_ions", mean, "IONs"),
