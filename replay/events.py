@@ -149,9 +149,7 @@ class _State:
     queue: np.ndarray  # resources of the component, in discovery order
     residual: np.ndarray  # per resource: capacity less the flows that keep their rate
     load: np.ndarray  # per resource: the rates of the flows in flight on it, summed
-    opened: np.ndarray  # per resource: stamp of the last event that walked its flows
-    fresh: np.ndarray  # per resource: the component's new rates on it, summed (scratch)
-    peak: np.ndarray  # per resource: the component's fastest new rate on it (scratch)
+    froze: np.ndarray  # per resource: the level at which it froze flows in the last solve
     wide: np.ndarray  # per resource: stamp of the last event that took all its fast flows
     redo: np.ndarray  # resources to walk again
     reached: np.ndarray  # per flow: stamp of the last event whose component holds it
@@ -186,9 +184,7 @@ class _State:
             queue=empty(resources, -1),
             residual=empty(resources, 0.0, float),
             load=empty(resources, 0.0, float),
-            opened=empty(resources, 0),
-            fresh=empty(resources, 0.0, float),
-            peak=empty(resources, 0.0, float),
+            froze=empty(resources, -1.0, float),
             wide=empty(resources, 0),
             redo=empty(resources, -1),
             reached=empty(n, 0),
@@ -205,7 +201,7 @@ class _State:
 def _advance(  # pragma: no cover - compiled
     budget, stream, size, gap, release, indptr, indices, entry_flow, capacity,
     start, end, moved, rate, since, finish, fheap, fpos, arrival, aheap, apos,
-    head, after, before, local, seen, queue, residual, load, opened, fresh, peak, wide,
+    head, after, before, local, seen, queue, residual, load, froze, wide,
     redo, reached, component, solved, counters,
 ):  # fmt: skip
     """Process up to ``budget`` events; returns how many (-1: a flow got no bandwidth)."""
@@ -291,7 +287,6 @@ def _advance(  # pragma: no cover - compiled
                                       reached, component, flows, indptr, indices, seen, queue,
                                       queued, load)  # fmt: skip
                 wide[link] = stamp
-                opened[link] = stamp
             nredo = 0
             while q < queued:
                 link = queue[q]
@@ -307,40 +302,30 @@ def _advance(  # pragma: no cover - compiled
                 flows, queued = _walk(link, bar, stamp, head, after, entry_flow, rate, reached,
                                       component, flows, indptr, indices, seen, queue, queued,
                                       load)  # fmt: skip
-                opened[link] = stamp
             for i in range(queued):  # each resource: its capacity less the other flows
-                link = queue[i]
-                residual[link] = capacity[link] - load[link]
-                fresh[link] = 0.0
-                peak[link] = 0.0
+                residual[queue[i]] = capacity[queue[i]] - load[queue[i]]
+                froze[queue[i]] = -1.0
             for i in range(flows):
                 f = component[i]
                 for e in range(indptr[f], indptr[f + 1]):
                     residual[indices[e]] += rate[f]
             part = component[:flows]
             counters[3] += flows
-            fill(part, indptr, indices, residual, unbounded, solved, local)
-            for f in part:
-                for e in range(indptr[f], indptr[f + 1]):
-                    fresh[indices[e]] += solved[f]
-                    peak[indices[e]] = max(peak[indices[e]], solved[f])
+            fill(part, indptr, indices, residual, unbounded, solved, local, froze)
             for i in range(queued):
                 link = queue[i]
-                if wide[link] == stamp or fresh[link] < residual[link] - SATURATED * capacity[link]:
+                if wide[link] == stamp or froze[link] < 0:
                     continue
-                # the new rates fill a closed resource, or an opened one whose level may have
-                # dropped below a flow left out there (not its fastest): walk every flow
-                left = 0.0
-                if opened[link] == stamp:
-                    e = head[link]
-                    while e >= 0:
-                        f = entry_flow[e]
-                        e = after[e]
-                        if reached[f] != stamp and rate[f] >= settled:
-                            left = max(left, rate[f])
-                if opened[link] != stamp or left >= peak[link] * (1 - SATURATED):
-                    redo[nredo] = link
-                    nredo += 1
+                # the resource froze flows of the component at a level: max-min if no flow left
+                # out there is faster, else walk every flow at or above settled on it
+                e = head[link]
+                while e >= 0:
+                    f = entry_flow[e]
+                    e = after[e]
+                    if reached[f] != stamp and rate[f] >= froze[link] * (1 - SATURATED):
+                        redo[nredo] = link
+                        nredo += 1
+                        break
             if not nredo:
                 break
         for f in part:  # only flows whose rate changed get a new finish time

@@ -188,7 +188,8 @@ def _solve_groups(order, group, indptr, indices, capacity, cap, rate):  # pragma
         hcap = np.empty(nh)
         for i in range(nh):
             hcap[i] = cap[hard[i]]
-        fill(part, hindptr, hindices, hcapacity[:nc], hcap, hrate, np.full(nc, -1, np.int64))
+        scratch = np.full(nc, -1, np.int64)
+        fill(part, hindptr, hindices, hcapacity[:nc], hcap, hrate, scratch, np.zeros(nc))
         for i in range(nh):
             rate[hard[i]] = hrate[i]
 
@@ -206,8 +207,10 @@ def check(paths: Paths, capacity: np.ndarray, cap: np.ndarray) -> None:
 
 
 @njit(cache=True, error_model="numpy")
-def fill(flows, indptr, indices, capacity, cap, rate, local):  # pragma: no cover - compiled
-    """Write the max-min fair rate of each flow in ``flows`` into ``rate[flow]``.
+def fill(flows, indptr, indices, capacity, cap, rate, local, froze):  # pragma: no cover
+    """Write the max-min fair rate of each flow in ``flows`` into ``rate[flow]``, and into
+    ``froze[resource]`` the level of each resource that saturated holding unfrozen flows
+    (untouched for the others).
 
     Only the resources these flows cross take part: the event driver passes the flows an event
     can change, over the capacity the others leave. ``local`` is scratch, -1 for every resource
@@ -291,6 +294,7 @@ def fill(flows, indptr, indices, capacity, cap, rate, local):  # pragma: no cove
             size = heap_remove(heap, pos, level, size, j)
             held = member[start[j] : start[j + 1]]
             fix = link_level
+            froze[links[j]] = fix
         for i in held:
             if frozen[i]:
                 continue

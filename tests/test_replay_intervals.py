@@ -114,6 +114,7 @@ def plain_rates(paths, capacity, cap, group) -> np.ndarray:
         cap,
         rate,
         scratch,
+        np.zeros(len(local)),
     )
     return rate
 
