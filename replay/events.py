@@ -151,6 +151,8 @@ class _State:
     load: np.ndarray  # per resource: the rates of the flows in flight on it, summed
     froze: np.ndarray  # per resource: the level at which it froze flows in the last solve
     wide: np.ndarray  # per resource: stamp of the last event that took all its fast flows
+    walked: np.ndarray  # per resource: stamp of the last event that walked its flows
+    left: np.ndarray  # per resource: the fastest flow its last walk left out
     redo: np.ndarray  # resources to walk again
     reached: np.ndarray  # per flow: stamp of the last event whose component holds it
     component: np.ndarray
@@ -186,6 +188,8 @@ class _State:
             load=empty(resources, 0.0, float),
             froze=empty(resources, -1.0, float),
             wide=empty(resources, 0),
+            walked=empty(resources, 0),
+            left=empty(resources, 0.0, float),
             redo=empty(resources, -1),
             reached=empty(n, 0),
             component=empty(n, -1),
@@ -201,7 +205,7 @@ class _State:
 def _advance(  # pragma: no cover - compiled
     budget, stream, size, gap, release, indptr, indices, entry_flow, capacity,
     start, end, moved, rate, since, finish, fheap, fpos, arrival, aheap, apos,
-    head, after, before, local, seen, queue, residual, load, froze, wide,
+    head, after, before, local, seen, queue, residual, load, froze, wide, walked, left,
     redo, reached, component, solved, counters,
 ):  # fmt: skip
     """Process up to ``budget`` events; returns how many (-1: a flow got no bandwidth)."""
@@ -283,9 +287,9 @@ def _advance(  # pragma: no cover - compiled
         while True:
             for i in range(nredo):  # walked again, every flow at or above settled
                 link = redo[i]
-                flows, queued = _walk(link, settled, stamp, head, after, entry_flow, rate,
-                                      reached, component, flows, indptr, indices, seen, queue,
-                                      queued, load)  # fmt: skip
+                flows, queued = _walk(link, settled, False, stamp, head, after, entry_flow,
+                                      rate, reached, component, flows, indptr, indices, seen,
+                                      queue, queued, load, left, walked)  # fmt: skip
                 wide[link] = stamp
             nredo = 0
             while q < queued:
@@ -293,15 +297,9 @@ def _advance(  # pragma: no cover - compiled
                 q += 1
                 if q > touched and load[link] < capacity[link] * (1 - SATURATED):
                     continue  # closed: walked only if the new rates fill it
-                top = 0.0
-                e = head[link]
-                while e >= 0:
-                    top = max(top, rate[entry_flow[e]])
-                    e = after[e]
-                bar = max(settled, top * (1 - SETTLED_MARGIN))
-                flows, queued = _walk(link, bar, stamp, head, after, entry_flow, rate, reached,
-                                      component, flows, indptr, indices, seen, queue, queued,
-                                      load)  # fmt: skip
+                flows, queued = _walk(link, settled, True, stamp, head, after, entry_flow,
+                                      rate, reached, component, flows, indptr, indices, seen,
+                                      queue, queued, load, left, walked)  # fmt: skip
             for i in range(queued):  # each resource: its capacity less the other flows
                 residual[queue[i]] = capacity[queue[i]] - load[queue[i]]
                 froze[queue[i]] = -1.0
@@ -316,6 +314,8 @@ def _advance(  # pragma: no cover - compiled
                 link = queue[i]
                 if wide[link] == stamp or froze[link] < 0:
                     continue
+                if walked[link] == stamp and left[link] < froze[link] * (1 - SATURATED):
+                    continue  # no flow left out on it when walked was as fast
                 # the resource froze flows of the component at a level: max-min if no flow left
                 # out there is faster, else walk every flow at or above settled on it
                 e = head[link]
@@ -352,18 +352,31 @@ def _advance(  # pragma: no cover - compiled
 
 @njit(cache=True, error_model="numpy")
 def _walk(  # pragma: no cover - compiled
-    link, bar, stamp, head, after, entry_flow, rate, reached, component, flows,
-    indptr, indices, seen, queue, queued, load,
+    link, settled, narrow, stamp, head, after, entry_flow, rate, reached, component, flows,
+    indptr, indices, seen, queue, queued, load, left, walked,
 ):  # fmt: skip
-    """Add the flows on ``link`` at or above ``bar`` to the component (queueing their
-    resources); the others keep their rate. Records the link's exact load."""
+    """Add the flows on ``link`` at or above ``settled`` to the component (``narrow``: only
+    its fastest ones, within the margin), queueing their resources; the others keep their
+    rate. Records the link's exact load and the fastest flow it leaves out."""
     total = 0.0
+    top = 0.0
+    e = head[link]
+    while e >= 0:
+        r = rate[entry_flow[e]]
+        e = after[e]
+        total += r
+        top = max(top, r)
+    load[link] = total  # exact again (no drift of the running sums)
+    bar = max(settled, top * (1 - SETTLED_MARGIN)) if narrow else settled
+    out = 0.0
     e = head[link]
     while e >= 0:
         f = entry_flow[e]
         e = after[e]
-        total += rate[f]
-        if reached[f] == stamp or rate[f] < bar:
+        if reached[f] == stamp:
+            continue
+        if rate[f] < bar:
+            out = max(out, rate[f])
             continue
         reached[f] = stamp
         component[flows] = f
@@ -374,7 +387,8 @@ def _walk(  # pragma: no cover - compiled
                 seen[other] = stamp
                 queue[queued] = other
                 queued += 1
-    load[link] = total  # exact again (no drift of the running sums)
+    left[link] = out
+    walked[link] = stamp
     return flows, queued
 
 
