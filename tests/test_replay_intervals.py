@@ -193,3 +193,10 @@ def test_alone_time_equals_replaying_every_job() -> None:
     quiet = unsaturable_jobs(tiny(), demand)
     assert 0 < quiet.sum() < 40
     np.testing.assert_array_equal(alone_time(tiny(), demand).busy, plain_alone(tiny(), demand))
+
+
+def test_alone_time_without_jobs() -> None:
+    # traffic of nodes in no job: nothing to replay alone, no job time
+    demand = node_demand(rows([0, 1], [0, 1], [500, 500]), [-1, -1], 0, 10.0)
+    assert len(unsaturable_jobs(tiny(), demand)) == 0
+    assert len(alone_time(tiny(), demand).busy) == 0

@@ -218,7 +218,8 @@ def alone_time(topology: Topology, demand: NodeDemand, progress: Progress = None
     alone = sc.JobTime(len(demand.jobs.job_ids))
     mine = demand.job >= 0
     quiet = unsaturable_jobs(topology, demand)
-    easy = mine & quiet[np.maximum(demand.job, 0)]
+    easy = mine.copy()
+    easy[mine] = quiet[demand.job[mine]]
     alone.add(demand.job[easy], demand.rows.t[easy], demand.rows.bytes[easy])
     replayed = mine & ~easy
     if replayed.any():
