@@ -67,16 +67,16 @@ def lake_demand(
         raise ValueError(f"node_io has a non-positive interval_s ({interval_s})")
     ts = table["ts"].cast(pa.int64()).to_numpy()
     origin = int(ts.min()) if start is None else round(start.timestamp() * US)
-    t = (ts - origin) // (interval_s * US)
+    t = ts - origin
+    del ts
+    t //= interval_s * US
     node = _node_indices(table["node"], topology)
     traffic = pc.add(pc.fill_null(table["read_bytes"], 0), pc.fill_null(table["write_bytes"], 0))
+    traffic = traffic.to_numpy().astype(np.float64)
+    del table  # the columns are copied out: hold one copy of the month, not two
     order = _interval_order(t, node, len(topology.nodes))
-    rows = Rows(
-        np.zeros(len(t), dtype=np.int64),
-        t[order],
-        node[order],
-        traffic.to_numpy().astype(np.float64)[order],
-    )
+    rows = Rows(np.zeros(len(t), dtype=np.int64), t[order], node[order], traffic[order])
+    del t, node, traffic, order
     jobs = job_index(lake, topology, origin, interval_s)
     start_dt = pa.scalar(origin, pa.timestamp("us", tz="UTC")).as_py()
     return NodeDemand(rows, float(interval_s), start_dt, jobs.lookup(rows.node, rows.t), jobs)
