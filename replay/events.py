@@ -33,6 +33,7 @@ from burstlake.replay.solver import (
 SAME_INSTANT = 1e-12  # events closer than this fraction of the clock happen together
 RATE_CHANGE = 1e-13  # a re-solved rate closer than this (relative) to the old one is kept
 SETTLED_MARGIN = 1e-9  # rounding guard on the level below which rates are known not to change
+SATURATED = 1e-9  # a resource loaded within this fraction of its capacity counts as saturated
 EVENTS_PER_CALL = 50_000  # compiled events between two progress reports
 
 
@@ -160,6 +161,12 @@ class _State:
     seen: np.ndarray  # per resource: stamp of the last event whose component holds it
     queue: np.ndarray  # resources of the component, in discovery order
     residual: np.ndarray  # per resource: capacity less the flows that keep their rate
+    load: np.ndarray  # per resource: the rates of the flows in flight on it, summed
+    froze: np.ndarray  # per resource: the level at which it froze flows in the last solve
+    wide: np.ndarray  # per resource: stamp of the last event that took all its fast flows
+    walked: np.ndarray  # per resource: stamp of the last event that walked its flows
+    left: np.ndarray  # per resource: the fastest flow its last walk left out
+    redo: np.ndarray  # resources to walk again
     reached: np.ndarray  # per flow: stamp of the last event whose component holds it
     component: np.ndarray
     solved: np.ndarray  # the component's new rates
@@ -191,6 +198,12 @@ class _State:
             seen=empty(resources, 0),
             queue=empty(resources, -1),
             residual=empty(resources, 0.0, float),
+            load=empty(resources, 0.0, float),
+            froze=empty(resources, -1.0, float),
+            wide=empty(resources, 0),
+            walked=empty(resources, 0),
+            left=empty(resources, 0.0, float),
+            redo=empty(resources, -1),
             reached=empty(n, 0),
             component=empty(n, -1),
             solved=empty(n, 0.0, float),
@@ -205,7 +218,8 @@ class _State:
 def _advance(  # pragma: no cover - compiled
     budget, stream, size, gap, release, pace, indptr, indices, entry_flow, capacity,
     start, end, moved, rate, since, finish, fheap, fpos, arrival, aheap, apos,
-    head, after, before, local, seen, queue, residual, reached, component, solved, counters,
+    head, after, before, local, seen, queue, residual, load, froze, wide, walked, left,
+    redo, reached, component, solved, counters,
 ):  # fmt: skip
     """Process up to ``budget`` events; returns how many (-1: a flow got no bandwidth)."""
     n = len(stream)
@@ -226,6 +240,7 @@ def _advance(  # pragma: no cover - compiled
             moved[k] += rate[k] * (finish[k] - since[k])
             for e in range(indptr[k], indptr[k + 1]):
                 link = indices[e]
+                load[link] -= rate[k]
                 if before[e] >= 0:
                     after[before[e]] = after[e]
                 else:
@@ -278,34 +293,56 @@ def _advance(  # pragma: no cover - compiled
                 settled = min(settled, level)
         settled *= 1 - SETTLED_MARGIN
         # the component: flows in flight at or above ``settled`` reachable from the touched
-        # resources; the slower flows they meet stay as they are and hold their bandwidth
+        # resources through saturated ones; the slower flows they meet keep their rate and
+        # their bandwidth. An unsaturated resource passes no change on unless the new rates
+        # saturate it: it is then walked too and the component solved again.
+        touched = queued  # the resources of the flows that end or start: always walked
         q = 0
-        while q < queued:
-            link = queue[q]
-            q += 1
-            held = 0.0
-            e = head[link]
-            while e >= 0:
-                f = entry_flow[e]
-                e = after[e]
-                if reached[f] == stamp:
+        nredo = 0
+        while True:
+            for i in range(nredo):  # walked again, every flow at or above settled
+                link = redo[i]
+                flows, queued = _walk(link, settled, False, stamp, head, after, entry_flow,
+                                      rate, reached, component, flows, indptr, indices, seen,
+                                      queue, queued, load, left, walked)  # fmt: skip
+                wide[link] = stamp
+            nredo = 0
+            while q < queued:
+                link = queue[q]
+                q += 1
+                if q > touched and load[link] < capacity[link] * (1 - SATURATED):
+                    continue  # closed: walked only if the new rates fill it
+                flows, queued = _walk(link, settled, True, stamp, head, after, entry_flow,
+                                      rate, reached, component, flows, indptr, indices, seen,
+                                      queue, queued, load, left, walked)  # fmt: skip
+            for i in range(queued):  # each resource: its capacity less the other flows
+                residual[queue[i]] = capacity[queue[i]] - load[queue[i]]
+                froze[queue[i]] = -1.0
+            for i in range(flows):
+                f = component[i]
+                for e in range(indptr[f], indptr[f + 1]):
+                    residual[indices[e]] += rate[f]
+            part = component[:flows]
+            counters[3] += flows
+            fill(part, indptr, indices, residual, unbounded, solved, local, froze)
+            for i in range(queued):
+                link = queue[i]
+                if wide[link] == stamp or froze[link] < 0:
                     continue
-                if rate[f] < settled:
-                    held += rate[f]
-                    continue
-                reached[f] = stamp
-                component[flows] = f
-                flows += 1
-                for e2 in range(indptr[f], indptr[f + 1]):
-                    other = indices[e2]
-                    if seen[other] != stamp:
-                        seen[other] = stamp
-                        queue[queued] = other
-                        queued += 1
-            residual[link] = capacity[link] - held
-        part = component[:flows]
-        counters[3] += flows
-        fill(part, indptr, indices, residual, unbounded, solved, local)
+                if walked[link] == stamp and left[link] < froze[link] * (1 - SATURATED):
+                    continue  # no flow left out on it when walked was as fast
+                # the resource froze flows of the component at a level: max-min if no flow left
+                # out there is faster, else walk every flow at or above settled on it
+                e = head[link]
+                while e >= 0:
+                    f = entry_flow[e]
+                    e = after[e]
+                    if reached[f] != stamp and rate[f] >= froze[link] * (1 - SATURATED):
+                        redo[nredo] = link
+                        nredo += 1
+                        break
+            if not nredo:
+                break
         for f in part:  # only flows whose rate changed get a new finish time
             r = solved[f]
             if r <= 0:
@@ -314,6 +351,8 @@ def _advance(  # pragma: no cover - compiled
                 continue
             moved[f] += rate[f] * (now - since[f])
             since[f] = now
+            for e in range(indptr[f], indptr[f + 1]):
+                load[indices[e]] += r - rate[f]
             rate[f] = r
             finish[f] = now + (size[f] - moved[f]) / r
             if fpos[f] >= 0:
@@ -324,6 +363,48 @@ def _advance(  # pragma: no cover - compiled
     counters[0], counters[1], counters[4] = fsize, asize, stamp
     counters[2] += done
     return done
+
+
+@njit(cache=True, error_model="numpy")
+def _walk(  # pragma: no cover - compiled
+    link, settled, narrow, stamp, head, after, entry_flow, rate, reached, component, flows,
+    indptr, indices, seen, queue, queued, load, left, walked,
+):  # fmt: skip
+    """Add the flows on ``link`` at or above ``settled`` to the component (``narrow``: only
+    its fastest ones, within the margin), queueing their resources; the others keep their
+    rate. Records the link's exact load and the fastest flow it leaves out."""
+    total = 0.0
+    top = 0.0
+    e = head[link]
+    while e >= 0:
+        r = rate[entry_flow[e]]
+        e = after[e]
+        total += r
+        top = max(top, r)
+    load[link] = total  # exact again (no drift of the running sums)
+    bar = max(settled, top * (1 - SETTLED_MARGIN)) if narrow else settled
+    out = 0.0
+    e = head[link]
+    while e >= 0:
+        f = entry_flow[e]
+        e = after[e]
+        if reached[f] == stamp:
+            continue
+        if rate[f] < bar:
+            out = max(out, rate[f])
+            continue
+        reached[f] = stamp
+        component[flows] = f
+        flows += 1
+        for e2 in range(indptr[f], indptr[f + 1]):
+            other = indices[e2]
+            if seen[other] != stamp:
+                seen[other] = stamp
+                queue[queued] = other
+                queued += 1
+    left[link] = out
+    walked[link] = stamp
+    return flows, queued
 
 
 @njit(cache=True, error_model="numpy")

@@ -102,7 +102,7 @@ class IntervalReplay:
         n = self.nodes
         raw_key, raw_bytes = _merge(_key(raw, t0, span, n), raw.bytes)
         carry_key, carry_bytes = _merge(_key(carry_in, t0, span, n), carry_in.bytes)
-        dirty = np.union1d(raw_key // n, carry_key // n)
+        dirty = _unique(np.concatenate([raw_key // n, carry_key // n]))
         solved: list[tuple[np.ndarray, np.ndarray, np.ndarray, int]] = []
         sweep = 0
         while len(dirty):
@@ -149,8 +149,17 @@ def _key(rows: Rows, t0: int, span: int, n: int) -> np.ndarray:
     return ((rows.lane * span) + (rows.t - t0)) * n + rows.node
 
 
+def _unique(key: np.ndarray) -> np.ndarray:
+    """Sorted unique keys; one linear pass when ``key`` is already sorted."""
+    if np.all(key[1:] >= key[:-1]):
+        return key[np.r_[True, key[1:] != key[:-1]]] if len(key) else key
+    return np.unique(key)
+
+
 def _merge(key: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Sorted unique keys and the sum of ``values`` per key."""
+    if np.all(key[1:] > key[:-1]):  # already sorted and unique: each sum is its one value
+        return key, np.asarray(values, dtype=np.float64)
     unique, inverse = np.unique(key, return_inverse=True)
     sums = np.bincount(inverse, weights=values, minlength=len(unique))
     return unique, sums.astype(np.float64, copy=False)  # bincount of nothing is int64
@@ -204,6 +213,8 @@ def _latest(
     """Each group's rows from the last sweep that solved it."""
     if not solved:
         return np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0)
+    if len(solved) == 1:
+        return solved[0][:3]
     key = np.concatenate([s[0] for s in solved])
     demand = np.concatenate([s[1] for s in solved])
     served = np.concatenate([s[2] for s in solved])

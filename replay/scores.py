@@ -7,6 +7,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from burstlake.jobs.metrics.nud import nud_of
 from burstlake.jobs.metrics.settings import MetricSettings, top_count
@@ -58,8 +59,9 @@ class IonLoad:
             return
         self.served += float(solved.served.sum())
         intervals, at = np.unique(solved.t, return_inverse=True)
-        load = np.zeros((len(intervals), self.ions))
-        np.add.at(load, (at, self.ion_of[solved.node]), solved.served)
+        cells = at * self.ions + self.ion_of[solved.node]  # summed in row order, as np.add.at
+        load = np.bincount(cells, solved.served, len(intervals) * self.ions)
+        load = load.reshape(len(intervals), self.ions)
         self.totals += load.sum(axis=0)
         busy = load.sum(axis=1) > 0
         ranked = -np.sort(-load[busy], axis=1)
@@ -93,18 +95,39 @@ def busiest_node_ions(rows: Rows, topology: Topology) -> list[Score]:
     keep = rows.bytes > 0
     t, node, traffic = rows.t[keep], rows.node[keep], rows.bytes[keep]
     k = top_count(THRESHOLDS.top_node_fraction, len(topology.nodes))
-    order = np.lexsort((-traffic, t))
-    t, node = t[order], node[order]
-    first = np.searchsorted(t, t, side="left")
-    rank = np.arange(len(t)) - first
-    busiest = rank < k
-    pairs = np.unique(t[busiest] * len(topology.ions) + topology.ion_of[node[busiest]])
-    _, used = np.unique(pairs // len(topology.ions), return_counts=True)
+    if np.any(t[1:] < t[:-1]):
+        order = np.argsort(t, kind="stable")
+        t, node, traffic = t[order], node[order], traffic[order]
+    used = _ions_of_busiest(t, traffic, topology.ion_of[node], k)
     mean = float(used.mean()) if len(used) else None
     return [
         Score("busiest1pct_nodes_ions", mean, "IONs"),
         *_distribution("busiest1pct_nodes_ions", used.astype(float), "IONs"),
     ]
+
+
+@njit(cache=True)
+def _ions_of_busiest(t, traffic, ion, k):  # pragma: no cover - compiled
+    """Per interval (rows sorted by ``t``), the distinct ``ion`` of its ``k`` rows of most
+    ``traffic`` (ties: the earlier row)."""
+    used = np.zeros(len(np.unique(t)), np.int64)
+    seen = np.full(ion.max() + 1 if len(ion) else 0, -1, np.int64)
+    a = 0
+    b = 0
+    while a < len(t):
+        z = a
+        while z < len(t) and t[z] == t[a]:
+            z += 1
+        top = np.arange(a, z)
+        if z - a > k:
+            top = a + np.argsort(-traffic[a:z], kind="mergesort")[:k]
+        for i in top:
+            if seen[ion[i]] != b:
+                seen[ion[i]] = b
+                used[b] += 1
+        a = z
+        b += 1
+    return used
 
 
 class JobTime:
@@ -116,8 +139,26 @@ class JobTime:
     def add(self, job: np.ndarray, t: np.ndarray, demand: np.ndarray) -> None:
         keep = (job >= 0) & (demand > 0)
         if len(self.busy) and keep.any():
-            pairs = np.unique(job[keep] * (int(t.max()) + 1) + t[keep])
-            self.busy += np.bincount(pairs // (int(t.max()) + 1), minlength=len(self.busy))
+            self.busy += _distinct_intervals(job[keep], t[keep], len(self.busy))
+
+
+@njit(cache=True)
+def _distinct_intervals(job, t, jobs):  # pragma: no cover - compiled
+    """Per job, how many distinct intervals ``t`` it has: one pass while each job's rows come
+    in interval order (as the replay yields them), else through a sort."""
+    count = np.zeros(jobs, np.int64)
+    last = np.zeros(jobs, np.int64)
+    for i in range(len(job)):
+        j = job[i]
+        if count[j] and t[i] <= last[j]:
+            if t[i] == last[j]:
+                continue
+            stride = t.max() - t.min() + 1
+            pairs = np.unique(job * stride + (t - t.min()))
+            return np.bincount(pairs // stride, minlength=jobs)
+        count[j] += 1
+        last[j] = t[i]
+    return count
 
 
 def job_scores(shared: JobTime, alone: JobTime, interval_s: float) -> list[Score]:

@@ -69,6 +69,11 @@ def max_min_rates(
 
     ``cap`` bounds each flow's rate (its demand; inf = none); ``group`` (ints) separates
     independent problems solved together. A flow with no resource needs a finite cap.
+
+    Within a group, a resource whose flows' caps sum to at most ``capacity · (1 −
+    SATURABLE_MARGIN)`` can never saturate: a flow crossing only such resources gets its cap
+    (what the filling gives it too), and only the other flows are filled, over the resources
+    that may saturate (:func:`saturable`).
     """
     flows = paths.flows
     capacity = np.asarray(capacity, dtype=np.float64)
@@ -76,16 +81,117 @@ def max_min_rates(
     if flows == 0:
         return np.zeros(0)
     check(paths, capacity, cap)
-    indices = paths.indices
-    if group is not None and len(indices):
-        # a private copy of every resource per group: (group, resource) -> local resource id
-        keys = np.asarray(group, dtype=np.int64)[paths.flow_of_entry()] * len(capacity) + indices
-        local_keys, indices = np.unique(keys, return_inverse=True)
-        capacity = capacity[local_keys % len(capacity)]
+    group = np.zeros(flows, np.int64) if group is None else np.asarray(group, dtype=np.int64)
+    order = np.arange(flows, dtype=np.int64)
+    if np.any(group[1:] < group[:-1]):
+        order = np.argsort(group, kind="stable")
     rate = np.zeros(flows)
-    local = np.full(len(capacity), -1, dtype=np.int64)
-    fill(np.arange(flows, dtype=np.int64), paths.indptr, indices, capacity, cap, rate, local)
+    _solve_groups(order, group, paths.indptr, paths.indices, capacity, cap, rate)
     return rate
+
+
+SATURABLE_MARGIN = 1e-6  # caps summing within this fraction of a capacity may saturate it
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _group_end(order, group, a):  # pragma: no cover - compiled
+    """End of the run of ``order`` positions from ``a`` holding one group."""
+    z = a
+    while z < len(order) and group[order[z]] == group[order[a]]:
+        z += 1
+    return z
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _group_load(order, a, z, route, indptr, indices, cap, load, stamp, b):  # pragma: no cover
+    """Sum the caps of the flows at ``order[a:z]`` (one group, stamp ``b``) per resource."""
+    for i in range(a, z):
+        f = order[i]
+        for e in range(indptr[route[f]], indptr[route[f] + 1]):
+            r = indices[e]
+            if stamp[r] != b:
+                stamp[r] = b
+                load[r] = 0.0
+            load[r] += max(cap[f], 0.0)
+
+
+@njit(cache=True, error_model="numpy")
+def saturable(order, group, route, indptr, indices, capacity, cap):  # pragma: no cover
+    """Per flow, whether a resource it crosses may saturate in its group: the caps of the
+    group's flows on it sum above ``capacity · (1 − SATURABLE_MARGIN)``. Flow ``f`` crosses
+    route ``route[f]`` of (indptr, indices); ``order`` lists the flows group by group."""
+    hot = np.zeros(len(group), np.bool_)
+    load = np.zeros(len(capacity))
+    stamp = np.full(len(capacity), -1, np.int64)
+    a = 0
+    b = 0
+    while a < len(order):
+        z = _group_end(order, group, a)
+        _group_load(order, a, z, route, indptr, indices, cap, load, stamp, b)
+        for i in range(a, z):
+            f = order[i]
+            for e in range(indptr[route[f]], indptr[route[f] + 1]):
+                if load[indices[e]] > capacity[indices[e]] * (1 - SATURABLE_MARGIN):
+                    hot[f] = True
+        a = z
+        b += 1
+    return hot
+
+
+@njit(cache=True, error_model="numpy")
+def _solve_groups(order, group, indptr, indices, capacity, cap, rate):  # pragma: no cover
+    """:func:`max_min_rates` on flows listed group by group in ``order``: flows on resources
+    that cannot saturate get their cap; the others are filled in one :func:`fill` over a
+    private copy per group of each resource that may saturate (the others never bind)."""
+    flows = len(group)
+    route = np.arange(flows)
+    hot = saturable(order, group, route, indptr, indices, capacity, cap)
+    load = np.zeros(len(capacity))
+    stamp = np.full(len(capacity), -1, np.int64)
+    copy = np.empty(len(capacity), np.int64)  # resource -> its copy in the current group
+    hard = np.empty(flows, np.int64)
+    hindptr = np.zeros(flows + 1, np.int64)
+    hindices = np.empty(len(indices), np.int64)
+    hcapacity = np.empty(len(indices))
+    nh = 0
+    ne = 0
+    nc = 0
+    a = 0
+    b = 0
+    while a < flows:
+        z = _group_end(order, group, a)
+        _group_load(order, a, z, route, indptr, indices, cap, load, stamp, b)
+        for i in range(a, z):
+            f = order[i]
+            if not hot[f]:
+                rate[f] = max(cap[f], 0.0)
+                continue
+            for e in range(indptr[f], indptr[f + 1]):
+                r = indices[e]
+                if load[r] <= capacity[r] * (1 - SATURABLE_MARGIN):
+                    continue
+                if stamp[r] != -2 - b:  # first flow of this group on r: a new copy
+                    stamp[r] = -2 - b
+                    copy[r] = nc
+                    hcapacity[nc] = capacity[r]
+                    nc += 1
+                hindices[ne] = copy[r]
+                ne += 1
+            hard[nh] = f
+            nh += 1
+            hindptr[nh] = ne
+        a = z
+        b += 1
+    if nh:
+        part = np.arange(nh)
+        hrate = np.zeros(nh)
+        hcap = np.empty(nh)
+        for i in range(nh):
+            hcap[i] = cap[hard[i]]
+        scratch = np.full(nc, -1, np.int64)
+        fill(part, hindptr, hindices, hcapacity[:nc], hcap, hrate, scratch, np.zeros(nc))
+        for i in range(nh):
+            rate[hard[i]] = hrate[i]
 
 
 def check(paths: Paths, capacity: np.ndarray, cap: np.ndarray) -> None:
@@ -101,8 +207,10 @@ def check(paths: Paths, capacity: np.ndarray, cap: np.ndarray) -> None:
 
 
 @njit(cache=True, error_model="numpy")
-def fill(flows, indptr, indices, capacity, cap, rate, local):  # pragma: no cover - compiled
-    """Write the max-min fair rate of each flow in ``flows`` into ``rate[flow]``.
+def fill(flows, indptr, indices, capacity, cap, rate, local, froze):  # pragma: no cover
+    """Write the max-min fair rate of each flow in ``flows`` into ``rate[flow]``, and into
+    ``froze[resource]`` the level of each resource that saturated holding unfrozen flows
+    (untouched for the others).
 
     Only the resources these flows cross take part: the event driver passes the flows an event
     can change, over the capacity the others leave. ``local`` is scratch, -1 for every resource
@@ -186,6 +294,7 @@ def fill(flows, indptr, indices, capacity, cap, rate, local):  # pragma: no cove
             size = heap_remove(heap, pos, level, size, j)
             held = member[start[j] : start[j + 1]]
             fix = link_level
+            froze[links[j]] = fix
         for i in held:
             if frozen[i]:
                 continue

@@ -206,3 +206,24 @@ def test_incremental_solver_matches_full_resolve() -> None:
     in_flight = [np.sum((timeline.start <= t) & (timeline.end > t)) for t in instants]
     assert timeline.events == len(instants)
     assert timeline.resolved < 0.8 * sum(in_flight)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_component_through_saturated_links_matches_full_resolve(seed) -> None:
+    # a small two-level fat-tree (8 hosts up/down at 1 GB/s, 2 leaves x 2 spines at 1.5 GB/s):
+    # most flows cross both saturated and unsaturated links, so an event's change reaches
+    # resources left closed (unsaturated before) or flows left out (not a link's fastest) that
+    # the new rates concern, which the driver must then walk too
+    rng = np.random.default_rng(seed)
+    capacity = np.r_[np.full(16, 1e9), np.full(8, 1.5e9)]
+    routes = []
+    for _ in range(240):
+        src, dst = rng.choice(8, 2, replace=False)
+        spine = int(rng.integers(0, 2))
+        uplink, downlink = 16 + (src % 2) * 2 + spine, 20 + spine * 2 + dst % 2
+        routes.append([int(src), uplink, downlink, 8 + int(dst)] if src % 2 != dst % 2 else
+                      [int(src), 8 + int(dst)])  # fmt: skip
+    stream = np.repeat(np.arange(40), 6)
+    req = requests(stream, rng.uniform(1e6, 5e7, 240), rng.uniform(0, 5e-3, 240), routes)
+    timeline = simulate(req, capacity)
+    np.testing.assert_allclose(timeline.end, full_resolve(req, capacity), rtol=1e-9)

@@ -4,6 +4,7 @@ interval driver with backlog; each job is also replayed alone, for its slowdown.
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -12,14 +13,17 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from numba import njit
 
 from burstlake.lake import dataset, read_table
 from burstlake.replay import scores as sc
 from burstlake.replay.graph import Topology
 from burstlake.replay.intervals import IntervalReplay, Rows
+from burstlake.replay.solver import saturable
 from burstlake.replay.workloads import Kind, Progress, ScenarioLimits, lake_jobs, register
 
 US = 1_000_000
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -77,19 +81,42 @@ def lake_demand(
         raise ValueError(f"node_io has a non-positive interval_s ({interval_s})")
     ts = table["ts"].cast(pa.int64()).to_numpy()
     origin = int(ts.min()) if start is None else round(start.timestamp() * US)
-    t = (ts - origin) // (interval_s * US)
+    t = ts - origin
+    del ts
+    t //= interval_s * US
     node = _node_indices(table["node"], topology)
     traffic = pc.add(pc.fill_null(table["read_bytes"], 0), pc.fill_null(table["write_bytes"], 0))
-    order = np.lexsort((node, t))
-    rows = Rows(
-        np.zeros(len(t), dtype=np.int64),
-        t[order],
-        node[order],
-        traffic.to_numpy().astype(np.float64)[order],
-    )
+    traffic = traffic.to_numpy().astype(np.float64)
+    del table  # the columns are copied out: hold one copy of the month, not two
+    order = _interval_order(t, node, len(topology.nodes))
+    rows = Rows(np.zeros(len(t), dtype=np.int64), t[order], node[order], traffic[order])
+    del t, node, traffic, order
     jobs = job_index(lake, topology, origin, interval_s)
     start_dt = pa.scalar(origin, pa.timestamp("us", tz="UTC")).as_py()
     return NodeDemand(rows, float(interval_s), start_dt, jobs.lookup(rows.node, rows.t), jobs, lake)
+
+
+@njit(cache=True)
+def _interval_order(t, node, nodes):  # pragma: no cover - compiled
+    """The rows by interval, then node, ties in row order: ``np.lexsort((node, t))`` as two
+    stable counting sorts (t >= 0, 0 <= node < nodes)."""
+    by_node = _counting_order(np.arange(len(t)), node, nodes)
+    return _counting_order(by_node, t, t.max() + 1 if len(t) else 0)
+
+
+@njit(cache=True)
+def _counting_order(rows, key, keys):  # pragma: no cover - compiled
+    """``rows`` stably reordered by ``key[row]`` (0 <= key < keys)."""
+    slot = np.zeros(keys + 1, np.int64)
+    for r in rows:
+        slot[key[r] + 1] += 1
+    for k in range(keys):
+        slot[k + 1] += slot[k]
+    out = np.empty(len(rows), np.int64)
+    for r in rows:
+        out[slot[key[r]]] = r
+        slot[key[r]] += 1
+    return out
 
 
 def _node_indices(names: pa.ChunkedArray, topology: Topology) -> np.ndarray:
@@ -120,19 +147,23 @@ class JobIndex:
     def lookup(self, node: np.ndarray, t: np.ndarray, after_end: bool = False) -> np.ndarray:
         """Index into ``job_ids`` per (node, interval), -1 if none. With ``after_end`` an
         interval after the job's end still counts as the job's (its backlog drains then)."""
-        out = np.full(len(node), -1, dtype=np.int64)
         if not len(self.node) or not len(node):
-            return out
-        low = min(int(self.begin.min()), int(t.min()))
-        stride = max(int(self.begin.max()), int(t.max())) - low + 1
-        key = self.node * stride + (self.begin - low)  # sorted: allocations by (node, begin)
-        at = np.searchsorted(key, node * stride + (t - low), side="right") - 1
-        ok = at >= 0
-        ok[ok] = self.node[at[ok]] == node[ok]
-        if not after_end:
-            ok[ok] = t[ok] < self.end[at[ok]]
-        out[ok] = self.job[at[ok]]
-        return out
+            return np.full(len(node), -1, dtype=np.int64)
+        first = np.searchsorted(self.node, np.arange(max(self.node[-1], node.max()) + 2))
+        return _lookup(first, self.begin, self.end, self.job, node, t, after_end)
+
+
+@njit(cache=True)
+def _lookup(first, begin, end, job, node, t, after_end):  # pragma: no cover - compiled
+    """:meth:`JobIndex.lookup`: per row, the last allocation of its node begun by ``t``
+    (the node's allocations are ``first[node]:first[node + 1]``, by begin)."""
+    out = np.full(len(node), -1, np.int64)
+    for i in range(len(node)):
+        lo, hi = first[node[i]], first[node[i] + 1]
+        at = lo + np.searchsorted(begin[lo:hi], t[i], side="right") - 1
+        if at >= lo and (after_end or t[i] < end[at]):
+            out[i] = job[at]
+    return out
 
 
 def job_index(
@@ -183,20 +214,65 @@ def interval_scores(
 ) -> list[sc.Score]:
     """Interval replay of the trace (lane 0), and of every job alone (lane job + 1)."""
     loads = sc.IonLoad(topology)
-    shared, alone = sc.JobTime(len(demand.jobs.job_ids)), sc.JobTime(len(demand.jobs.job_ids))
+    shared = sc.JobTime(len(demand.jobs.job_ids))
     for solved in IntervalReplay(topology, demand.interval_s).run(demand.rows, progress):
         loads.add(solved)
         owner = demand.jobs.lookup(solved.node, solved.t, after_end=True)
         shared.add(owner, solved.t, solved.demand)
     out = [*loads.scores(demand.interval_s), *sc.busiest_node_ions(demand.rows, topology)]
     if scenario.job_scores:
-        mine = demand.job >= 0
-        rows = demand.rows.take(mine)
-        lanes = Rows(demand.job[mine] + 1, rows.t, rows.node, rows.bytes)
+        out += sc.job_scores(shared, alone_time(topology, demand, progress), demand.interval_s)
+    return [*out, sc.hops_score(topology), *lake_jobs.placement_scores(topology, demand)]
+
+
+def alone_time(topology: Topology, demand: NodeDemand, progress: Progress = None) -> sc.JobTime:
+    """Each job's I/O time replayed alone, on the machine to itself (lane job + 1).
+
+    A job that cannot saturate any resource alone in any interval (:func:`unsaturable_jobs`)
+    is served its whole demand in every interval, so it never backlogs: its alone time is the
+    intervals in which it has bytes, read off its rows. Only the other jobs are replayed."""
+    alone = sc.JobTime(len(demand.jobs.job_ids))
+    mine = demand.job >= 0
+    quiet = unsaturable_jobs(topology, demand)
+    easy = mine.copy()
+    easy[mine] = quiet[demand.job[mine]]
+    alone.add(demand.job[easy], demand.rows.t[easy], demand.rows.bytes[easy])
+    replayed = mine & ~easy
+    if replayed.any():
+        rows = demand.rows.take(replayed)
+        lanes = Rows(demand.job[replayed] + 1, rows.t, rows.node, rows.bytes)
         for solved in IntervalReplay(topology, demand.interval_s).run(lanes, progress):
             alone.add(solved.lane - 1, solved.t, solved.demand)
-        out += sc.job_scores(shared, alone, demand.interval_s)
-    return [*out, sc.hops_score(topology), *lake_jobs.placement_scores(topology, demand)]
+    log.info(
+        "alone replay: %d of %d jobs replayed", len(np.unique(demand.job[replayed])), len(quiet)
+    )
+    return alone
+
+
+def unsaturable_jobs(topology: Topology, demand: NodeDemand) -> np.ndarray:
+    """Per job, whether in every interval its demand rates (bytes / interval_s) sum to at most
+    every capacity they cross, with the solver's margin (:func:`saturable`).
+
+    Such a job alone gets its whole demand in each interval: every flow at its cap is max-min
+    fair when no resource is over-subscribed, so it carries no backlog into the next interval.
+    Tested on the whole trace per interval first (a job's rows are a part of it), then per job
+    in the intervals where the whole trace may saturate something."""
+    rows, jobs = demand.rows, len(demand.jobs.job_ids)
+    paths, capacity = topology.io_paths(), topology.resources.capacity
+    if not len(rows):
+        return np.ones(jobs, dtype=bool)
+    rate = rows.bytes / demand.interval_s
+    order = np.arange(len(rows))
+    if np.any(rows.t[1:] < rows.t[:-1]):
+        order = np.argsort(rows.t, kind="stable")
+    hot = saturable(order, rows.t, rows.node, paths.indptr, paths.indices, capacity, rate)
+    busy = np.isin(rows.t, np.unique(rows.t[hot])) & (demand.job >= 0)
+    cell = demand.job[busy] * (int(rows.t.max()) + 1) + rows.t[busy]
+    order = np.argsort(cell, kind="stable")
+    hot = saturable(order, cell, rows.node[busy], paths.indptr, paths.indices, capacity, rate[busy])
+    quiet = np.ones(jobs, dtype=bool)
+    quiet[demand.job[busy][hot]] = False
+    return quiet
 
 
 def _check(workload: dict, _limits: ScenarioLimits) -> None:
