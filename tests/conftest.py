@@ -51,6 +51,20 @@ def spark():
 
 
 @pytest.fixture(scope="session")
+def tiny_metrics_lake(spark, tmp_path_factory) -> Path:
+    """One synthesized ``tiny`` day (seed 1) with its metrics, shared by the tests that only
+    read it (the metrics against the synthesizer's truth, the notebook, the report): a test
+    that writes into it works on its own copy (:func:`shutil.copytree`)."""
+    from burstlake.jobs.metrics.run import run
+    from burstlake.jobs.synth.run import synthesize
+
+    lake = tmp_path_factory.mktemp("tiny") / "lake"
+    synthesize("tiny", lake=lake, seed=1)
+    run(lake, spark=spark, progress=False)
+    return lake
+
+
+@pytest.fixture(scope="session")
 def airflow_db() -> Path:
     """An Airflow metadata DB (SQLite) created for this test run."""
     from airflow.utils import db

@@ -7,16 +7,11 @@ import pytest
 
 from burstlake import catalog
 from burstlake.jobs.metrics.headline_sql import headline
-from burstlake.jobs.metrics.run import run
-from burstlake.jobs.synth.run import synthesize
 
 
 @pytest.fixture(scope="module")
-def tiny(spark, tmp_path_factory):
-    lake = tmp_path_factory.mktemp("tiny") / "lake"
-    synthesize("tiny", lake=lake, seed=1)
-    run(lake, spark=spark, progress=False)
-    return lake
+def tiny(tiny_metrics_lake):
+    return tiny_metrics_lake
 
 
 def agreement(lake, metric: str, truth: str) -> tuple[int, float]:

@@ -6,14 +6,11 @@ import nbformat
 import pytest
 
 from burstlake.jobs.metrics.notebook import render_notebook
-from burstlake.jobs.metrics.run import run
-from burstlake.jobs.synth.run import synthesize
 
 
 @pytest.mark.slow
-def test_notebook_renders_every_figure(spark, lake, tmp_path):
-    synthesize("tiny", lake=lake, seed=2)
-    run(lake, spark=spark, progress=False)
+def test_notebook_renders_every_figure(tiny_metrics_lake, tmp_path):
+    lake = tiny_metrics_lake
     out = render_notebook(lake, tmp_path / "out" / "spatial_burstiness.ipynb")
     notebook = nbformat.read(out, as_version=4)
     outputs = [o for c in notebook.cells if c.cell_type == "code" for o in c.outputs]

@@ -20,16 +20,16 @@ FIGURES = {"platform", "burstiness", "heatmap", "loads", "nud", "replay-report_i
 
 
 @pytest.fixture(scope="module")
-def full_lake(spark, tmp_path_factory) -> Path:
-    """A tiny synthesized day with its metrics and a block-vs-cyclic ION replay."""
-    from burstlake.jobs.metrics.run import run as metrics
-    from burstlake.jobs.synth.run import synthesize
+def full_lake(tiny_metrics_lake, tmp_path_factory) -> Path:
+    """A tiny synthesized day with its metrics (a copy of the shared one) and a
+    block-vs-cyclic ION replay."""
+    import shutil
+
     from burstlake.replay.scenario import SCENARIOS, load
     from burstlake.replay.scenario import run as replay
 
     lake = tmp_path_factory.mktemp("report") / "lake"
-    synthesize("tiny", lake=lake, seed=3)
-    metrics(lake, spark=spark, progress=False)
+    shutil.copytree(tiny_metrics_lake, lake)
     scenario = load(SCENARIOS / "ion_remap.yaml")
     replay(
         dataclasses.replace(
