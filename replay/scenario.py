@@ -75,9 +75,7 @@ def load(path: str | os.PathLike, limits: ScenarioLimits = LIMITS) -> Scenario:
         raise ValueError(f"{path}: not valid YAML: {' '.join(str(err).split())}") from err
     if not isinstance(spec, dict):
         raise ValueError(f"{path}: a scenario is a YAML mapping with keys {sorted(KEYS)}")
-    unknown = set(spec) - KEYS
-    if unknown:
-        raise ValueError(f"{path}: unknown keys {sorted(unknown)}; allowed: {sorted(KEYS)}")
+    workloads.known_keys(str(path), spec, KEYS)
     for key in ("name", "workload", "topology", "policies"):
         if key not in spec:
             raise ValueError(f"{path}: missing key {key!r}")
@@ -90,11 +88,7 @@ def load(path: str | os.PathLike, limits: ScenarioLimits = LIMITS) -> Scenario:
     source = workload.get("source")
     try:
         kind = workloads.kind(source)
-        unknown = set(workload) - kind.keys - {"source"}
-        if unknown:
-            raise ValueError(
-                f"workload {source}: unknown keys {sorted(unknown)}; allowed: {sorted(kind.keys)}"
-            )
+        workloads.known_keys(f"workload {source}", set(workload) - {"source"}, kind.keys)
         kind.check(workload, limits)
     except ValueError as err:
         raise ValueError(f"{path}: {err}") from None

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -31,6 +31,14 @@ class ScenarioLimits:
 
     file_bytes: int = 1_000_000  # a scenario is a few lines of YAML
     requests: int = 5_000_000  # simulated requests of a synthetic workload (paper 000: 1.2 M)
+
+
+def known_keys(where: str, given: Iterable[Any], allowed: Iterable[str]) -> None:
+    """Refuse keys a scenario mapping does not take, in one line naming them and the allowed
+    ones (a misspelled key is an error, not ignored)."""
+    unknown = set(given) - set(allowed)
+    if unknown:
+        raise ValueError(f"{where}: unknown keys {sorted(unknown)}; allowed: {sorted(allowed)}")
 
 
 def number(

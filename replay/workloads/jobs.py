@@ -30,7 +30,7 @@ from burstlake.replay import scores as sc
 from burstlake.replay import traffic as tr
 from burstlake.replay.events import simulate
 from burstlake.replay.graph import Topology
-from burstlake.replay.workloads import Kind, Progress, ScenarioLimits, number, register
+from burstlake.replay.workloads import Kind, Progress, ScenarioLimits, known_keys, number, register
 
 # Each kind's settings where a job leaves them out: 000 §5's representative MPI job (4 KB every
 # 500 μs) and checkpoint I/O (4 MB requests back to back), 1,000 scored requests after 50
@@ -139,11 +139,7 @@ def job_specs(workload: dict) -> list[dict]:
         if kind not in DEFAULTS:
             raise ValueError(f"{where}: kind must be one of {sorted(DEFAULTS)}, got {kind!r}")
         allowed = JOB_KEYS | set(DEFAULTS[kind])
-        unknown = set(job) - allowed
-        if unknown:
-            raise ValueError(
-                f"{where} ({kind}): unknown keys {sorted(unknown)}; allowed: {sorted(allowed)}"
-            )
+        known_keys(f"{where} ({kind})", job, allowed)
         spec = DEFAULTS[kind] | job
         name = spec.setdefault("name", kind)
         if not isinstance(name, str) or not NAME.fullmatch(name):

@@ -45,7 +45,15 @@ from burstlake.machines import PRESETS
 from burstlake.replay import scores as sc
 from burstlake.replay.events import Requests, simulate
 from burstlake.replay.graph import Topology
-from burstlake.replay.workloads import Kind, Progress, ScenarioLimits, Scored, number, register
+from burstlake.replay.workloads import (
+    Kind,
+    Progress,
+    ScenarioLimits,
+    Scored,
+    known_keys,
+    number,
+    register,
+)
 from burstlake.replay.workloads.lake import window_bounds
 
 log = logging.getLogger(__name__)
@@ -223,11 +231,7 @@ def _phase_specs(workload: dict) -> list[dict]:
         where = f"workload phases: phases[{k}]"
         if not isinstance(spec, dict):
             raise ValueError(f"{where} must be a mapping with keys {sorted(PHASE_KEYS)}")
-        unknown = set(spec) - PHASE_KEYS
-        if unknown:
-            raise ValueError(
-                f"{where}: unknown keys {sorted(unknown)}; allowed {sorted(PHASE_KEYS)}"
-            )
+        known_keys(where, spec, PHASE_KEYS)
         for key in ("app", "nodes", "bytes_per_node"):
             if key not in spec:
                 raise ValueError(f"{where}: missing key {key!r}")
