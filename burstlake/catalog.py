@@ -33,8 +33,7 @@ from burstlake.lake import (
     clean_leftovers,
     lake_path,
     read_versions,
-    stored_columns,
-    table_files,
+    table_layout,
 )
 from burstlake.schemas import REGISTRY, TableSpec
 
@@ -58,13 +57,12 @@ def _empty(spec: TableSpec) -> pa.Table:
 
 def _define(con: duckdb.DuckDBPyConnection, spec: TableSpec, root: Path, version: int | None):
     name = f'"{spec.name}"'
-    files = table_files(root, spec.name, version) if version is not None else []
+    files, stored = table_layout(root, spec.name, version) if version is not None else ([], set())
     if not files:
         empty = _empty(spec)  # noqa: F841 - read by DuckDB
         con.execute(f"CREATE TABLE {name} AS SELECT * FROM empty")
         return
     paths = "[" + ", ".join(_quote(str(f.relative_to(root))) for f in files) + "]"
-    stored = stored_columns(root, spec.name, version)
     types = dict(zip(spec.schema.names, con.from_arrow(_empty(spec)).dtypes, strict=True))
     columns = ", ".join(  # a column newer than the lake's files reads as null
         f'"{c}"' if c in stored else f'CAST(NULL AS {types[c]}) AS "{c}"' for c in spec.schema.names

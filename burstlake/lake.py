@@ -443,21 +443,24 @@ def _open(lake: str | os.PathLike | None, table: str, version: int | None) -> De
     return DeltaTable(path, version=version)
 
 
-def stored_columns(
+def table_layout(
     lake: str | os.PathLike | None, table: str, version: int | None = None
-) -> set[str]:
-    """The columns a table's read version stores. A lake written by an older burstlake lacks
-    the contract's newer (nullable) columns; every reader gives them as nulls."""
+) -> tuple[list[Path], set[str]]:
+    """A table's read version in one look at its log: its Parquet files (sorted; none if never
+    written) and the columns it stores. A lake written by an older burstlake lacks the
+    contract's newer (nullable) columns; every reader gives them as nulls."""
     dt = _open(lake, table, version if version is not None else read_version(lake, table))
-    return {field.name for field in dt.schema().fields} if dt else set()
+    if dt is None:
+        return [], set()
+    files = sorted(Path(uri.removeprefix("file://")) for uri in dt.file_uris())
+    return files, {field.name for field in dt.schema().fields}
 
 
 def table_files(
     lake: str | os.PathLike | None, table: str, version: int | None = None
 ) -> list[Path]:
     """The Parquet files of a table's read version, sorted (empty if never written)."""
-    dt = _open(lake, table, version if version is not None else read_version(lake, table))
-    return sorted(Path(uri.removeprefix("file://")) for uri in dt.file_uris()) if dt else []
+    return table_layout(lake, table, version)[0]
 
 
 def dataset(lake: str | os.PathLike | None, table: str) -> ds.Dataset:
