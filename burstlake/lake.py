@@ -743,9 +743,13 @@ def _superseded(
         older = "[" + ", ".join(_quote(u) for u in uris) + "]"
         hive = "true" if table_spec.partition_by else "false"
         con.execute(
-            f"CREATE TEMP VIEW o AS SELECT * FROM read_parquet({older}, hive_partitioning={hive}, "
-            f"hive_types_autocast=false)"
+            f"CREATE TEMP VIEW f AS SELECT * FROM read_parquet({older}, hive_partitioning={hive}, "
+            f"hive_types_autocast=false, union_by_name=true)"
         )
+        # files of an older layout lack the contract's newer columns: they read as nulls
+        stored = {row[0] for row in con.execute("DESCRIBE f").fetchall()}
+        newer = "".join(f', NULL AS "{c}"' for c in table_spec.schema.names if c not in stored)
+        con.execute(f"CREATE TEMP VIEW o AS SELECT *{newer} FROM f")
         mine = ", ".join(map(_quote, own))
         match = " AND ".join(
             f'o."{k}" IS NOT DISTINCT FROM n."{k}"' for k in table_spec.replace_key

@@ -120,8 +120,30 @@ def _present(rows: pa.Table, columns: tuple[str, ...], known: list[str]) -> list
     return sorted(present.intersection(known))
 
 
+MACHINE_SEP = "\x1f"  # never in a cluster name (base.check_cluster refuses control characters)
+
+
+def node_keys(clusters: pa.Array | pa.ChunkedArray, nodes: pa.Array | pa.ChunkedArray):
+    """A node of one machine as one string, ``cluster`` + U+001F + ``node`` (the unnamed
+    machine: an empty cluster): node names are unique only within a machine, so checks against
+    ``topology`` compare (cluster, node), a null cluster matching a null one."""
+    return pc.binary_join_element_wise(pc.fill_null(clusters, ""), nodes, MACHINE_SEP)
+
+
+def _keyed(rows: pa.Table, columns: tuple[str, ...]) -> pa.Table:
+    """``rows`` with each node column replaced by its :func:`node_keys` (for the topology
+    check only: the verdict names the column, never the key)."""
+    for column in columns:
+        at = rows.schema.get_field_index(column)
+        rows = rows.set_column(at, column, node_keys(rows.column("cluster"), rows.column(column)))
+    return rows
+
+
 def validate(table: str, rows: pa.Table, topology_nodes: list[str] | None = None) -> Verdict:
-    """Validate ``rows`` of lake table ``table`` with its suite; return the failing rows."""
+    """Validate ``rows`` of lake table ``table`` with its suite; return the failing rows.
+
+    ``topology_nodes``: the :func:`node_keys` of the topology, to check the node columns
+    against (None: no topology loaded, no check)."""
     from burstlake.schemas import conform, spec
     from burstlake.schemas.expectations import expectations
 
@@ -129,7 +151,8 @@ def validate(table: str, rows: pa.Table, topology_nodes: list[str] | None = None
         return Verdict({})
     table_spec = spec(table)
     rows = conform(rows, table_spec)
-    if topology_nodes is not None:
+    if topology_nodes is not None and table_spec.node_columns:
+        rows = _keyed(rows, table_spec.node_columns)
         topology_nodes = _present(rows, table_spec.node_columns, topology_nodes)
     frame = rows.to_pandas().reset_index(drop=True)
     now, gated = _gates(expectations(table_spec, topology_nodes))

@@ -1,6 +1,10 @@
 """Arrow schemas of the metrics tables (paper 004 §3, §4, §6; docs/design.md, "Metrics"):
 written by the Spark jobs in jobs/metrics, which read the lake tables named in :data:`INPUTS`.
 
+Every table carries ``cluster``: the machine its rows were computed on, each machine alone, as
+if it were the only one in the lake (null: the unnamed machine; docs/design.md, "Several
+machines in one lake").
+
 Shares and NUDs are fractions in [0, 1]. A null NUD or flag means "undefined": a single-node
 job, a job without traffic, a job whose nodes sit in one cabinet (paper 004 §3.1, Def. 2).
 """
@@ -83,6 +87,7 @@ DARSHAN_JOB_METRICS = TableSpec(
     "Shared (rank -1) bytes cannot be attributed to ranks and are reported apart.",
     schema=_schema(
         ("log_id", STR, False),
+        ("cluster", STR, True),
         ("job_id", STR, True),
         ("nprocs", I64, True),
         ("ranks_with_io", I64, False),
@@ -107,6 +112,7 @@ INTERVAL_METRICS = TableSpec(
     "§7.5 (top-k shares of nodes, cabinets, IONs; IONs serving the busiest nodes).",
     schema=_schema(
         ("ts", TS, False),
+        ("cluster", STR, True),
         ("interval_s", pa.int32(), False),
         ("system_bytes", I64, False),
         ("active_nodes", I64, False),
@@ -115,7 +121,7 @@ INTERVAL_METRICS = TableSpec(
         ("top_ion_share", F64, True),
         ("top_node_ions", I64, False),  # distinct IONs serving the busiest nodes
     ),
-    key=("ts",),
+    key=("cluster", "ts"),
     nonnegative=("interval_s", "system_bytes", "active_nodes", "top_node_ions"),
 )
 
@@ -126,6 +132,7 @@ def _load(level: str) -> TableSpec:
         doc=f"Total traffic per {level} over the whole trace (004 Fig. 7).",
         schema=_schema(
             (level, STR, False),
+            ("cluster", STR, True),
             ("nodes", I64, False),
             ("read_bytes", I64, False),
             ("write_bytes", I64, False),
@@ -134,7 +141,7 @@ def _load(level: str) -> TableSpec:
             ("active_intervals", I64, False),
             ("peak_bytes", I64, False),  # its busiest interval
         ),
-        key=(level,),
+        key=("cluster", level),
         nonnegative=("nodes", "io_bytes", "active_intervals", "peak_bytes"),
     )
 
@@ -148,6 +155,7 @@ APP_METRICS = TableSpec(
     "min_app_jobs jobs: consistency degrees (004 Def. 3) and divergence (Def. 4).",
     schema=_schema(
         ("app_id", STR, False),
+        ("cluster", STR, True),
         ("user", STR, True),
         ("job_name", STR, True),
         ("nodes", I64, False),
@@ -158,7 +166,7 @@ APP_METRICS = TableSpec(
         ("divergence", F64, True),  # over jobs with traffic; null with fewer than two
         ("consistent_distribution", BOOL, True),
     ),
-    key=("app_id",),
+    key=("cluster", "app_id"),
     nonnegative=("nodes", "jobs", "divergence"),
 )
 
@@ -167,6 +175,7 @@ PLATFORM_SUMMARY = TableSpec(
     doc="The lake's headline figures (004 §3, §4.1, §6.2, Table 3) beside the paper's values.",
     schema=_schema(
         ("figure", STR, False),
+        ("cluster", STR, True),
         ("section", STR, False),  # where in paper 004 the figure is defined
         ("description", STR, False),
         ("value", F64, True),
@@ -175,7 +184,7 @@ PLATFORM_SUMMARY = TableSpec(
         ("unit", STR, False),  # 'fraction', 'ratio', 'count'
         ("basis", I64, False),  # how many jobs, intervals or applications it is over
     ),
-    key=("figure",),
+    key=("cluster", "figure"),
     nonnegative=("basis",),
 )
 

@@ -124,6 +124,7 @@ NODE_IO = TableSpec(
     doc="Node × interval traffic, sparse: an absent row means no traffic in that interval.",
     schema=_schema(
         ("node", pa.string(), False),
+        ("cluster", pa.string(), True),  # the machine (null: the unnamed one)
         ("ts", TS, False),  # interval start
         ("interval_s", pa.int32(), False),
         ("read_bytes", pa.int64(), True),
@@ -137,11 +138,11 @@ NODE_IO = TableSpec(
         ("cpu_load", pa.float64(), True),  # gauge: mean over the interval's samples
         ("mem_used_bytes", pa.int64(), True),  # gauge: last sample in the interval
     ),
-    key=("node", "ts"),
+    key=("cluster", "node", "ts"),
     partition_by="ts",
     nonnegative=("interval_s", *NODE_IO_TRAFFIC, *NODE_IO_GAUGES),
     node_columns=("node",),
-    replace_key=("node", "ts"),
+    replace_key=("cluster", "node", "ts"),
 )
 
 DARSHAN_JOBS = TableSpec(
@@ -149,6 +150,7 @@ DARSHAN_JOBS = TableSpec(
     doc="One row per Darshan log.",
     schema=_schema(
         ("log_id", pa.string(), False),
+        ("cluster", pa.string(), True),  # the machine; see jobs/metrics/darshan_job.py
         ("job_id", pa.string(), True),
         ("uid", pa.int64(), True),
         ("exe", pa.string(), True),
@@ -184,6 +186,7 @@ DARSHAN_RANK_IO = TableSpec(
     doc="Log × module × rank totals; rank -1 holds shared-file records reduced over all ranks.",
     schema=_schema(
         ("log_id", pa.string(), False),
+        ("cluster", pa.string(), True),  # the machine; see jobs/metrics/darshan_job.py
         ("job_id", pa.string(), True),
         ("module", pa.string(), False),
         ("rank", pa.int64(), False),
@@ -208,6 +211,7 @@ DARSHAN_HEATMAP = TableSpec(
     "bins with traffic. The time-resolved view of each rank's I/O (its I/O phases).",
     schema=_schema(
         ("log_id", pa.string(), False),
+        ("cluster", pa.string(), True),  # the machine; see jobs/metrics/darshan_job.py
         ("job_id", pa.string(), True),
         ("module", pa.string(), False),
         ("rank", pa.int64(), False),
@@ -227,6 +231,7 @@ TOPOLOGY = TableSpec(
     doc="One row per compute node: where it sits and which I/O node (ION) serves it.",
     schema=_schema(
         ("node", pa.string(), False),
+        ("cluster", pa.string(), True),  # node names are unique within one machine
         ("cabinet", pa.string(), False),
         ("ion", pa.string(), True),
         ("switch", pa.string(), True),
@@ -237,8 +242,8 @@ TOPOLOGY = TableSpec(
         ("z", pa.int32(), True),
         ("node_type", pa.string(), True),  # 'compute', 'service', ...
     ),
-    key=("node",),
-    replace_key=("node",),
+    key=("cluster", "node"),
+    replace_key=("cluster", "node"),
 )
 
 ZABBIX_SAMPLES = TableSpec(
@@ -248,6 +253,7 @@ ZABBIX_SAMPLES = TableSpec(
     "item and a later file continues the series of an earlier one (jobs/ingest/zabbix.py).",
     schema=_schema(
         ("node", pa.string(), False),
+        ("cluster", pa.string(), True),  # a series is one cluster x node x item
         ("item", pa.string(), False),  # itemid, or 'name:<item name>' without one
         ("metric", pa.string(), False),
         ("kind", pa.string(), False),  # counter, rate, gauge

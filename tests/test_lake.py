@@ -81,7 +81,7 @@ def test_catalog_has_every_table_even_before_any_write(lake):
     catalog.refresh(lake)
     assert catalog.sql(lake, "SELECT count(*) AS n FROM jobs").column("n").to_pylist() == [0]
     columns = catalog.sql(lake, "SELECT * FROM node_io LIMIT 0").column_names
-    assert columns[:3] == ["node", "ts", "interval_s"]
+    assert columns[:3] == ["node", "cluster", "ts"]
 
 
 def test_catalog_views_follow_writes(lake):

@@ -40,6 +40,7 @@ def _rows(lake: Path) -> list[dict]:
 def _row(node: str, offset: int, cpu=None, mem=None, **traffic) -> dict:
     return {
         "node": node,
+        "cluster": None,  # no --cluster: the unnamed machine
         "ts": _ts(offset),
         "interval_s": 10,
         **{m: traffic.get(m) for m in TRAFFIC},

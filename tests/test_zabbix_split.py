@@ -107,7 +107,7 @@ def _write(folder: Path, files: dict[str, list[dict]]) -> list[Path]:
 
 
 def _node_io(lake: Path) -> list[tuple]:
-    rows = read_table(lake, "node_io").to_pylist()
+    rows = read_table(lake, "node_io").drop_columns(["cluster"]).to_pylist()
     return sorted(tuple(r.values()) for r in rows)
 
 

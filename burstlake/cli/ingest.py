@@ -10,6 +10,8 @@ from burstlake.jobs.ingest import SOURCES, source_module
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from burstlake.jobs.ingest.base import add_cluster_argument
+
     parser = subparsers.add_parser(
         "ingest",
         help="land raw input files in the lake",
@@ -22,6 +24,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         sub = sources.add_parser(name, help=(module.__doc__ or "").strip().splitlines()[0])
         sub.add_argument("paths", nargs="+", metavar="PATH", help="files or directories")
         add_lake_argument(sub)
+        add_cluster_argument(sub)
         module.add_arguments(sub)
         sub.set_defaults(handler=run)
 

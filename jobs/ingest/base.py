@@ -31,6 +31,7 @@ quarantined whole, so no half of it lands. Rows without ``_record`` are quaranti
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import hashlib
 import json
@@ -59,7 +60,7 @@ from burstlake.lake import (
     write_table,
 )
 from burstlake.schemas import spec
-from burstlake.validate import validate
+from burstlake.validate import node_keys, validate
 
 RECORD = "_record"
 CONTRIBUTION = "_contribution"
@@ -111,6 +112,41 @@ class Batch:
     # Rows of the source's state tables (``Source.state_tables``), landed unvalidated in the
     # file's contribution with the rest of the file.
     state: dict[str, pa.Table] = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------- the machine (--cluster)
+
+
+def add_cluster_argument(parser: argparse.ArgumentParser) -> None:
+    """``--cluster NAME``: the one option every source shares (docs/design.md, "Several
+    machines in one lake")."""
+    parser.add_argument(
+        "--cluster",
+        default=None,
+        help="the machine these records come from; it overrides a cluster named in the input "
+        "(sacct's Cluster field). Without either the records belong to the unnamed machine",
+    )
+
+
+def check_cluster(options: Mapping[str, Any]) -> None:
+    """``cluster``: absent, or a name that is not blank and holds no '/' or control character
+    (it names contributions and is compared in every join). Raises ValueError."""
+    name = options.get("cluster")
+    if name is None:
+        return
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"--cluster names the machine: it cannot be empty or blank ({name!r})")
+    if name != name.strip():
+        raise ValueError(f"--cluster {name!r}: no leading or trailing whitespace")
+    bad = next((c for c in name if c == "/" or not c.isprintable()), None)
+    if bad is not None:
+        raise ValueError(f"--cluster {name!r}: {bad!r} is not allowed in a machine name")
+
+
+def record_cluster(options: Mapping[str, Any], named: str | None = None) -> str | None:
+    """The cluster of a record: ``--cluster`` if given, else the one the input names
+    (``named``), else None (the unnamed machine). The one place this rule lives."""
+    return options.get("cluster") or named or None
 
 
 @dataclass(frozen=True)
@@ -193,7 +229,7 @@ TRAFFIC_REASONS = ("landed", "quarantined", "gap", "reset")
 def describe_traffic(parts: Mapping[str, int]) -> str:
     """'seen 1200 = landed 1000 + gap 200': the balance of one traffic metric."""
     seen = parts.get("seen", 0)
-    terms = [f"{r} {parts[r]}" for r in TRAFFIC_REASONS if parts.get(r) or r == "landed"]
+    terms = [f"{r} {parts.get(r, 0)}" for r in TRAFFIC_REASONS if parts.get(r) or r == "landed"]
     unexplained = seen - sum(parts.get(r, 0) for r in TRAFFIC_REASONS)
     if unexplained:
         terms.append(f"UNEXPLAINED {unexplained}")
@@ -293,7 +329,8 @@ def _topology_nodes(lake: Path | str | None, source: Source) -> list[str] | None
     needs = any(spec(t).node_columns for t in source.tables)
     if not needs or not table_files(lake, "topology"):
         return None
-    return read_table(lake, "topology", columns=["node"]).column("node").to_pylist()
+    known = read_table(lake, "topology", columns=["cluster", "node"])
+    return node_keys(known.column("cluster"), known.column("node")).to_pylist()
 
 
 def _previous_versions(lake: Path | str | None, file: str, source_id: str) -> list[str]:
@@ -501,6 +538,7 @@ def ingest(
     """Ingest files of one source, then refresh the catalog. Returns one report per file."""
     from tqdm import tqdm
 
+    check_cluster(dict(options or {}))
     source.check_options(dict(options or {}))
     files = list(map(Path, paths))
     reports = reconcile(lake, skip=files)

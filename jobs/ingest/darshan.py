@@ -11,7 +11,9 @@ Identity and joins: ``log_id`` is the log's content id (blake2b-64 of its bytes,
 ``source_id`` of its ``ingest_log`` row): the same log always gets the same id, different logs
 never share one, even the per-process logs of one non-MPI job that started in the same second.
 ``job_id`` is the scheduler job id Darshan recorded (``SLURM_JOB_ID``), as text, so it joins
-``jobs.job_id``.
+``jobs.job_id_raw``. A log does not name its machine: ``cluster`` is ``--cluster``, else null,
+and a null-cluster log joins the one job of that raw id if exactly one machine has it
+(:func:`burstlake.jobs.metrics.darshan_job.with_clusters`).
 
 Input records, for the accounting of docs/design.md, 'The lake': a log's header (its
 ``darshan_jobs`` row), each module × rank total (a ``darshan_rank_io`` row) and each module ×
@@ -48,6 +50,7 @@ from burstlake.jobs.ingest.base import (
     Source,
     UnusableInput,
     content_id,
+    record_cluster,
 )
 from burstlake.jobs.ingest.darshan_log import MEASURES, STORAGE_MODULES, DarshanLog, UnreadableLog
 from burstlake.schemas import spec
@@ -57,7 +60,7 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The Darshan source has no options: everything it needs is in the log."""
+    """The Darshan source has no options of its own (``--cluster`` is every source's)."""
 
 
 class _IsolatedReader:
@@ -184,13 +187,16 @@ def _heatmap_columns(log: DarshanLog, first_record: int) -> dict[str, list]:
     return columns
 
 
-def _heatmap_table(log: DarshanLog, log_id: str, first_record: int) -> pa.Table:
+def _heatmap_table(
+    log: DarshanLog, log_id: str, first_record: int, cluster: str | None
+) -> pa.Table:
     columns = _heatmap_columns(log, first_record)
     widths = {h.module: h.bin_width_s for h in log.heatmaps}
     rows = len(columns[RECORD])
     return pa.table(
         {
             "log_id": [log_id] * rows,
+            "cluster": [cluster] * rows,
             "job_id": [str(log.job["jobid"])] * rows,
             "module": columns["module"],
             "rank": columns["rank"],
@@ -235,9 +241,12 @@ def parse(path: Path, context: ParseContext) -> Iterator[Batch]:
     """One batch per log: its ``darshan_jobs``, ``darshan_rank_io`` and ``darshan_heatmap``
     rows."""
     log = _READER.read(path)
-    log_id = content_id(path)
-    job = {**_job_row(log, log_id), RECORD: 0}
-    ranks = [{**row, RECORD: i} for i, row in enumerate(_rank_rows(log, log_id), start=1)]
+    log_id, cluster = content_id(path), record_cluster(context.options)
+    job = {**_job_row(log, log_id), "cluster": cluster, RECORD: 0}
+    ranks = [
+        {**row, "cluster": cluster, RECORD: i}
+        for i, row in enumerate(_rank_rows(log, log_id), start=1)
+    ]
     first_heatmap = len(ranks) + 1
     origins = {0: _origin(job, "log header")}
     origins |= {r[RECORD]: _origin(r, f"module={r['module']} rank={r['rank']}") for r in ranks}
@@ -247,7 +256,7 @@ def parse(path: Path, context: ParseContext) -> Iterator[Batch]:
         tables={
             "darshan_jobs": _table("darshan_jobs", [job]),
             "darshan_rank_io": _table("darshan_rank_io", ranks),
-            "darshan_heatmap": _heatmap_table(log, log_id, first_heatmap),
+            "darshan_heatmap": _heatmap_table(log, log_id, first_heatmap, cluster),
         },
         records=len(origins),
         origins=origins,

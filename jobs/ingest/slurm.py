@@ -36,7 +36,15 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import pyarrow as pa
 
 from burstlake.jobs.ingest import hostlist, inputs
-from burstlake.jobs.ingest.base import RECORD, Batch, ParseContext, Reject, Source, UnusableInput
+from burstlake.jobs.ingest.base import (
+    RECORD,
+    Batch,
+    ParseContext,
+    Reject,
+    Source,
+    UnusableInput,
+    record_cluster,
+)
 from burstlake.schemas import spec
 from burstlake.schemas.sources import SACCT_TEXT_FIELDS as TEXT_FIELDS
 
@@ -69,11 +77,8 @@ def time_zone(name: str) -> tzinfo:
 
 
 def check_options(options: Mapping[str, Any]) -> None:
-    """``tz``: an IANA zone name; ``cluster``: a non-empty name, if given."""
+    """``tz``: an IANA zone name (``--cluster`` is checked for every source by base.ingest)."""
     time_zone(str(options.get("tz") or "UTC"))
-    cluster = options.get("cluster")
-    if cluster is not None and not str(cluster).strip():
-        raise ValueError("--cluster names the machine: it cannot be empty")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -82,9 +87,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="UTC",
         help="time zone of the times in sacct text output (IANA name, default UTC); "
         "they are stored in UTC",
-    )
-    parser.add_argument(
-        "--cluster", default=None, help="cluster name for records whose input names none"
     )
 
 
@@ -367,8 +369,8 @@ def _step_row(entry: dict, job_id: str, step_id: str, record: int) -> dict:
 class _Collector:
     """Turns typed entries into lake rows, one record at a time; remembers ids already seen."""
 
-    def __init__(self, cluster: str | None) -> None:
-        self.cluster = cluster
+    def __init__(self, options: Mapping[str, Any]) -> None:
+        self.options = options  # --cluster (see base.record_cluster)
         self.seen: dict[tuple, tuple[str, int]] = {}  # (cluster, job, step) -> (where, hash)
         self.rows = _Rows()
         self.failed: dict[tuple, str] = {}  # (cluster, job) of a rejected allocation -> where
@@ -383,7 +385,7 @@ class _Collector:
         try:
             keys, jobs, steps = [], [], []
             for entry in entries:
-                entry["cluster"] = entry.get("cluster") or self.cluster
+                entry["cluster"] = record_cluster(self.options, entry.get("cluster"))
                 job_id, step_id = split_job_id(entry["id"])
                 key = (entry["cluster"], job_id, step_id)
                 self._check_new(key, keys, raw)
@@ -463,7 +465,7 @@ def _is_header(line: str) -> bool:
 
 def _text_records(lines: Iterator[tuple[int, bytes]], context: ParseContext) -> Iterator[Batch]:
     zone = time_zone(context.options.get("tz") or "UTC")
-    collector = _Collector(context.options.get("cluster"))
+    collector = _Collector(context.options)
     header_line, header, trailing = None, [], False
     try:
         for number, raw in lines:
@@ -591,7 +593,7 @@ def _json_jobs(stream: _JsonStream) -> Iterator[Any]:
 def _json_records(stream: _JsonStream, context: ParseContext) -> Iterator[Batch]:
     """Batches from ``sacct --json`` output read as a stream: a truncated or broken document
     lands the jobs before the fault and says at which byte the rest was lost."""
-    collector = _Collector(context.options.get("cluster"))
+    collector = _Collector(context.options)
     seen = 0
     try:
         for index, job in enumerate(_json_jobs(stream)):

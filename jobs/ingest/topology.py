@@ -2,8 +2,9 @@
 
 See docs/design.md, 'Sources'.
 
-CSV: a header with at least ``node`` and ``cabinet`` (``ion``, ``switch``, ``row``, ``col``,
-``x``, ``y``, ``z``, ``node_type`` optional, other columns ignored).
+CSV: a header with at least ``node`` and ``cabinet`` (``cluster``, ``ion``, ``switch``, ``row``,
+``col``, ``x``, ``y``, ``z``, ``node_type`` optional, other columns ignored). A row's machine is
+``--cluster``, else its ``cluster`` field, else the unnamed one (base.record_cluster).
 
 ``xtdb2proc``: one ``key=value,...`` line per processor. The node name is ``nid%05d`` of
 ``processor_id`` (Slurm's name on Cray XC); the cabinet is the Cray cname ``c<cab_position>-
@@ -26,11 +27,22 @@ import duckdb
 import pyarrow as pa
 
 from burstlake.jobs.ingest import inputs
-from burstlake.jobs.ingest.base import RECORD, Batch, ParseContext, Reject, Source, UnusableInput
+from burstlake.jobs.ingest.base import (
+    RECORD,
+    Batch,
+    ParseContext,
+    Reject,
+    Source,
+    UnusableInput,
+    record_cluster,
+)
 from burstlake.schemas import REGISTRY, spec
 
 FILE_PATTERN = "*"
-CSV_COLUMNS = ("node", "cabinet", "ion", "switch", "row", "col", "x", "y", "z", "node_type")
+CSV_COLUMNS = (
+    *("node", "cluster", "cabinet", "ion", "switch"),
+    *("row", "col", "x", "y", "z", "node_type"),
+)
 INT_COLUMNS = ("row", "col", "x", "y", "z")
 
 
@@ -142,16 +154,17 @@ def parse(path: Path, context: ParseContext) -> Iterator[Batch]:
         records += 1
         if isinstance(row, Exception):
             rejects.append(Reject(f"line {number}", line, f"malformed record: {row}"))
-        elif row["node"] in first_line:
-            rejects.append(
-                Reject(f"line {number}", line, f"duplicate of line {first_line[row['node']]}")
-            )
-        else:
-            if context.options.get("ion_per_cabinet") and not row.get("ion"):
-                row["ion"] = f"ion-{row['cabinet']}"
-            first_line[row["node"]] = number
-            origins[number] = (f"line {number}", line)
-            rows.append({**row, RECORD: number})
+            continue
+        row["cluster"] = record_cluster(context.options, row.get("cluster"))
+        key = (row["cluster"], row["node"])
+        if key in first_line:
+            rejects.append(Reject(f"line {number}", line, f"duplicate of line {first_line[key]}"))
+            continue
+        if context.options.get("ion_per_cabinet") and not row.get("ion"):
+            row["ion"] = f"ion-{row['cabinet']}"
+        first_line[key] = number
+        origins[number] = (f"line {number}", line)
+        rows.append({**row, RECORD: number})
     context.progress(path.stat().st_size)
     schema = spec("topology").schema.append(pa.field(RECORD, pa.int64()))
     table = pa.Table.from_pylist(rows, schema=schema)
@@ -159,7 +172,8 @@ def parse(path: Path, context: ParseContext) -> Iterator[Batch]:
 
 
 def unknown_nodes(lake: str | os.PathLike | None) -> dict[str, list[str]]:
-    """Node names in the lake's tables that are not in its topology, per table (sorted).
+    """Node names in the lake's tables that are not in their machine's topology, per table
+    (sorted; ``cluster/node`` for a named machine, as node names are unique only within one).
 
     Ingest checks node names against the topology loaded at the time; rows that landed before
     their topology arrived are checked here, when it does (DAGs run in any order)."""
@@ -167,7 +181,7 @@ def unknown_nodes(lake: str | os.PathLike | None) -> dict[str, list[str]]:
 
     if not table_files(lake, "topology"):
         return {}
-    known = dataset(lake, "topology").to_table(columns=["node"])
+    known = dataset(lake, "topology").to_table(columns=["cluster", "node"])
     found: dict[str, list[str]] = {}
     with duckdb.connect() as con:
         con.register("known", known)
@@ -184,8 +198,9 @@ def unknown_nodes(lake: str | os.PathLike | None) -> dict[str, list[str]]:
                     n
                     for column in table.node_columns
                     for (n,) in con.execute(
-                        f'SELECT DISTINCT "{column}" FROM rows WHERE "{column}" NOT IN '
-                        "(SELECT node FROM known)"
+                        f"SELECT DISTINCT coalesce(r.cluster || '/', '') || r.\"{column}\" "
+                        "FROM rows r WHERE NOT EXISTS (SELECT 1 FROM known k WHERE k.node = "
+                        f'r."{column}" AND k.cluster IS NOT DISTINCT FROM r.cluster)'
                     ).fetchall()
                 }
             )

@@ -52,12 +52,16 @@ stands for this file's samples there (``Batch.weights``): if a node's rows fail 
 the node is not in the topology), those samples count as quarantined.
 
 All Zabbix input of a lake is taken to be one centre's export at one ``--interval``: items are
-matched across files by itemid (or item name without one) and node.
+matched across files by itemid (or item name without one) and node. An export names no
+machine: ``--cluster`` does (base.record_cluster), and a series is one cluster × node × item, so
+two machines' exports with the same node names stay apart (their node_io contributions too:
+:func:`region_id`).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import logging
 import os
 import tempfile
@@ -81,6 +85,7 @@ from burstlake.jobs.ingest.base import (
     Reject,
     Source,
     UnusableInput,
+    record_cluster,
 )
 from burstlake.jobs.ingest.zabbix_mapping import (
     IGNORE,
@@ -492,9 +497,17 @@ def _day_sql(seconds: str) -> str:
     return f"CAST(floor(({seconds}) / {DAY_S}) AS BIGINT)"
 
 
-def region_id(day: int, bucket: int) -> str:
-    """The node_io contribution holding one UTC day of one node bucket of the Zabbix stream."""
-    return f"zabbix-{datetime.fromtimestamp(day * DAY_S, UTC):%Y%m%d}-b{bucket:02d}"
+def region_id(day: int, bucket: int, cluster: str | None = None) -> str:
+    """The node_io contribution holding one UTC day of one node bucket of one machine's Zabbix
+    stream (the unnamed machine's ids carry no machine tag, as before machines were named)."""
+    tag = "" if cluster is None else hashlib.blake2b(cluster.encode(), digest_size=4).hexdigest()
+    date = datetime.fromtimestamp(day * DAY_S, UTC)
+    return f"zabbix-{tag + '-' if tag else ''}{date:%Y%m%d}-b{bucket:02d}"
+
+
+def same_machine(cluster: str | None) -> pc.Expression:
+    """Filter: rows of the machine ``cluster`` (null: the unnamed machine)."""
+    return pc.field("cluster").is_null() if cluster is None else pc.field("cluster") == cluster
 
 
 @dataclass(frozen=True)
@@ -507,6 +520,7 @@ class Stream:
     file: str
     seq: int  # this file's ingest order
     others: dict[str, str]  # source_id -> file of every other member
+    cluster: str | None  # the machine (--cluster): only its samples continue this file's
     replaced: tuple[str, ...] = ()  # earlier contents of this path that this one replaces
     kept: tuple[str, ...] = ()  # earlier contents of this path that this one continues
 
@@ -516,7 +530,8 @@ class Stream:
         log = read_table(lake, "ingest_log", columns=["source", "source_id", "file"]).to_pylist()
         members = {r["source_id"]: r["file"] for r in log if r["source"] == SOURCE_NAME}
         members.pop(context.source_id, None)
-        return cls(lake, context.source_id, str(path), time.time_ns(), members)
+        cluster = record_cluster(context.options)
+        return cls(lake, context.source_id, str(path), time.time_ns(), members, cluster)
 
     def earlier_versions(self) -> list[str]:
         return sorted(i for i, f in self.others.items() if f == self.file)
@@ -536,7 +551,8 @@ class Stream:
         return replace(self, others=others, replaced=tuple(replaced), kept=tuple(kept), seq=seq)
 
     def _shares_instants(self, con: duckdb.DuckDBPyConnection, new: str, old: str) -> bool:
-        reader = self.scan(pc.field("source_id") == old, ["node", "item", "t_ns"])
+        old_samples = (pc.field("source_id") == old) & same_machine(self.cluster)
+        reader = self.scan(old_samples, ["node", "item", "t_ns"])
         con.register("old_samples", reader)
         try:
             return bool(
@@ -554,7 +570,7 @@ class Stream:
     def stored(self, ids: Iterable[str], bucket: int, window: tuple[int, int] | None):
         """Filter: samples of files ``ids`` in node ``bucket`` (and t_ns ``window``)."""
         where = pc.field("source_id").isin(pa.array(sorted(ids), pa.string()))
-        where &= pc.field("bucket") == bucket
+        where &= same_machine(self.cluster) & (pc.field("bucket") == bucket)
         if window is not None:
             where &= (pc.field("t_ns") >= window[0]) & (pc.field("t_ns") < window[1])
         return where
@@ -611,7 +627,8 @@ def _replaced_regions(stream: Stream) -> dict[int, set[int]]:
     if not stream.replaced:
         return found
     replaced = pa.array(list(stream.replaced), pa.string())
-    reader = stream.scan(pc.field("source_id").isin(replaced), ["bucket", "ts"])
+    where = pc.field("source_id").isin(replaced) & same_machine(stream.cluster)
+    reader = stream.scan(where, ["bucket", "ts"])
     for batch in reader:
         days = pc.divide(
             pc.cast(pc.cast(batch.column("ts"), pa.int64()), pa.int64()), DAY_S * 1_000_000
@@ -689,13 +706,14 @@ def _region(
     records[0] += len(nodes)
     query = counters.node_io_query("region", "nodes", iv, (first, last))
     traffic, by_record = _balance(con, iv, (first, last), stream.seq, nodes)
-    contribution = region_id(day, bucket)
+    contribution = region_id(day, bucket, stream.cluster)
     batches = _whole_nodes(con.execute(query).fetch_record_batch(ROWS_PER_BATCH), ROWS_PER_BATCH)
     for table in batches:
         records = pc.unique(table.column("_record")).to_pylist()
         tag = pa.array([contribution] * table.num_rows, pa.string())
+        machine = pa.array([stream.cluster] * table.num_rows, pa.string())
         yield Batch(
-            {"node_io": table.append_column(CONTRIBUTION, tag)},
+            {"node_io": table.append_column("cluster", machine).append_column(CONTRIBUTION, tag)},
             0,
             origins={
                 r: (f"host {nodes[r][0]} ({nodes[r][1]} samples of this file)", None)
@@ -780,15 +798,16 @@ def stream_balance(lake: str | os.PathLike | None, interval: int) -> dict[str, d
     members = pa.array(sorted({r["source_id"] for r in log if r["source"] == SOURCE_NAME}))
     samples = dataset(lake, STATE_TABLE)
     where = pc.field("source_id").isin(members.cast(pa.string()))
-    keys = samples.to_table(columns=["bucket", "ts"], filter=where)
+    keys = samples.to_table(columns=["cluster", "bucket", "ts"], filter=where)
     days = pc.divide(pc.cast(keys.column("ts"), pa.int64()), DAY_S * 1_000_000)
-    pairs = pa.table({"b": keys.column("bucket"), "d": days}).group_by(["b", "d"]).aggregate([])
+    regions = pa.table({"c": keys.column("cluster"), "b": keys.column("bucket"), "d": days})
+    regions = regions.group_by(["c", "b", "d"]).aggregate([]).to_pylist()
     traffic: dict[str, dict[str, int]] = {}
     with duckdb.connect() as con:
-        for bucket, day in sorted(zip(*(pairs.column(c).to_pylist() for c in "bd"), strict=True)):
-            first, last, window = _slots(day, interval)
-            span = (pc.field("bucket") == bucket) & (pc.field("t_ns") >= window[0])
-            span &= pc.field("t_ns") < window[1]
+        for r in sorted(regions, key=lambda r: (r["c"] or "", r["c"] is not None, r["b"], r["d"])):
+            first, last, window = _slots(r["d"], interval)
+            span = same_machine(r["c"]) & (pc.field("bucket") == r["b"])
+            span &= (pc.field("t_ns") >= window[0]) & (pc.field("t_ns") < window[1])
             region = samples.scanner(columns=_SAMPLE_COLUMNS, filter=where & span).to_reader()
             con.register("region", region)
             query = counters.balance_query("region", interval, (first, last))
@@ -830,10 +849,10 @@ def _store_samples(con: duckdb.DuckDBPyConnection, spill: Path, stream: Stream) 
     files = _quoted(spill / "part-*" / "*" / "*.parquet")
     if list(spill.glob("part-*/*/*.parquet")):
         reader = con.execute(
-            "SELECT node, item, metric, kind, make_timestamp(t_ns // 1000) AS ts, t_ns, "
-            "value, bucket, ? AS source_id, ? AS file, line_no, ?::BIGINT AS seq "
-            f"FROM read_parquet('{files}', hive_partitioning = true)",
-            [stream.source_id, stream.file, stream.seq],
+            "SELECT node, ?::VARCHAR AS cluster, item, metric, kind, "
+            "make_timestamp(t_ns // 1000) AS ts, t_ns, value, bucket, ? AS source_id, ? AS file, "
+            f"line_no, ?::BIGINT AS seq FROM read_parquet('{files}', hive_partitioning = true)",
+            [stream.cluster, stream.source_id, stream.file, stream.seq],
         ).fetch_record_batch(ROWS_PER_BATCH)
         for batch in reader:
             yield Batch({}, 0, state={STATE_TABLE: pa.Table.from_batches([batch])})

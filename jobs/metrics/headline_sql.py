@@ -6,16 +6,18 @@ definitions and thresholds (:class:`MetricSettings`), but another engine and oth
 (entropy from shares instead of the one-pass Σ x ln x of :mod:`.nud`), so that a mistake in
 either shows up as a disagreement. It must not import the Spark path. It cross-checks the
 metrics in the tests and is the fast path of ``bench/metrics_full.py``. Figure names match
-``platform_summary.figure`` (docs/design.md, "Metrics").
+``platform_summary.figure`` (docs/design.md, "Metrics"). Like the Spark path, it computes one
+machine (``cluster``) at a time, as if it were alone in the lake.
 """
 
 from __future__ import annotations
 
 import os
+from types import EllipsisType
 
 from burstlake.catalog import connect
 
-from .settings import MetricSettings, top_count
+from .settings import MACHINE_TABLES, MetricSettings, top_count
 
 JOBS_SQL = """
 WITH ran AS (
@@ -126,15 +128,70 @@ FROM topology
 """
 
 
-def headline(lake: str | os.PathLike | None, settings: MetricSettings | None = None) -> dict:
-    """Figure name -> value of the paper 004 headline figures, from the raw tables."""
-    settings = settings or MetricSettings()
+MACHINES_SQL = (
+    "SELECT DISTINCT cluster FROM ("
+    + " UNION ALL ".join(f"SELECT cluster FROM {table}" for table in MACHINE_TABLES)
+    + ") ORDER BY cluster NULLS FIRST"
+)
+
+ONE_MACHINE = ("jobs", "job_nodes", "node_io", "topology")  # the tables the queries read
+
+
+def _on_one_machine(query: str) -> str:
+    """``query`` reading only the rows of the machine ``$cluster`` (null-safe): each input
+    table is shadowed by a CTE of the same name."""
+    ctes = ", ".join(
+        f"{t} AS (SELECT * FROM {t} WHERE cluster IS NOT DISTINCT FROM $cluster)"
+        for t in ONE_MACHINE
+    )
+    body = query.strip()
+    return (
+        f"WITH {ctes}, {body.removeprefix('WITH ')}"
+        if body.startswith("WITH ")
+        else (f"WITH {ctes} {body}")
+    )
+
+
+def machines(lake: str | os.PathLike | None) -> list[str | None]:
+    """The machines a lake holds (null first: the unnamed one), per :data:`MACHINE_TABLES`."""
     con = connect(lake)
     try:
-        nodes, cabinets, ions, per_cabinet = con.execute(SIZE_SQL).fetchone()
+        return [c for (c,) in con.execute(MACHINES_SQL).fetchall()]
+    finally:
+        con.close()
+
+
+def headlines(
+    lake: str | os.PathLike | None, settings: MetricSettings | None = None
+) -> dict[str | None, dict]:
+    """Machine -> its headline figures, each machine computed alone."""
+    return {cluster: headline(lake, settings, cluster) for cluster in machines(lake)}
+
+
+def headline(
+    lake: str | os.PathLike | None,
+    settings: MetricSettings | None = None,
+    cluster: str | EllipsisType | None = ...,
+) -> dict:
+    """Figure name -> value of the paper 004 headline figures of one machine (``cluster``;
+    default: the lake's only one, a ValueError if it holds several), from the raw tables."""
+    settings = settings or MetricSettings()
+    if cluster is ...:
+        found = machines(lake)
+        if len(found) > 1:
+            names = ", ".join(map(str, found))
+            raise ValueError(f"the lake holds several machines ({names}): name one")
+        cluster = found[0] if found else None
+    con = connect(lake)
+    try:
+
+        def run(query: str, params: dict):
+            return con.execute(_on_one_machine(query), {**params, "cluster": cluster})
+
+        nodes, cabinets, ions, per_cabinet = run(SIZE_SQL, {}).fetchone()
         if not nodes:
-            nodes = con.execute("SELECT count(DISTINCT node) FROM node_io").fetchone()[0]
-        jobs = con.execute(
+            nodes = run("SELECT count(DISTINCT node) FROM node_io", {}).fetchone()[0]
+        jobs = run(
             JOBS_SQL,
             {
                 "rank0": settings.rank0_share,
@@ -144,7 +201,7 @@ def headline(lake: str | os.PathLike | None, settings: MetricSettings | None = N
             },
         )
         figures = dict(zip([d[0] for d in jobs.description], jobs.fetchone(), strict=True))
-        intervals = con.execute(
+        intervals = run(
             INTERVALS_SQL,
             {
                 "k_nodes": top_count(settings.top_node_fraction, nodes),

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from burstlake.jobs.ingest.base import check_cluster
 from burstlake.jobs.synth import allocator, behaviour, submissions
 from burstlake.jobs.synth.calibration import Calibration, calibration
 from burstlake.jobs.synth.trace import DAY_S, Trace
@@ -35,8 +36,10 @@ def build_trace(
     seed: int = 0,
     params_file: str | Path | None = None,
     overrides: Mapping[str, Any] | None = None,
+    cluster: str | None = None,
 ) -> Trace:
-    """Decide the whole trace (jobs, placement, behaviour, phases) without writing anything."""
+    """Decide the whole trace (jobs, placement, behaviour, phases) without writing anything.
+    Its rows name the machine ``cluster`` (default: the preset's name)."""
     machine = machine_preset(preset)
     cal = calibration(preset, params_file, overrides)
     window_s = _window_s(machine, cal, days)
@@ -54,6 +57,7 @@ def build_trace(
     epoch = datetime.fromisoformat(cal.start_date).replace(tzinfo=UTC)
     return Trace(
         preset=preset,
+        cluster=cluster or preset,
         seed=seed,
         machine=machine,
         cal=cal,
@@ -105,8 +109,12 @@ def synthesize(
     params_file: str | Path | None = None,
     overrides: Mapping[str, Any] | None = None,
     progress: bool = False,
+    cluster: str | None = None,
 ) -> dict[str, int]:
     """Synthesize a trace of ``preset`` into ``lake`` and/or as raw files under ``raw``.
+
+    ``cluster`` names the machine in the lake (default: the preset's name), so two machines
+    built from one preset can share a lake (docs/design.md, "Several machines in one lake").
 
     Returns rows (or lines) written per table or file kind, plus ``jobs_synthesized``.
     """
@@ -115,7 +123,9 @@ def synthesize(
     if raw is not None:
         cal = calibration(preset, params_file, overrides)
         check_raw_size(machine_preset(preset), cal, _window_s(machine_preset(preset), cal, days))
-    trace = build_trace(preset, days, seed, params_file, overrides)
+    if cluster is not None:
+        check_cluster({"cluster": cluster})
+    trace = build_trace(preset, days, seed, params_file, overrides, cluster)
     written = {"jobs_synthesized": len(trace.jobs)}
     if raw is not None:
         raw_files = write_raw(trace, raw, _streams(seed)[3], progress)

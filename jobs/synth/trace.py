@@ -37,6 +37,7 @@ class Trace:
     """Everything one synthesizer run decided, as NumPy arrays."""
 
     preset: str
+    cluster: str  # the machine's name in the lake: the preset's, unless synthesize names another
     seed: int
     machine: Machine
     cal: Calibration
@@ -83,7 +84,7 @@ def jobs_table(trace: Trace) -> pa.Table:
     ]
     columns = {
         "job_id": trace.job_ids(),
-        "cluster": [trace.preset] * len(jobs),
+        "cluster": [trace.cluster] * len(jobs),
         "job_name": apps.name[jobs.app],
         "user": [user_name(u) for u in user],
         "uid": [user_uid(u) for u in user],
@@ -111,7 +112,7 @@ def job_nodes_table(trace: Trace) -> pa.Table:
     ids = np.array(trace.job_ids(), dtype=object)
     columns = {
         "job_id": ids[owner],
-        "cluster": [trace.preset] * len(owner),
+        "cluster": [trace.cluster] * len(owner),
         "node": trace.node_names(jobs.flat_nodes),
         "node_index": index.astype(np.int32),
     }
@@ -155,11 +156,19 @@ def node_io_table(trace: Trace, rows: dict[str, np.ndarray]) -> pa.Table:
     iv = trace.cal.interval_s
     columns = {
         "node": trace.node_names(rows["node"]),
+        "cluster": [trace.cluster] * len(rows["node"]),
         "ts": trace.timestamps(rows["interval"] * iv),
         "interval_s": np.full(len(rows["node"]), iv, dtype=np.int32),
         **{c: rows[c] for c in (*TRAFFIC_COLUMNS, "cpu_load", "mem_used_bytes")},
     }
     return _table("node_io", columns)
+
+
+def topology_table(trace: Trace) -> pa.Table:
+    """``topology``: the machine's nodes under the trace's cluster name."""
+    rows = trace.machine.topology()
+    at = rows.schema.get_field_index("cluster")
+    return rows.set_column(at, "cluster", pa.array([trace.cluster] * rows.num_rows, pa.string()))
 
 
 def truth_table(trace: Trace) -> pa.Table:
@@ -169,7 +178,7 @@ def truth_table(trace: Trace) -> pa.Table:
     count = len(jobs)
     columns = {
         "job_id": trace.job_ids(),
-        "cluster": [trace.preset] * count,
+        "cluster": [trace.cluster] * count,
         "app_id": jobs.app,
         "user": [user_name(u) for u in apps.user[jobs.app]],
         "job_name": apps.name[jobs.app],

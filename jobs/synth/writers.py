@@ -1,14 +1,17 @@
 """Where a synthesized trace goes: straight into the lake, or the raw files a centre has.
 
 Lake (``--lake``): ``topology``, ``jobs``, ``job_nodes``, ``node_io`` and ``synth_truth``
-through :mod:`burstlake.lake` writers under one contribution (``source_id='synth'``), so a new
-run replaces the previous one. Raw (``--raw``, small runs): ``slurm/sacct-<preset>.txt``
-(``sacct -P``), ``zabbix/history-syncer-<k>.ndjson`` (Zabbix real-time export, item_tags form,
-cumulative Lustre and network counters sampled every interval on every node, with counter
-resets and sample gaps placed where the node is idle; each value goes to a random one of the
-``ZABBIX_FILES`` history syncers' files, as a Zabbix server writes them),
-``topology/topology-<preset>.csv`` and ``synth_truth.parquet``. Ingesting the raw files gives
-the lake path's rows.
+through :mod:`burstlake.lake` writers under one contribution per machine
+(``source_id='synth-<cluster>'``), so a new run replaces the previous one of the same machine
+and leaves the other machines of the lake alone. Raw (``--raw``, small runs):
+``slurm/sacct-<preset>.txt`` (``sacct -P``), ``zabbix/history-syncer-<k>.ndjson`` (Zabbix
+real-time export, item_tags form, cumulative Lustre and network counters sampled every
+interval on every node, with counter resets and sample gaps placed where the node is idle;
+each value goes to a random one of the ``ZABBIX_FILES`` history syncers' files, as a Zabbix
+server writes them),
+``topology/topology-<preset>.csv`` (with a ``cluster`` column) and ``synth_truth.parquet``.
+Ingesting the raw files (Zabbix with ``--cluster``: an export names no machine) gives the lake
+path's rows.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from burstlake.jobs.synth.trace import (
     job_nodes_table,
     jobs_table,
     node_io_days,
+    topology_table,
     traffic_days,
     truth_table,
 )
@@ -42,8 +46,8 @@ from burstlake.machines import Machine
 from burstlake.schemas.sources import SYNTH_SACCT_COLUMNS as SACCT_COLUMNS
 from burstlake.schemas.sources import SYNTH_SACCT_FIELDS as SACCT_FIELDS
 
-SOURCE_ID = "synth"
-TOPOLOGY_COLUMNS = ("node", "cabinet", "ion", "switch", "row", "col")
+SOURCE_ID = "synth"  # + '-<cluster>': see source_id
+TOPOLOGY_COLUMNS = ("node", "cluster", "cabinet", "ion", "switch", "row", "col")
 ZABBIX_FILES = 4
 MAX_RAW_SAMPLES = 200_000_000
 IDLE_CPU_LOAD = 0.05
@@ -70,23 +74,29 @@ def _bar(total: int, desc: str, progress: bool) -> tqdm:
 
 def write_lake(trace: Trace, lake: str | os.PathLike, progress: bool = False) -> dict[str, int]:
     """Write the trace's tables into the lake; returns rows written per table."""
+    source = source_id(trace)
     rows = {
-        "topology": write_table(lake, "topology", trace.machine.topology(), SOURCE_ID),
-        "jobs": write_table(lake, "jobs", jobs_table(trace), SOURCE_ID),
-        "job_nodes": write_table(lake, "job_nodes", job_nodes_table(trace), SOURCE_ID),
+        "topology": write_table(lake, "topology", topology_table(trace), source),
+        "jobs": write_table(lake, "jobs", jobs_table(trace), source),
+        "job_nodes": write_table(lake, "job_nodes", job_nodes_table(trace), source),
     }
     days = -(-trace.window_s // DAY_S)
     with (
-        ContributionWriter(lake, "node_io", SOURCE_ID) as writer,
+        ContributionWriter(lake, "node_io", source) as writer,
         _bar(days, "synth node_io", progress) as bar,
     ):
         for table in node_io_days(trace):
             writer.write(table)
             bar.update()
     rows["node_io"] = writer.rows
-    rows["synth_truth"] = write_table(lake, "synth_truth", truth_table(trace), SOURCE_ID)
+    rows["synth_truth"] = write_table(lake, "synth_truth", truth_table(trace), source)
     catalog.refresh(lake)
     return rows
+
+
+def source_id(trace: Trace) -> str:
+    """The lake contribution of one synthesized machine."""
+    return f"{SOURCE_ID}-{trace.cluster}"
 
 
 def write_raw(
@@ -131,7 +141,7 @@ def _write_sacct(trace: Trace, path: Path) -> int:
 
 def _write_topology(trace: Trace, path: Path) -> int:
     path.parent.mkdir(parents=True, exist_ok=True)
-    rows = trace.machine.topology().select(list(TOPOLOGY_COLUMNS)).to_pylist()
+    rows = topology_table(trace).select(list(TOPOLOGY_COLUMNS)).to_pylist()
     with path.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=TOPOLOGY_COLUMNS, lineterminator="\n")
         writer.writeheader()
