@@ -1,8 +1,10 @@
 """``burstlake demo``: the main job end to end on the embedded defaults.
 
 Ingests the real samples when they are present (``$BURSTLAKE_SAMPLES``, or ``../shared/data``
-seen from the working directory, beside a development checkout), synthesizes the rest, and
-returns a summary from DuckDB. Each step is a function of ``(lake, samples)``; a step whose
+seen from the working directory, beside a development checkout) as the machine ``edison``,
+synthesizes the ``tiny`` machine, and returns a summary from DuckDB, one per machine: the
+lake holds two machines, each measured alone (docs/design.md, "Several machines in one
+lake"). Each step is a function of ``(lake, samples)``; a step whose
 input is absent says so and is skipped. Progress lines go to a callback (``logging`` by
 default; ``burstlake demo`` prints them). The stages are those of docs/design.md.
 """
@@ -24,6 +26,8 @@ from burstlake.jobs.ingest.base import describe, expand_paths, ingest, totals
 log = logging.getLogger(__name__)
 
 DEMO_JOB = "4478544"  # the Edison allocation that ties the Slurm, Darshan and topology samples
+EDISON = "edison"  # the samples' machine: its sacct dump names no Cluster, so --cluster does
+TINY = "tiny"  # the synthetic machine (the preset's name)
 
 
 @dataclass(frozen=True)
@@ -60,38 +64,33 @@ def synth_tiny(lake: Path, samples: Path | None) -> Outcome:
     """Node-level traffic the samples cannot give: a one-day trace of the ``tiny`` machine."""
     from burstlake.jobs.synth.run import synthesize
 
-    written = synthesize("tiny", lake=lake, seed=0)
+    written = synthesize(TINY, lake=lake, seed=0)
     return Outcome(", ".join(f"{n} {table}" for table, n in written.items()))
 
 
 def compute_metrics(lake: Path, samples: Path | None) -> Outcome:
-    """The Spark metrics (paper 004 §3, §4, §6) of the whole lake, and its headline figures
-    beside the paper's."""
+    """The Spark metrics (paper 004 §3, §4, §6) of every machine in the lake, each computed
+    alone, and one summary per machine: its headline figures beside the paper's."""
     from burstlake.jobs.metrics.run import run as metrics
 
     written = metrics(lake, progress=False)
     con = catalog.connect(lake)
     try:
-        result = con.execute(
-            "SELECT figure, round(value, 3), tianhe1a, cs19, basis FROM platform_summary "
-            "ORDER BY section, figure"
-        )
-        columns = ["figure", "this lake", "paper Tianhe-1A", "paper CS19", "over"]
-        rows = result.fetchall()
+        rows = con.execute(
+            "SELECT cluster, figure, round(value, 3), tianhe1a, cs19, basis FROM platform_summary "
+            "ORDER BY cluster NULLS FIRST, section, figure"
+        ).fetchall()
     finally:
         con.close()
-    return Outcome(
-        ", ".join(f"{n} {table}" for table, n in written.items()),
-        "platform summary (paper 004 §3, §4.1, §6.2, Table 3)"
-        + (
-            "; this lake holds two machines, Edison's sample topology and the synthetic tiny "
-            "one, so machine-wide shares count both"
-            if samples
-            else ""
+    columns = ["figure", "this machine", "paper Tianhe-1A", "paper CS19", "over"]
+    summaries = []
+    for cluster in dict.fromkeys(r[0] for r in rows):
+        mine = [r[1:] for r in rows if r[0] == cluster]
+        summaries.append(
+            f"platform summary of machine {cluster or '(unnamed)'} "
+            "(paper 004 §3, §4.1, §6.2, Table 3):\n" + format_table(columns, mine, len(mine))
         )
-        + ":\n"
-        + format_table(columns, rows, len(rows)),
-    )
+    return Outcome(", ".join(f"{n} {table}" for table, n in written.items()), "\n".join(summaries))
 
 
 def render_notebook(lake: Path, samples: Path | None) -> Outcome:
@@ -129,9 +128,11 @@ def write_report(lake: Path, samples: Path | None) -> Outcome:
 
 
 STEPS: list[Step] = [
-    _ingest_samples("topology", "topology/edison.xtdb2proc.gz", ion_per_cabinet=True),
-    _ingest_samples("slurm", "slurm", tz="America/Los_Angeles"),  # NERSC's sacct local time
-    _ingest_samples("darshan", "darshan"),
+    _ingest_samples(
+        "topology", "topology/edison.xtdb2proc.gz", ion_per_cabinet=True, cluster=EDISON
+    ),
+    _ingest_samples("slurm", "slurm", tz="America/Los_Angeles", cluster=EDISON),  # local time
+    _ingest_samples("darshan", "darshan", cluster=EDISON),
     synth_tiny,
     compute_metrics,
     render_notebook,
@@ -141,28 +142,37 @@ STEPS: list[Step] = [
 
 
 def summary(lake: Path) -> str:
-    """Jobs, nodes, and the cabinets spanned by the demo job, straight from DuckDB."""
+    """Jobs and nodes per machine, and the cabinets spanned by the demo job, from DuckDB."""
     con = catalog.connect(lake)
     try:
-        jobs, nodes = con.execute(
-            "SELECT (SELECT count(*) FROM jobs), (SELECT count(DISTINCT node) FROM job_nodes)"
-        ).fetchone()
+        machines = con.execute(
+            "SELECT j.cluster, count(DISTINCT j.job_id), count(DISTINCT n.node) FROM jobs j "
+            "LEFT JOIN job_nodes n ON n.job_id = j.job_id "
+            "AND n.cluster IS NOT DISTINCT FROM j.cluster GROUP BY 1 ORDER BY 1 NULLS FIRST"
+        ).fetchall()
         cabinets = con.execute(
-            "SELECT t.cabinet, count(*) FROM job_nodes j JOIN topology t USING (node) "
-            "WHERE j.job_id = ? GROUP BY 1 ORDER BY 1",
-            [DEMO_JOB],
+            "SELECT t.cabinet, count(*) FROM job_nodes j JOIN topology t ON t.node = j.node "
+            "AND t.cluster IS NOT DISTINCT FROM j.cluster "
+            "WHERE j.job_id = ? AND j.cluster = ? GROUP BY 1 ORDER BY 1",
+            [DEMO_JOB, EDISON],
         ).fetchall()
         logs = con.execute(
             "SELECT regexp_extract(split_part(d.exe, ' ', 1), '[^/]+$') AS exe, s.step_name "
             "FROM darshan_jobs d "
-            "LEFT JOIN job_steps s ON s.job_id = d.job_id AND d.start >= s.start "
+            "LEFT JOIN job_steps s ON s.job_id = d.job_id "
+            "AND s.cluster IS NOT DISTINCT FROM d.cluster AND d.start >= s.start "
             "AND d.\"end\" <= s.\"end\" AND s.step_id NOT IN ('batch', 'extern') "
-            "WHERE d.job_id = ? ORDER BY d.start",
-            [DEMO_JOB],
+            "WHERE d.job_id = ? AND d.cluster = ? ORDER BY d.start",
+            [DEMO_JOB, EDISON],
         ).fetchall()
     finally:
         con.close()
-    lines = [f"lake {lake}: {jobs} jobs, {nodes} distinct nodes allocated"]
+    jobs = sum(m[1] for m in machines)
+    lines = [f"lake {lake}: {jobs} jobs on {len(machines)} machines"]
+    lines += [
+        f"  machine {cluster or '(unnamed)'}: {n} jobs, {nodes} distinct nodes allocated"
+        for cluster, n, nodes in machines
+    ]
     if cabinets:  # the Edison sample job: only when the real samples were ingested
         spread = ", ".join(f"{cab} ({n} nodes)" for cab, n in cabinets)
         steps = ", ".join(f"{exe} in step {step or '?'}" for exe, step in logs) or "none"

@@ -182,3 +182,91 @@ def test_a_lake_of_the_older_layout_reads_cluster_as_null(lake):
     assert read_table(lake, "topology", ["node", "cabinet"]).to_pylist() == [
         {"node": "cn00001", "cabinet": "cab-t.csv"}
     ]
+
+
+# ---------------------------------------------------------------- metrics per machine
+
+
+def _sorted_frame(table: pa.Table, name: str):
+    keys = list(spec(name).key)
+    return table.to_pandas().sort_values(keys, na_position="first").reset_index(drop=True)
+
+
+def test_two_machines_get_each_the_figures_they_get_alone(tiny_metrics_lake, spark, tmp_path):
+    """The Done-when test of the several-machines bullet: machine tiny alone (the shared
+    fixture), then a second machine from the same preset (another seed, named tiny-b, the same
+    node names) synthesized into a copy of that lake and the metrics run once on both. Every
+    metrics table gives tiny exactly its rows from alone; tiny-b has its own, other figures;
+    and tiny-b's headline figures from the independent DuckDB path equal Spark's."""
+    import shutil
+
+    from pandas.testing import assert_frame_equal
+
+    from burstlake.jobs.metrics.headline_sql import headline, machines
+    from burstlake.jobs.metrics.run import TABLES, run
+    from burstlake.jobs.synth.run import synthesize
+
+    lake = tmp_path / "lake"
+    shutil.copytree(tiny_metrics_lake, lake)
+    alone = {name: read_table(lake, name) for name in TABLES}
+    synthesize("tiny", lake=lake, seed=2, days=0.25, cluster="tiny-b")
+    assert machines(lake) == ["tiny", "tiny-b"]
+    run(lake, spark=spark, progress=False)
+    for name in TABLES:
+        both = read_table(lake, name)
+        clusters = both.column("cluster")
+        a = both.filter(pa.compute.equal(clusters, "tiny"))
+        b = both.filter(pa.compute.equal(clusters, "tiny-b"))
+        assert a.num_rows + b.num_rows == both.num_rows, name  # every row names its machine
+        assert_frame_equal(
+            _sorted_frame(a, name), _sorted_frame(alone[name], name), check_exact=False, rtol=1e-12
+        )
+        if name != "darshan_job_metrics":  # (the synthesizer writes no Darshan logs)
+            assert b.num_rows > 0, name
+    summary = read_table(lake, "platform_summary").to_pylist()
+    figures = {(r["cluster"], r["figure"]): r["value"] for r in summary}
+    differ = [f for c, f in figures if c == "tiny" and figures[c, f] != figures["tiny-b", f]]
+    assert len(differ) > 10  # another workload: other figures, not a copy of tiny's
+    b_headline = headline(lake, cluster="tiny-b")
+    for figure, value in b_headline.items():
+        assert figures["tiny-b", figure] == pytest.approx(value, abs=1e-9), figure
+    with pytest.raises(ValueError, match="several machines"):
+        headline(lake)
+
+
+def test_a_darshan_log_without_a_machine_joins_the_one_job_of_its_raw_id(spark):
+    """The rule of jobs/metrics/darshan_job.py: a log keeps the cluster it was ingested with;
+    a null-cluster log takes the machine of its job when exactly one machine has a job whose
+    raw id (job_id_raw, else job_id) it carries, and stays unnamed otherwise."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from burstlake.jobs.metrics.darshan_job import with_clusters
+
+    def frame(table: str, rows: list[dict]):
+        schema = spec(table).schema
+        return spark.createDataFrame(
+            pa.Table.from_pylist(rows, schema).to_pandas(), from_arrow_schema(schema)
+        )
+
+    jobs = frame(
+        "jobs",
+        [
+            {"job_id": "7_1", "job_id_raw": "8", "cluster": "east"},  # array task: raw id 8
+            {"job_id": "9", "job_id_raw": "9", "cluster": "east"},
+            {"job_id": "9", "job_id_raw": "9", "cluster": "west"},  # 9 on two machines
+            {"job_id": "11", "job_id_raw": None, "cluster": "east"},  # no raw id: job_id
+        ],
+    )
+    logs = {"a": ("8", None), "b": ("9", None), "c": ("10", None), "d": ("11", "west")}
+    darshan_jobs = frame(
+        "darshan_jobs",
+        [{"log_id": k, "job_id": j, "cluster": c, "partial": False} for k, (j, c) in logs.items()],
+    )
+    rank_io = frame(
+        "darshan_rank_io",
+        [{"log_id": k, "job_id": j, "module": "POSIX", "rank": 0} for k, (j, _) in logs.items()],
+    )
+    resolved, ranks = with_clusters(darshan_jobs, rank_io, jobs)
+    expected = {"a": "east", "b": None, "c": None, "d": "west"}
+    assert {r.log_id: r.cluster for r in resolved.collect()} == expected
+    assert {r.log_id: r.cluster for r in ranks.collect()} == expected

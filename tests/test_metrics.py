@@ -129,6 +129,7 @@ def build_hand_lake(lake) -> None:
         "node_io": [
             {
                 "node": node(i),
+                "cluster": "hand",
                 "ts": at(t),
                 "interval_s": 10,
                 "read_bytes": r,
@@ -154,7 +155,11 @@ def build_hand_lake(lake) -> None:
             for log, m, r, h, br, bw in RANK_IO
         ],
     }
-    write_table(lake, "topology", MACHINE.topology(), "topo")
+    topology = MACHINE.topology()
+    machine = pa.array(["hand"] * topology.num_rows, pa.string())
+    topology = topology.set_column(topology.schema.get_field_index("cluster"), "cluster", machine)
+    write_table(lake, "topology", topology, "topo")
+    # the Darshan logs name no machine: they join their jobs' (jobs/metrics/darshan_job.py)
     for table, rows in tables.items():
         write_table(lake, table, pa.Table.from_pylist(rows), "hand")
     catalog.refresh(lake)
@@ -180,8 +185,8 @@ def hand(spark, tmp_path_factory):
 
 
 def rows(lake, table: str) -> dict:
-    """A metrics table as {first key column value: row dict}."""
-    key = spec(table).key[0]
+    """A metrics table as {first key column value but cluster: row dict}."""
+    key = next(k for k in spec(table).key if k != "cluster")
     return {r[key]: r for r in read_table(lake, table).to_pylist()}
 
 

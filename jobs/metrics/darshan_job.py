@@ -7,6 +7,12 @@ Rank -1 records are files shared by all ranks, reduced by Darshan at shutdown: h
 were split over the ranks is lost, so they are not attributed to any rank. They are reported
 as ``shared_bytes`` / ``shared_share``; the distribution describes the per-rank records only.
 The host distribution (where DXT records name each rank's host) is over the distinct hosts.
+
+A log names no machine. It belongs to the ``cluster`` it was ingested with (``--cluster``);
+a log ingested without one joins the one job whose raw id (``jobs.job_id_raw``, else
+``job_id``: the ``SLURM_JOB_ID`` Darshan records) it carries, when exactly one machine of the
+lake has a job of that id; otherwise it stays with the unnamed machine (:func:`with_clusters`,
+docs/design.md, "Several machines in one lake").
 """
 
 from __future__ import annotations
@@ -72,3 +78,30 @@ def darshan_job_metrics(
             max_host_share.alias("max_host_share"),
         )
     )
+
+
+def with_clusters(
+    darshan_jobs: DataFrame, rank_io: DataFrame, jobs: DataFrame
+) -> tuple[DataFrame, DataFrame]:
+    """``darshan_jobs`` and ``darshan_rank_io`` with each null-cluster log given the machine of
+    its job when exactly one machine has a job of its raw id (module doc)."""
+    raw = F.coalesce(F.col("job_id_raw"), F.col("job_id"))
+    owners = (
+        jobs.select(raw.alias("_raw"), F.col("cluster").alias("_owner"))
+        .distinct()
+        .groupBy("_raw")
+        .agg(F.count(F.lit(1)).alias("_machines"), F.first("_owner").alias("_owner"))
+        .where(F.col("_machines") == 1)
+    )
+    resolved = (
+        darshan_jobs.join(owners, darshan_jobs["job_id"] == owners["_raw"], "left")
+        .withColumn("cluster", F.coalesce(F.col("cluster"), F.col("_owner")))
+        .select(*darshan_jobs.columns)
+    )
+    machine_of = resolved.select(LOG, F.col("cluster").alias("_log_cluster"))
+    rank_io = (
+        rank_io.join(machine_of, LOG, "left")
+        .withColumn("cluster", F.coalesce(F.col("cluster"), F.col("_log_cluster")))
+        .select(*rank_io.columns)
+    )
+    return resolved, rank_io

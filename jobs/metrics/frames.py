@@ -9,12 +9,15 @@ the fixed contribution ``metrics``, so a re-run replaces the previous output.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
+from functools import reduce
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from burstlake.lake import spark_frame, write_table
-from burstlake.schemas import spec
+from burstlake.schemas import conform, spec
 
 SOURCE_ID = "metrics"
 
@@ -27,10 +30,24 @@ def read(spark: SparkSession, lake: str | os.PathLike, table: str) -> DataFrame:
 def to_arrow(frame: DataFrame, table: str) -> pa.Table:
     """Collect a result with exactly the columns of ``table``'s contract, in key order."""
     table_spec = spec(table)
-    result = frame.select(*table_spec.schema.names).toArrow()
+    result = conform(frame.select(*table_spec.schema.names).toArrow(), table_spec)
     return result.sort_by([(key, "ascending") for key in table_spec.key])
 
 
-def write(lake: str | os.PathLike, table: str, frame: DataFrame) -> int:
-    """Land a metrics result as the ``metrics`` contribution of ``table``; returns rows."""
-    return write_table(lake, table, to_arrow(frame, table), SOURCE_ID)
+def write(lake: str | os.PathLike, table: str, rows: pa.Table) -> int:
+    """Land a collected metrics result, in key order, as the ``metrics`` contribution of
+    ``table``; returns rows."""
+    ordered = rows.sort_by([(key, "ascending") for key in spec(table).key])
+    return write_table(lake, table, ordered, SOURCE_ID)
+
+
+def one_machine(frame: DataFrame, cluster: str | None) -> DataFrame:
+    """The rows of one machine (``cluster`` compared null-safely: None is the unnamed one)."""
+    return frame.where(F.col("cluster").eqNullSafe(F.lit(cluster).cast("string")))
+
+
+def machines(frames: Iterable[DataFrame]) -> list[str | None]:
+    """The distinct ``cluster`` values over ``frames``, null first."""
+    union = reduce(DataFrame.unionAll, (f.select("cluster") for f in frames))
+    found = [row[0] for row in union.distinct().collect()]
+    return sorted(found, key=lambda c: (c is not None, c or ""))

@@ -3,6 +3,8 @@
 job_io_metrics → io_phases → darshan_job_metrics → interval_metrics → cabinet_load, ion_load →
 app_metrics (needs job_io) → platform_summary (needs all). Each result lands in the lake as
 the ``metrics`` contribution, replacing the previous run's; the catalog is refreshed at the end.
+Each machine of the lake is computed alone, as if it were the only one, and its rows carry its
+``cluster`` (docs/design.md, "Several machines in one lake").
 
 A run is one :func:`burstlake.lake.run`: it reads one Delta version of each input table, stamps
 every table it commits with its run id and the input versions, and publishes its tables
@@ -12,10 +14,12 @@ The same code runs in local mode (default) or on any Spark master URL.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from collections.abc import Callable
 
+import pyarrow as pa
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -28,15 +32,16 @@ from burstlake.schemas.metrics import INPUTS, NAMES
 
 from . import frames
 from .apps import app_metrics
-from .darshan_job import darshan_job_metrics
+from .darshan_job import darshan_job_metrics, with_clusters
 from .interval import SystemSize, interval_metrics
 from .job_io import job_io_metrics
 from .loads import level_load
 from .phases import io_phase_rows
 from .platform import platform_summary
-from .settings import MetricSettings
+from .settings import MACHINE_TABLES, MetricSettings
 
 TABLES = NAMES  # the tables a run writes, in dependency order
+log = logging.getLogger(__name__)
 
 
 def cabinet_size(topology: DataFrame, settings: MetricSettings) -> int | None:
@@ -47,21 +52,25 @@ def cabinet_size(topology: DataFrame, settings: MetricSettings) -> int | None:
     return row[0]
 
 
-class Pipeline:
-    """The metrics of one lake, computed lazily and kept (persisted) while later steps use them."""
+class Machine:
+    """The metrics of one machine, computed lazily and kept (persisted) while later steps use
+    them. Its inputs hold that machine's rows only, so the steps are those of a lake with one
+    machine (top-k over its own topology size, cabinets of its own size)."""
 
     def __init__(
-        self, spark: SparkSession, lake: str | os.PathLike, settings: MetricSettings
+        self, spark: SparkSession, inputs: dict[str, DataFrame], settings: MetricSettings
     ) -> None:
-        """Set up the input frames; build it inside a ``lake.run`` so they share one snapshot."""
-        self.spark, self.lake, self.settings = spark, lake_path(lake), settings
-        self.inputs = {name: frames.read(spark, self.lake, name) for name in INPUTS}
+        self.spark, self.inputs, self.settings = spark, inputs, settings
         self.kept: list[DataFrame] = []
         self.results: dict[str, DataFrame] = {}
 
     def keep(self, frame: DataFrame) -> DataFrame:
         self.kept.append(frame.persist(StorageLevel.MEMORY_AND_DISK))
         return frame
+
+    def release(self) -> None:
+        for frame in self.kept:
+            frame.unpersist()
 
     def steps(self) -> list[tuple[str, Callable[[], DataFrame]]]:
         return [
@@ -117,19 +126,68 @@ class Pipeline:
             self.spark, r["job_io_metrics"], r["interval_metrics"], r["app_metrics"], self.settings
         )
 
+
+class Pipeline:
+    """The metrics of a lake: each machine in it (:data:`MACHINE_TABLES`) computed alone by a
+    :class:`Machine`, its rows tagged with its ``cluster``, and every table written once with
+    the rows of all machines (docs/design.md, "Several machines in one lake")."""
+
+    def __init__(
+        self, spark: SparkSession, lake: str | os.PathLike, settings: MetricSettings
+    ) -> None:
+        """Set up the input frames; build it inside a ``lake.run`` so they share one snapshot."""
+        self.spark, self.lake, self.settings = spark, lake_path(lake), settings
+        self.inputs = {name: frames.read(spark, self.lake, name) for name in INPUTS}
+        self.inputs["darshan_jobs"], self.inputs["darshan_rank_io"] = with_clusters(
+            self.inputs["darshan_jobs"], self.inputs["darshan_rank_io"], self.inputs["jobs"]
+        )
+
+    def machines(self) -> list[str | None]:
+        """The lake's machines, null (the unnamed one) first; an empty lake is one unnamed
+        machine without rows (its tables are those of an empty lake, as before)."""
+        found = frames.machines(self.inputs[t] for t in MACHINE_TABLES) or [None]
+        named = [c for c in found if c is not None]
+        belongs = F.col("cluster").isin(*named) if named else F.lit(False)
+        if None in found:
+            belongs = belongs | F.col("cluster").isNull()
+        outside = self.inputs["darshan_jobs"].where(~F.coalesce(belongs, F.lit(False))).count()
+        if outside:
+            log.warning(
+                "%d Darshan logs belong to no machine of the lake (%s): they are in no "
+                "darshan_job_metrics row",
+                outside,
+                ", ".join(map(str, found)),
+            )
+        return found
+
     def run(self, progress: bool) -> dict[str, int]:
-        """Compute and land every table; returns rows written per table."""
+        """Compute every table for every machine, then land each table once; returns rows
+        written per table."""
+        machines = self.machines()
+        parts: dict[str, list[pa.Table]] = {name: [] for name in TABLES}
+        bar = tqdm(total=len(machines) * len(TABLES), desc="metrics", disable=not progress)
+        for cluster in machines:
+            machine = Machine(
+                self.spark,
+                {name: frames.one_machine(frame, cluster) for name, frame in self.inputs.items()},
+                self.settings,
+            )
+            try:
+                for name, step in machine.steps():
+                    bar.set_postfix_str(f"{cluster or '(unnamed)'} {name}")
+                    machine.results[name] = step()
+                    tagged = machine.results[name].withColumn(
+                        "cluster", F.lit(cluster).cast("string")
+                    )
+                    parts[name].append(frames.to_arrow(tagged, name))
+                    bar.update()
+            finally:
+                machine.release()
+        bar.close()
         written: dict[str, int] = {}
-        steps = tqdm(self.steps(), desc="metrics", unit="table", disable=not progress)
-        try:
-            for name, step in steps:
-                steps.set_postfix_str(name)
-                self.results[name] = step()
-                written[name] = frames.write(self.lake, name, self.results[name])
-                lakes.checkpoint("metrics-commit")
-        finally:
-            for frame in self.kept:
-                frame.unpersist()
+        for name in TABLES:
+            written[name] = frames.write(self.lake, name, pa.concat_tables(parts[name]))
+            lakes.checkpoint("metrics-commit")
         return written
 
 
