@@ -482,6 +482,59 @@ def read_table(
     return dataset(lake, table).to_table(columns=columns, filter=filter)
 
 
+MACHINE_TABLES = ("topology", "node_io", "jobs")  # the tables that say which machines a lake holds
+
+
+def machines(lake: str | os.PathLike | None) -> list[str | None]:
+    """The machines a lake holds (docs/design.md, "Several machines in one lake"): the distinct
+    ``cluster`` of topology, node_io and jobs, named ones sorted, then None if some rows name
+    none (a lake fed without cluster names holds one unnamed machine)."""
+    found: set[str | None] = set()
+    for table in MACHINE_TABLES:
+        for batch in dataset(lake, table).to_batches(columns=["cluster"]):
+            found.update(pc.unique(batch.column(0)).to_pylist())
+    return sorted(name for name in found if name is not None) + ([None] if None in found else [])
+
+
+@dataclass(frozen=True)
+class Machine:
+    """One machine of a lake: the rows whose ``cluster`` is ``cluster`` (None: the rows that
+    name none). What the replay and the report read, one machine at a time."""
+
+    lake: Path
+    cluster: str | None
+
+    def only(self, condition: pc.Expression | None = None) -> pc.Expression:
+        """``condition`` and this machine's rows."""
+        column = pc.field("cluster")
+        mine = column.is_null() if self.cluster is None else column == self.cluster
+        return mine if condition is None else mine & condition
+
+    def read(
+        self, table: str, columns: list[str] | None = None, filter: pc.Expression | None = None
+    ) -> pa.Table:
+        """:func:`read_table` of this machine's rows."""
+        return read_table(self.lake, table, columns, self.only(filter))
+
+
+def machine(lake: str | os.PathLike | Machine | None, cluster: str | None = None) -> Machine:
+    """The machine of ``lake`` named ``cluster``, or without a name the lake's only machine; a
+    one-line error lists the machines when the name is unknown or the lake holds several."""
+    if isinstance(lake, Machine):
+        return lake
+    held = machines(lake)
+    names = ", ".join(name or "(unnamed)" for name in held)
+    if cluster is not None:
+        if cluster not in held:
+            raise ValueError(f"no machine {cluster!r} in lake {lake_path(lake)} (it holds: {names})")
+        return Machine(lake_path(lake), cluster)
+    if len(held) > 1:
+        raise ValueError(
+            f"lake {lake_path(lake)} holds several machines ({names}): name one (cluster)"
+        )
+    return Machine(lake_path(lake), held[0] if held else None)
+
+
 def contribution_ids(lake: str | os.PathLike | None, table: str) -> set[str]:
     """The source_ids that have rows in a table."""
     files = [str(p) for p in table_files(lake, table)]
