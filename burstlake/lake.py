@@ -482,32 +482,34 @@ def read_table(
     return dataset(lake, table).to_table(columns=columns, filter=filter)
 
 
-MACHINE_TABLES = ("topology", "node_io", "jobs")  # the tables that say which machines a lake holds
-
-
-def machines(lake: str | os.PathLike | None) -> list[str | None]:
-    """The machines a lake holds (docs/design.md, "Several machines in one lake"): the distinct
-    ``cluster`` of topology, node_io and jobs, named ones sorted, then None if some rows name
-    none (a lake fed without cluster names holds one unnamed machine)."""
-    found: set[str | None] = set()
-    for table in MACHINE_TABLES:
-        for batch in dataset(lake, table).to_batches(columns=["cluster"]):
-            found.update(pc.unique(batch.column(0)).to_pylist())
-    return sorted(name for name in found if name is not None) + ([None] if None in found else [])
+CLUSTER_TABLES = ("topology", "node_io", "jobs")  # the tables that say which machines a lake holds
 
 
 @dataclass(frozen=True)
-class Machine:
-    """One machine of a lake: the rows whose ``cluster`` is ``cluster`` (None: the rows that
-    name none). What the replay and the report read, one machine at a time."""
+class Cluster:
+    """One machine of a lake (docs/design.md, "Several machines in one lake"): the rows whose
+    ``cluster`` is ``name``, and with ``unnamed`` also the rows that name none (a lake with one
+    named machine: a Zabbix export or topology ingested without ``--cluster`` belongs to it).
+    ``name`` None: the rows naming none, of a lake without (or with several) named machines.
+    What the metrics, the replay and the report read, one machine at a time."""
 
     lake: Path
-    cluster: str | None
+    name: str | None
+    unnamed: bool = False
+
+    @property
+    def label(self) -> str:
+        return self.name or "(unnamed)"
 
     def only(self, condition: pc.Expression | None = None) -> pc.Expression:
-        """``condition`` and this machine's rows."""
+        """``condition`` and this machine's rows (a pyarrow filter)."""
         column = pc.field("cluster")
-        mine = column.is_null() if self.cluster is None else column == self.cluster
+        if self.name is None:
+            mine = column.is_null()
+        else:
+            mine = column == self.name
+            if self.unnamed:
+                mine |= column.is_null()
         return mine if condition is None else mine & condition
 
     def read(
@@ -517,22 +519,38 @@ class Machine:
         return read_table(self.lake, table, columns, self.only(filter))
 
 
-def machine(lake: str | os.PathLike | Machine | None, cluster: str | None = None) -> Machine:
-    """The machine of ``lake`` named ``cluster``, or without a name the lake's only machine; a
+def clusters(lake: str | os.PathLike | None) -> list[Cluster]:
+    """The machines a lake holds, from the ``cluster`` of topology, node_io and jobs: one per
+    name (sorted); rows naming none belong to the only named machine, or form the unnamed
+    machine (last) when there are none or several."""
+    found: set[str | None] = set()
+    for table in CLUSTER_TABLES:
+        for batch in dataset(lake, table).to_batches(columns=["cluster"]):
+            found.update(pc.unique(batch.column(0)).to_pylist())
+    root = lake_path(lake)
+    named = sorted(name for name in found if name is not None)
+    if None in found and len(named) == 1:
+        return [Cluster(root, named[0], unnamed=True)]
+    return [Cluster(root, name) for name in named] + (
+        [Cluster(root, None)] if None in found else []
+    )
+
+
+def cluster_of(lake: str | os.PathLike | Cluster | None, name: str | None = None) -> Cluster:
+    """The machine of ``lake`` named ``name``, or without a name the lake's only machine; a
     one-line error lists the machines when the name is unknown or the lake holds several."""
-    if isinstance(lake, Machine):
+    if isinstance(lake, Cluster):
         return lake
-    held = machines(lake)
-    names = ", ".join(name or "(unnamed)" for name in held)
-    if cluster is not None:
-        if cluster not in held:
-            raise ValueError(f"no machine {cluster!r} in lake {lake_path(lake)} (it holds: {names})")
-        return Machine(lake_path(lake), cluster)
+    held = clusters(lake)
+    names = ", ".join(each.label for each in held)
+    if name is not None:
+        for each in held:
+            if each.name == name:
+                return each
+        raise ValueError(f"no cluster {name!r} in lake {lake_path(lake)} (it holds: {names})")
     if len(held) > 1:
-        raise ValueError(
-            f"lake {lake_path(lake)} holds several machines ({names}): name one (cluster)"
-        )
-    return Machine(lake_path(lake), held[0] if held else None)
+        raise ValueError(f"lake {lake_path(lake)} holds several clusters ({names}): name one")
+    return held[0] if held else Cluster(lake_path(lake), None)
 
 
 def contribution_ids(lake: str | os.PathLike | None, table: str) -> set[str]:

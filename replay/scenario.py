@@ -7,6 +7,7 @@ replaces them).
     workload: {source: lake, window: {start: 2018-01-01, end: 2018-01-08}}  # or {source: ior}
     topology: {name: tianhe1a, capacities: {ion: 1.5e9}}
     policies: [block, cyclic]
+    cluster: tianhe1a   # which machine of a lake holding several (default: each in turn)
 
 The workload sources are registered in :mod:`burstlake.replay.workloads`, the policies in
 :mod:`burstlake.replay.policies`.
@@ -26,8 +27,8 @@ import pyarrow as pa
 import yaml
 
 from burstlake import catalog
+from burstlake.lake import Cluster, cluster_of, clusters, lake_path, write_table
 from burstlake.lake import run as lake_run
-from burstlake.lake import write_table
 from burstlake.replay import workloads
 from burstlake.replay.graph import Topology
 from burstlake.replay.policies import Policy, policy
@@ -36,7 +37,7 @@ from burstlake.replay.topologies import check as check_topology
 from burstlake.replay.workloads import Progress, ScenarioLimits
 from burstlake.schemas.replay import INPUTS
 
-KEYS = {"name", "description", "workload", "topology", "policies", "job_scores"}
+KEYS = {"name", "description", "workload", "topology", "policies", "job_scores", "cluster"}
 
 LIMITS = ScenarioLimits()
 SCENARIOS = resources.files(__package__).joinpath("scenarios")  # package data (pyproject.toml)
@@ -50,6 +51,7 @@ class Scenario:
     policies: tuple[Policy, ...]
     description: str = ""
     job_scores: bool = True
+    cluster: str | None = None  # the lake's machine it replays; None: each machine in turn
 
 
 class _NoAliasLoader(yaml.SafeLoader):
@@ -104,6 +106,9 @@ def load(path: str | os.PathLike, limits: ScenarioLimits = LIMITS) -> Scenario:
     labels = [p.label for p in policies]
     if len(set(labels)) != len(labels):
         raise ValueError(f"{path}: policy labels must differ, got {labels}")
+    cluster = spec.get("cluster")
+    if cluster is not None and (not isinstance(cluster, str) or not cluster.strip()):
+        raise ValueError(f"{path}: cluster names one machine of the lake, got {cluster!r}")
     return Scenario(
         name,
         workload,
@@ -111,39 +116,76 @@ def load(path: str | os.PathLike, limits: ScenarioLimits = LIMITS) -> Scenario:
         policies,
         str(spec.get("description", "")),
         bool(spec.get("job_scores", True)),
+        cluster,
     )
 
 
 def run(scenario: Scenario, lake: str | os.PathLike | None, progress: Progress = None) -> pa.Table:
     """Replay the scenario under each policy; write and return its ``replay_scores`` rows.
 
-    The inputs are read at one Delta version each, and the ``replay_scores`` commit records
-    the run id and those versions (:func:`burstlake.lake.run`).
+    A scenario that reads the lake's traces (or its topology) replays one machine of the lake
+    at a time: the one its ``cluster`` names, else each machine the lake holds, each written
+    with its ``cluster``. The inputs are read at one Delta version each, and the
+    ``replay_scores`` commit records the run id and those versions (:func:`burstlake.lake.run`).
     """
     kind = workloads.kind(scenario.workload["source"])
+    reads_lake = kind.reads_lake or scenario.topology["name"] == "lake"
+    tables: list[pa.Table] = []
+    written: set[str] = set()
     with lake_run(lake, f"replay-{scenario.name}", INPUTS):
-        topology = build(scenario.topology, lake)
-        demand = kind.demand(scenario.workload, topology, lake)
-        rows, extra = [], {}
-        for each in scenario.policies:
-            machine, work = each.apply(topology, demand)
-            result = kind.scores(scenario, machine, work, progress)
-            scored = result if isinstance(result, workloads.Scored) else workloads.Scored(result)
-            for score in scored.scores:
-                rows.append({"policy": each.label, **score.__dict__})
-            for name, part in scored.tables.items():
-                labels = pa.array([each.label] * part.num_rows, pa.string())
-                extra.setdefault(name, []).append(part.append_column("policy", labels))
-        table = _table(scenario, topology, rows, kind.window(scenario.workload))
-        write_table(lake, "replay_scores", table, source_id=f"scenario-{scenario.name}")
-        for name, parts in extra.items():
-            write_table(lake, name, pa.concat_tables(parts), source_id=f"scenario-{scenario.name}")
-    catalog.refresh(lake, ["replay_scores", *extra])
-    return table
+        root = lake_path(lake)
+        if not reads_lake:
+            machines = [Cluster(root, None)]
+        elif scenario.cluster is not None:
+            machines = [cluster_of(root, scenario.cluster)]
+        else:
+            machines = clusters(root) or [Cluster(root, None)]
+        unnamed = any(each.name is None for each in machines)
+        for machine in machines:
+            table, extra = _replay(scenario, kind, machine, progress)
+            source = f"scenario-{scenario.name}"
+            # a named machine's rows also replace the scenario's rows of a lake written before
+            # it had machine names (unless the lake still holds an unnamed machine)
+            legacy = [source] if machine.name is not None and not unnamed else []
+            if machine.name is not None:
+                source += f"@{machine.name}"
+            for each, rows in {"replay_scores": table, **extra}.items():
+                write_table(lake, each, rows, source_id=source, replaces=legacy)
+                written.add(each)
+            tables.append(table)
+    catalog.refresh(lake, sorted(written))
+    return pa.concat_tables(tables)
+
+
+def _replay(
+    scenario: Scenario, kind: workloads.Kind, lake: Cluster, progress: Progress
+) -> tuple[pa.Table, dict[str, list[pa.Table]]]:
+    """Every policy's scores on one machine of the lake (and rows of further tables)."""
+    topology = build(scenario.topology, lake)
+    demand = kind.demand(scenario.workload, topology, lake)
+    rows, extra = [], {}
+    for each in scenario.policies:
+        machine, work = each.apply(topology, demand)
+        result = kind.scores(scenario, machine, work, progress)
+        scored = result if isinstance(result, workloads.Scored) else workloads.Scored(result)
+        for score in scored.scores:
+            rows.append({"policy": each.label, **score.__dict__})
+        for name, part in scored.tables.items():
+            labels = pa.array([each.label] * part.num_rows, pa.string())
+            extra.setdefault(name, []).append(part.append_column("policy", labels))
+    table = _table(scenario, lake.name, topology, rows, kind.window(scenario.workload))
+    return table, {
+        name: _with_cluster(pa.concat_tables(parts), lake.name) for name, parts in extra.items()
+    }
+
+
+def _with_cluster(rows: pa.Table, cluster: str | None) -> pa.Table:
+    return rows.append_column("cluster", pa.array([cluster] * rows.num_rows, pa.string()))
 
 
 def _table(
     scenario: Scenario,
+    cluster: str | None,
     topology: Topology,
     rows: list[dict],
     window: tuple[datetime | None, datetime | None],
@@ -153,6 +195,7 @@ def _table(
     return pa.table(
         {
             "scenario": [scenario.name] * len(rows),
+            "cluster": pa.array([cluster] * len(rows), pa.string()),
             "policy": [r["policy"] for r in rows],
             "metric": [r["metric"] for r in rows],
             "value": [None if v is None or not np.isfinite(v) else float(v) for v in values],
@@ -175,17 +218,25 @@ def scenario_files(directory: str | os.PathLike | None = None) -> list[str]:
 
 
 def comparison(table: pa.Table) -> tuple[list[str], list[tuple]]:
-    """The scores as a metric × policy grid (columns, rows) for printing."""
+    """The scores as a metric × policy grid (columns, rows) for printing; with a ``cluster``
+    column first when the scenario replayed several machines."""
     policies = list(dict.fromkeys(table["policy"].to_pylist()))
-    grid: dict[str, dict[str, float | None]] = {}
+    several = len(set(table["cluster"].to_pylist())) > 1
+    grid: dict[tuple, dict[str, float | None]] = {}
     units: dict[str, str] = {}
-    for row in table.select(["policy", "metric", "value", "unit"]).to_pylist():
-        grid.setdefault(row["metric"], {})[row["policy"]] = row["value"]
+    for row in table.select(["cluster", "policy", "metric", "value", "unit"]).to_pylist():
+        grid.setdefault((row["cluster"], row["metric"]), {})[row["policy"]] = row["value"]
         units[row["metric"]] = row["unit"] or ""
     lines = [
-        (metric, units[metric], *(_fmt(grid[metric].get(p)) for p in policies)) for metric in grid
+        (
+            *([cluster or "(unnamed)"] if several else []),
+            metric,
+            units[metric],
+            *(_fmt(grid[cluster, metric].get(p)) for p in policies),
+        )
+        for cluster, metric in grid
     ]
-    return ["metric", "unit", *policies], lines
+    return [*(["cluster"] if several else []), "metric", "unit", *policies], lines
 
 
 def _fmt(value: float | None) -> str:

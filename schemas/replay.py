@@ -1,8 +1,8 @@
 """Arrow schema of replay_scores (docs/design.md, "Replay"): written by the replay engine
 (burstlake.replay), which reads the lake tables named in :data:`INPUTS`.
 
-One row per scenario × policy × metric; a re-run of a scenario replaces its rows (the writer's
-source_id is the scenario name)."""
+One row per scenario × machine × policy × metric; a re-run of a scenario replaces its rows of
+that machine (the writer's source_id is the scenario name and the machine's)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,11 @@ from .tables import TS, TableSpec, _schema
 
 REPLAY_SCORES = TableSpec(
     name="replay_scores",
-    doc="What-if scores: one row per scenario, policy and metric (docs/design.md, Replay).",
+    doc="What-if scores: one row per scenario, machine, policy and metric (docs/design.md, "
+    "Replay).",
     schema=_schema(
         ("scenario", pa.string(), False),
+        ("cluster", pa.string(), True),  # the lake's machine replayed; null: none named or used
         ("policy", pa.string(), False),
         ("metric", pa.string(), False),
         ("value", pa.float64(), True),  # null when undefined (e.g. hops without a hop model)
@@ -24,7 +26,7 @@ REPLAY_SCORES = TableSpec(
         ("window_end", TS, True),
         ("computed_at", TS, False),
     ),
-    key=("scenario", "policy", "metric"),
+    key=("scenario", "cluster", "policy", "metric"),
 )
 
 DELTA_GRAPH = TableSpec(
@@ -43,8 +45,9 @@ DELTA_GRAPH = TableSpec(
         ("interference_factor", pa.float64(), False),  # io_time_s / alone_s
         ("theory_io_time_s", pa.float64(), False),  # proportional sharing, 001 §II-C
         ("computed_at", TS, False),
+        ("cluster", pa.string(), True),  # the lake's machine replayed; null: none named or used
     ),
-    key=("scenario", "policy", "dt", "role"),
+    key=("scenario", "cluster", "policy", "dt", "role"),
     nonnegative=("nodes", "io_time_s", "alone_s", "theory_io_time_s"),
 )
 

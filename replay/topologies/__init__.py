@@ -4,7 +4,6 @@ burstlake.machines (``tianhe1a``, ``cs19``, ``tiny``), the fat-tree ``cab1296``,
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -82,8 +81,9 @@ def _link_latency(name: str, settings: Mapping[str, Any]) -> float:
     return latency
 
 
-def build(settings: Mapping[str, Any], lake: str | os.PathLike | None = None) -> Topology:
-    """Build the topology a scenario's ``topology:`` mapping names (``name:`` plus settings)."""
+def build(settings: Mapping[str, Any], lake: Any = None) -> Topology:
+    """Build the topology a scenario's ``topology:`` mapping names (``name:`` plus settings);
+    ``lake`` (a path, or one machine of it: :class:`burstlake.lake.Cluster`) for ``lake``."""
     check(settings)
     settings = dict(settings)
     name = settings.pop("name")
@@ -101,9 +101,9 @@ def build(settings: Mapping[str, Any], lake: str | os.PathLike | None = None) ->
         dims, nodes_per_bridge = torus.shape(settings)
         topology = torus.build(dims, caps, nodes_per_bridge=nodes_per_bridge)
     elif name == "lake":
-        from burstlake.lake import read_table
+        from burstlake.lake import cluster_of
 
-        topology = forwarding.from_table(read_table(lake, "topology"), capacities=caps)
+        topology = forwarding.from_table(cluster_of(lake).read("topology"), capacities=caps)
     else:
         topology = forwarding.from_machine(PRESETS[name], caps)
     return replace(topology, settings={**topology.settings, "link_latency": latency}, _cache={})

@@ -7,7 +7,6 @@ the scenario runner never change when a workload is added."""
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -15,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from burstlake.lake import Cluster
 from burstlake.replay.graph import Topology
 
 if TYPE_CHECKING:
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from burstlake.replay.scores import Score
 
 Progress = Callable[[int], None] | None
-Lake = str | os.PathLike | None
+Lake = Cluster  # the one machine of the lake a scenario reads
 
 
 @dataclass(frozen=True)
@@ -85,10 +85,13 @@ class Kind:
 
     - ``keys``: the settings a scenario's ``workload:`` may give besides ``source``;
     - ``check(spec, limits)``: refuse bad settings in one line, before any work;
-    - ``demand(spec, topology, lake)``: what every policy's ``apply`` receives;
+    - ``demand(spec, topology, lake)``: what every policy's ``apply`` receives (``lake``: the
+      one machine of the lake the scenario replays, :class:`burstlake.lake.Cluster`);
     - ``scores(scenario, topology, demand, progress)``: replay one policy's machine and demand
       (a list of scores, or :class:`Scored` with rows for further tables);
-    - ``window(spec)``: the time window the scores cover (written with them), if any.
+    - ``window(spec)``: the time window the scores cover (written with them), if any;
+    - ``reads_lake``: the demand comes from the lake's traces, so a lake holding several
+      machines is replayed one machine at a time.
     """
 
     keys: frozenset[str]
@@ -96,6 +99,7 @@ class Kind:
     demand: Callable[[dict, Topology, Lake], Any]
     scores: Callable[[Scenario, Topology, Any, Progress], list[Score] | Scored]
     window: Callable[[dict], tuple[datetime | None, datetime | None]] = _no_window
+    reads_lake: bool = False
 
 
 _KINDS: dict[str, Kind] = {}

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numba import njit
 
-from burstlake.lake import dataset, read_table
+from burstlake.lake import Cluster, cluster_of
 from burstlake.replay import scores as sc
 from burstlake.replay.graph import Topology
 from burstlake.replay.intervals import IntervalReplay, Rows
@@ -38,7 +38,7 @@ class NodeDemand:
     start: datetime
     job: np.ndarray
     jobs: JobIndex
-    lake: Any = field(default=None, compare=False, repr=False)  # read by io_history
+    lake: Cluster | None = field(default=None, compare=False, repr=False)  # read by io_history
 
     @property
     def intervals(self) -> int:
@@ -59,20 +59,21 @@ class NodeDemand:
 
 
 def lake_demand(
-    lake: str | os.PathLike | None,
+    lake: str | os.PathLike | Cluster | None,
     topology: Topology,
     start: datetime | None = None,
     end: datetime | None = None,
 ) -> NodeDemand:
-    """The ``node_io`` traffic of [start, end) on ``topology``'s nodes, sorted by interval."""
-    node_io = dataset(lake, "node_io")
+    """The ``node_io`` traffic of [start, end) on ``topology``'s nodes, sorted by interval, of
+    one machine of the lake (a path: the lake's only machine)."""
+    lake = cluster_of(lake)
     condition = pc.field("ts").is_valid()
     if start is not None:
         condition &= pc.field("ts") >= pa.scalar(start, type=pa.timestamp("us", tz="UTC"))
     if end is not None:
         condition &= pc.field("ts") < pa.scalar(end, type=pa.timestamp("us", tz="UTC"))
-    table = node_io.to_table(
-        columns=["node", "ts", "interval_s", "read_bytes", "write_bytes"], filter=condition
+    table = lake.read(
+        "node_io", ["node", "ts", "interval_s", "read_bytes", "write_bytes"], condition
     )
     if table.num_rows == 0:
         raise ValueError("no node_io rows in the replay window: ingest or synthesize traces first")
@@ -166,12 +167,10 @@ def _lookup(first, begin, end, job, node, t, after_end):  # pragma: no cover - c
     return out
 
 
-def job_index(
-    lake: str | os.PathLike | None, topology: Topology, origin: int, interval_s: int
-) -> JobIndex:
+def job_index(lake: Cluster, topology: Topology, origin: int, interval_s: int) -> JobIndex:
     """The allocations of ``jobs`` × ``job_nodes`` on ``topology``, in interval units."""
-    jobs = read_table(lake, "jobs", columns=["job_id", "cluster", "start", "end"])
-    nodes = read_table(lake, "job_nodes", columns=["job_id", "cluster", "node", "node_index"])
+    jobs = lake.read("jobs", ["job_id", "cluster", "start", "end"])
+    nodes = lake.read("job_nodes", ["job_id", "cluster", "node", "node_index"])
     jobs = jobs.filter(pc.is_valid(jobs["start"]))
     alloc = nodes.join(jobs, keys=["job_id", "cluster"], join_type="inner")
     alloc = alloc.filter(pc.is_in(alloc["node"], pa.array(list(topology.node_index))))
@@ -284,6 +283,7 @@ KIND = register(
     Kind(
         keys=frozenset({"window"}),
         check=_check,
+        reads_lake=True,
         demand=lambda spec, topology, lake: lake_demand(
             lake, topology, *window_bounds(spec.get("window"))
         ),

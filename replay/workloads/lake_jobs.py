@@ -24,7 +24,6 @@ import pyarrow.compute as pc
 
 from burstlake.allocation import JobRequest, Placements
 from burstlake.jobs.metrics.settings import MetricSettings
-from burstlake.lake import read_table
 from burstlake.replay import scores as sc
 from burstlake.replay.graph import Topology
 from burstlake.replay.policies.reallocation import History
@@ -143,8 +142,8 @@ def divergence(vectors: list[np.ndarray]) -> float:
 
 def history(demand: NodeDemand, requests: list[JobRequest]) -> History:
     """Optimizable flags and traffic shares predicted from earlier ended jobs (004 §6.1-§6.3)."""
-    metrics = read_table(
-        demand.lake, "job_io_metrics", columns=["job_id", "cluster", "app_id", "end", "optimizable"]
+    metrics = demand.lake.read(
+        "job_io_metrics", ["job_id", "cluster", "app_id", "end", "optimizable"]
     )
     if metrics.num_rows == 0:
         raise ValueError(

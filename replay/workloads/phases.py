@@ -40,7 +40,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from burstlake.lake import read_table
+from burstlake.lake import Cluster, cluster_of
 from burstlake.machines import PRESETS
 from burstlake.replay import scores as sc
 from burstlake.replay.events import Requests, simulate
@@ -433,7 +433,7 @@ def delta_rows(scenario: str, work: PhaseDemand, results: list[CaseScores]) -> p
     return pa.Table.from_pylist(rows)
 
 
-def lake_demand(workload: dict, topology: Topology, lake: Any) -> PhaseDemand:
+def lake_demand(workload: dict, topology: Topology, lake: Cluster | None) -> PhaseDemand:
     """The ``io_phases`` of the lake whose start is in the window (``burstlake metrics``
     detects them), each on its job's allocated nodes of ``topology``, with its I/O time as it
     ran (the phase's duration in the trace)."""
@@ -445,15 +445,16 @@ def lake_demand(workload: dict, topology: Topology, lake: Any) -> PhaseDemand:
     ):
         if bound is not None:
             condition &= keep
-    table = read_table(
-        lake, "io_phases", ["job_id", "cluster", "phase", "start", "duration_s", "bytes"], condition
+    lake = cluster_of(lake)
+    table = lake.read(
+        "io_phases", ["job_id", "cluster", "phase", "start", "duration_s", "bytes"], condition
     )
     if table.num_rows == 0:
         raise ValueError(
             "no io_phases rows in the window: run `burstlake metrics` on the lake first"
         )
     table = table.sort_by([("start", "ascending"), ("job_id", "ascending"), ("phase", "ascending")])
-    nodes = read_table(lake, "job_nodes", ["job_id", "cluster", "node"])
+    nodes = lake.read("job_nodes", ["job_id", "cluster", "node"])
     index = topology.node_index
     held: dict[tuple, list[int]] = {}
     for row in nodes.to_pylist():
@@ -522,6 +523,7 @@ LAKE_KIND = register(
     Kind(
         keys=frozenset({"window", "request_bytes", "cores_per_node"}),
         check=_lake_check,
+        reads_lake=True,
         demand=lake_demand,
         scores=lake_scores,
         window=lambda spec: window_bounds(spec.get("window")),
