@@ -106,9 +106,10 @@ def load(path: str | os.PathLike, limits: ScenarioLimits = LIMITS) -> Scenario:
     labels = [p.label for p in policies]
     if len(set(labels)) != len(labels):
         raise ValueError(f"{path}: policy labels must differ, got {labels}")
-    cluster = spec.get("cluster")
-    if cluster is not None and (not isinstance(cluster, str) or not cluster.strip()):
-        raise ValueError(f"{path}: cluster names one machine of the lake, got {cluster!r}")
+    try:
+        cluster = check_cluster(spec.get("cluster"))
+    except ValueError as err:
+        raise ValueError(f"{path}: {err}") from None
     return Scenario(
         name,
         workload,
@@ -118,6 +119,13 @@ def load(path: str | os.PathLike, limits: ScenarioLimits = LIMITS) -> Scenario:
         bool(spec.get("job_scores", True)),
         cluster,
     )
+
+
+def check_cluster(cluster: object) -> str | None:
+    """A scenario's ``cluster``: absent, or the name of one machine of the lake."""
+    if cluster is not None and (not isinstance(cluster, str) or not cluster.strip()):
+        raise ValueError(f"cluster names one machine of the lake, got {cluster!r}")
+    return cluster
 
 
 def run(scenario: Scenario, lake: str | os.PathLike | None, progress: Progress = None) -> pa.Table:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 
 from burstlake.cli import add_lake_argument
 
@@ -23,6 +24,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--scenario", required=True, help="scenario YAML file")
     parser.add_argument(
+        "--cluster",
+        help="the machine of a lake holding several to replay (overrides the scenario's "
+        "cluster; default: each machine in turn)",
+    )
+    parser.add_argument(
         "--progress", action="store_true", help="show a progress bar even when not on a TTY"
     )
     add_lake_argument(parser)
@@ -33,10 +39,12 @@ def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from burstlake.formatting import format_table
-    from burstlake.replay.scenario import comparison, load
+    from burstlake.replay.scenario import check_cluster, comparison, load
     from burstlake.replay.scenario import run as run_scenario
 
     scenario = load(args.scenario)
+    if args.cluster is not None:
+        scenario = replace(scenario, cluster=check_cluster(args.cluster))
     show = args.progress or sys.stderr.isatty()
     with tqdm(desc=f"replay {scenario.name}", unit="step", disable=not show) as bar:
         table = run_scenario(scenario, args.lake, progress=bar.update)

@@ -1,0 +1,107 @@
+"""Several machines in one lake (docs/design.md, "Several machines in one lake"): which machines
+a lake holds, and the replay reading one machine at a time, each scored as if alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+from burstlake.lake import Cluster, cluster_of, clusters, read_table, write_table
+from burstlake.replay.scenario import load, run
+from tests.test_replay_scenario import SCENARIOS, bursty_lake
+
+TABLES = ("topology", "node_io", "jobs", "job_nodes")
+
+
+def relabel(source: Path, lake: Path, cluster: str | None, scale: int = 1) -> None:
+    """Copy a one-machine lake's tables into ``lake`` as machine ``cluster`` (traffic × scale)."""
+    for table in TABLES:
+        rows = read_table(source, table)
+        rows = rows.set_column(
+            rows.schema.get_field_index("cluster"),
+            "cluster",
+            pa.array([cluster] * rows.num_rows, pa.string()),
+        )
+        if table == "node_io":
+            at = rows.schema.get_field_index("write_bytes")
+            rows = rows.set_column(at, "write_bytes", pc.multiply(rows["write_bytes"], scale))
+        write_table(lake, table, rows, source_id=f"{table}-{cluster}")
+
+
+def named(lake: Path) -> list[tuple[str | None, bool]]:
+    return [(c.name, c.unnamed) for c in clusters(lake)]
+
+
+def test_which_machines_a_lake_holds(tmp_path) -> None:
+    lake = tmp_path / "lake"
+    assert clusters(lake) == []
+    one = tmp_path / "one"
+    bursty_lake(one)  # jobs name cluster 'th'; topology and node_io name none
+    assert named(one) == [("th", True)]  # rows naming none belong to the only named machine
+    relabel(one, lake, "b")
+    relabel(one, lake, "a")
+    assert named(lake) == [("a", False), ("b", False)]
+    write_table(lake, "topology", read_table(one, "topology").slice(0, 3), "stray")
+    assert named(lake) == [("a", False), ("b", False), (None, False)]
+    assert cluster_of(lake, "b") == Cluster(lake, "b")
+    with pytest.raises(ValueError, match=r"holds several clusters \(a, b, \(unnamed\)\)"):
+        cluster_of(lake)
+    with pytest.raises(ValueError, match=r"no cluster 'c' in lake .* \(it holds: a, b"):
+        cluster_of(lake, "c")
+
+
+def test_the_replay_scores_each_machine_as_if_alone(tmp_path) -> None:
+    """Two machines with the same node names (two Crays both have nid00001): the scenario
+    replays each in turn, and each gets exactly the scores of a lake holding it alone."""
+    one, alone, both = tmp_path / "one", tmp_path / "alone", tmp_path / "both"
+    bursty_lake(one)
+    relabel(one, alone, "a")
+    relabel(one, both, "a")
+    relabel(one, both, "b", scale=3)
+    scenario = load(SCENARIOS / "ion_remap.yaml")
+
+    def scores(table: pa.Table, cluster: str) -> dict:
+        rows = table.filter(pc.equal(table["cluster"], cluster)).to_pylist()
+        return {(r["policy"], r["metric"]): r["value"] for r in rows}
+
+    reference = scores(run(scenario, alone), "a")
+    table = run(scenario, both)
+    assert set(table["cluster"].to_pylist()) == {"a", "b"}
+    assert scores(table, "a") == reference
+    b = scores(table, "b")
+    assert b["block", "bytes_served"] == pytest.approx(3 * reference["block", "bytes_served"])
+    assert b["block", "backlog_seconds"] > reference["block", "backlog_seconds"]
+    # both machines' rows are in the lake; a re-run of one machine replaces only its rows
+    kept = read_table(both, "replay_scores")
+    assert sorted(set(kept["cluster"].to_pylist())) == ["a", "b"]
+    only_b = tmp_path / "b.yaml"
+    only_b.write_text((SCENARIOS / "ion_remap.yaml").read_text() + "cluster: b\n")
+    assert set(run(load(only_b), both)["cluster"].to_pylist()) == {"b"}
+    assert read_table(both, "replay_scores").num_rows == kept.num_rows
+
+
+def test_a_scenario_naming_a_machine_the_lake_lacks(tmp_path) -> None:
+    one = tmp_path / "one"
+    bursty_lake(one)
+    path = tmp_path / "x.yaml"
+    path.write_text((SCENARIOS / "ion_remap.yaml").read_text() + "cluster: edison\n")
+    with pytest.raises(ValueError, match=r"no cluster 'edison' in lake .* \(it holds: th\)"):
+        run(load(path), one)
+    for bad in ("''", "[a]", "3"):
+        path.write_text((SCENARIOS / "ion_remap.yaml").read_text() + f"cluster: {bad}\n")
+        with pytest.raises(ValueError, match="cluster names one machine of the lake"):
+            load(path)
+
+
+def test_the_command_line_names_the_machine(tmp_path, capsys) -> None:
+    from burstlake.cli import main
+
+    one = tmp_path / "one"
+    bursty_lake(one)
+    args = ["replay", "--lake", str(one), "--scenario", str(SCENARIOS / "ion_remap.yaml")]
+    assert main([*args, "--cluster", "edison"]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no cluster 'edison'" in err[0] and "(it holds: th)" in err[0]
