@@ -12,6 +12,8 @@ reference, so that it can be mailed to a colleague. It reads only lake tables:
 - ``replay_scores``: each scenario's policies side by side (004 §7.4, Fig. 15; papers 000, 001).
 
 A section whose table is empty says which command fills it instead of drawing an empty axis.
+A lake holding several machines gets these sections once per machine (docs/design.md, "Several
+machines in one lake"), and each what-if once per machine it replayed.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import io
 import logging
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -58,8 +60,8 @@ class Section:
     empty: str = ""  # why there is nothing to show, and what fills it
 
 
-def _read(lake: Path, table: str) -> pd.DataFrame:
-    return lake_io.read_table(lake, table).to_pandas()
+def _read(lake: lake_io.Cluster, table: str) -> pd.DataFrame:
+    return lake.read(table).to_pandas()
 
 
 def _png(fig: plt.Figure) -> bytes:
@@ -83,7 +85,7 @@ def _value(value: float | None, unit: str) -> str:
     return _pct(value) if unit == "fraction" else f"{value:.3g}"
 
 
-def platform_section(lake: Path) -> Section:
+def platform_section(lake: lake_io.Cluster) -> Section:
     """The platform summary beside the values paper 004 measured (Table 3, §3–§6)."""
     title = "Platform summary beside paper 004"
     caption = (
@@ -132,7 +134,7 @@ def platform_section(lake: Path) -> Section:
     return Section("platform", title, caption, png=_png(fig), table_html=table)
 
 
-def burstiness_section(lake: Path) -> Section:
+def burstiness_section(lake: lake_io.Cluster) -> Section:
     """Top-k shares per interval over time (004 §4.1, Fig. 8)."""
     title = "Spatial burstiness over time"
     caption = (
@@ -158,12 +160,10 @@ def burstiness_section(lake: Path) -> Section:
     return Section("burstiness", title, caption, png=_png(fig))
 
 
-def heatmap_section(lake: Path) -> Section:
+def heatmap_section(lake: lake_io.Cluster) -> Section:
     """Traffic per cabinet (or node, without a topology) and time bin."""
     title = "Traffic heatmap"
-    traffic = lake_io.read_table(
-        lake, "node_io", columns=["node", "ts", "read_bytes", "write_bytes"]
-    ).to_pandas()
+    traffic = lake.read("node_io", ["node", "ts", "read_bytes", "write_bytes"]).to_pandas()
     topology = _read(lake, "topology")[["node", "cabinet"]].drop_duplicates("node")
     level = "cabinet" if not topology.empty else "node"
     caption = (
@@ -208,7 +208,7 @@ def heatmap_section(lake: Path) -> Section:
     return Section("heatmap", title, caption, png=_png(fig))
 
 
-def loads_section(lake: Path) -> Section:
+def loads_section(lake: lake_io.Cluster) -> Section:
     """Total traffic per cabinet and per I/O node, busiest first (004 Fig. 7)."""
     title = "Cabinet and I/O-node loads"
     caption = (
@@ -230,7 +230,7 @@ def loads_section(lake: Path) -> Section:
     return Section("loads", title, caption, png=_png(fig))
 
 
-def nud_section(lake: Path) -> Section:
+def nud_section(lake: lake_io.Cluster) -> Section:
     """Distribution of the I/O NUD of all-rank jobs (004 Fig. 2)."""
     title = "I/O distribution of all-rank jobs"
     caption = (
@@ -250,8 +250,9 @@ def nud_section(lake: Path) -> Section:
 
 
 def scenario_sections(lake: Path) -> list[Section]:
-    """One section per replay scenario: its policies side by side, a panel per score."""
-    scores = _read(lake, "replay_scores")
+    """One section per replay scenario and machine: its policies side by side, a panel per
+    score."""
+    scores = lake_io.read_table(lake, "replay_scores").to_pandas()
     if scores.empty:
         return [
             Section(
@@ -262,7 +263,11 @@ def scenario_sections(lake: Path) -> list[Section]:
             )
         ]
     sections = []
-    for scenario, frame in scores.groupby("scenario", sort=True):
+    several = scores.cluster.nunique() > 1
+    for (scenario, cluster), frame in scores.groupby(
+        ["scenario", "cluster"], sort=True, dropna=False
+    ):
+        on = f" on {cluster}" if several and isinstance(cluster, str) else ""
         policies = list(dict.fromkeys(frame.policy))
         metrics = list(dict.fromkeys(frame.metric))
         shown = metrics[:MAX_SCORE_PANELS]
@@ -294,15 +299,15 @@ def scenario_sections(lake: Path) -> list[Section]:
         head = "".join(f"<th>{html.escape(p)}</th>" for p in policies)
         topology = ", ".join(sorted(frame.topology.unique()))
         caption = (
-            f"Scenario <b>{html.escape(str(scenario))}</b> on {html.escape(topology)}: each panel "
-            "compares the policies on one score (ION shares and loads as in paper 004 §7.4 and "
-            "Fig. 15; slowdowns, latencies and interference factors as in papers 000 §5 and "
-            "001 §IV)."
+            f"Scenario <b>{html.escape(str(scenario) + on)}</b> on {html.escape(topology)}: each "
+            "panel compares the policies on one score (ION shares and loads as in paper 004 "
+            "§7.4 and Fig. 15; slowdowns, latencies and interference factors as in papers 000 "
+            "§5 and 001 §IV)."
         )
         sections.append(
             Section(
-                f"replay-{scenario}",
-                f"What-if: {scenario}",
+                f"replay-{scenario}" + (f"-{cluster}" if on else ""),
+                f"What-if: {scenario}{on}",
                 caption,
                 png=_png(fig),
                 table_html=f"<table><thead><tr><th>score</th>{head}</tr></thead>"
@@ -312,14 +317,31 @@ def scenario_sections(lake: Path) -> list[Section]:
     return sections
 
 
-BUILDERS: tuple[Callable[[Path], Section | list[Section]], ...] = (
+MACHINE_BUILDERS: tuple[Callable[[lake_io.Cluster], Section], ...] = (
     platform_section,
     burstiness_section,
     heatmap_section,
     loads_section,
     nud_section,
-    scenario_sections,
 )
+
+
+def sections_of(root: Path) -> list[Section]:
+    """Every section of the report: the figures of each machine, then the what-ifs."""
+    machines = lake_io.clusters(root) or [lake_io.Cluster(root, None)]
+    sections = []
+    for machine in machines:
+        for builder in MACHINE_BUILDERS:
+            section = builder(machine)
+            if len(machines) > 1:
+                section = replace(
+                    section,
+                    key=f"{section.key}-{machine.label}",
+                    title=f"{machine.label}: {section.title}",
+                )
+            sections.append(section)
+    return sections + scenario_sections(root)
+
 
 STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;max-width:1100px;margin:2em auto;color:#222}
@@ -335,10 +357,7 @@ def render(lake: str | os.PathLike | None, sections: list[Section] | None = None
     """The report of ``lake`` as one HTML string."""
     root = lake_io.lake_path(lake)
     if sections is None:
-        sections = []
-        for builder in BUILDERS:
-            built = builder(root)
-            sections += built if isinstance(built, list) else [built]
+        sections = sections_of(root)
     parts = []
     for s in sections:
         body = (
