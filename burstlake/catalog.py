@@ -27,6 +27,7 @@ import pyarrow as pa
 
 from burstlake.lake import (
     DAY,
+    Cluster,
     LakeError,
     _lake_error,
     _locked,
@@ -149,13 +150,22 @@ def ensure(lake: str | os.PathLike | None = None) -> bool:
 
 
 def connect(
-    lake: str | os.PathLike | None = None, read_only: bool = True
+    lake: str | os.PathLike | None = None, read_only: bool = True, cluster: Cluster | None = None
 ) -> duckdb.DuckDBPyConnection:
-    """A DuckDB connection to the lake's catalog, rebuilt first unless it is current."""
+    """A DuckDB connection to the lake's catalog, rebuilt first unless it is current; with
+    ``cluster``, every table that names machines shows only that machine's rows."""
     root = lake_path(lake)
     ensure(root)
     con = duckdb.connect(str(root / CATALOG), read_only=read_only)
     con.execute(f"SET file_search_path = {_quote(str(root))}")
+    if cluster is not None:
+        database = con.execute("SELECT current_database()").fetchone()[0]
+        for name, table_spec in sorted(REGISTRY.items()):
+            if "cluster" in table_spec.schema.names:
+                con.execute(
+                    f"CREATE TEMP VIEW {name} AS SELECT * FROM "
+                    f'"{database}".main.{name} WHERE {cluster.sql()}'
+                )
     return con
 
 

@@ -501,8 +501,15 @@ class Cluster:
     def label(self) -> str:
         return self.name or "(unnamed)"
 
+    def sql(self) -> str:
+        """This machine's rows as an SQL condition (DuckDB and Spark SQL alike)."""
+        if self.name is None:
+            return "cluster IS NULL"
+        mine = f"cluster = {_quote(self.name)}"
+        return f"({mine} OR cluster IS NULL)" if self.unnamed else mine
+
     def only(self, condition: pc.Expression | None = None) -> pc.Expression:
-        """``condition`` and this machine's rows (a pyarrow filter)."""
+        """``condition`` and this machine's rows (a pyarrow filter; the rule of :meth:`sql`)."""
         column = pc.field("cluster")
         if self.name is None:
             mine = column.is_null()
