@@ -36,6 +36,7 @@ import pytest
 
 from burstlake import catalog
 from burstlake.jobs.metrics import frames
+from burstlake.jobs.metrics.divergence import divergence, divergence_of
 from burstlake.jobs.metrics.headline_sql import headline
 from burstlake.jobs.metrics.job_io import job_io_metrics
 from burstlake.jobs.metrics.nud import distribution, distribution_metrics
@@ -222,6 +223,30 @@ def test_nud_columns_agree_with_numpy(spark):
             assert got[k][0] == pytest.approx(expected, abs=1e-9), k
     assert got["hot"] == (pytest.approx(1.0), pytest.approx(1.0))
     assert got["zero"][1] is None
+
+
+def test_divergence_by_hand_and_in_spark(spark):
+    """004 Def. 4: three jobs with shares (1, 0), (0, 1), (1/2, 1/2): distances √2, √2/2, √2/2,
+    mean 2√2/3; the Spark form (app_metrics) agrees with NumPy (the replay's prediction)."""
+    assert divergence_of([np.array([1, 0]), np.array([0, 1]), np.array([0.5, 0.5])]) == (
+        pytest.approx(2 * math.sqrt(2) / 3)
+    )
+    assert divergence_of([np.array([0.2, 0.8])] * 2) == 0
+    rng = np.random.default_rng(7)
+    apps = {}
+    for a in range(12):
+        raw = rng.pareto(1.0, size=(int(rng.integers(2, 7)), int(rng.integers(2, 9)))) + 1e-3
+        apps[f"app{a}"] = raw / raw.sum(axis=1, keepdims=True)
+    frame = spark.createDataFrame(
+        [
+            (app, f"j{k}", [float(x) for x in row])
+            for app, m in apps.items()
+            for k, row in enumerate(m)
+        ],
+        "app_id string, job string, shares array<double>",
+    )
+    got = {r["app_id"]: r["divergence"] for r in divergence(frame).collect()}
+    assert got == {app: pytest.approx(divergence_of(m), rel=1e-12) for app, m in apps.items()}
 
 
 def test_top_count():

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from .divergence import divergence
 from .job_io import JOB, join_on_job
 from .settings import MetricSettings
 
@@ -36,15 +37,6 @@ def share_vectors(node_bytes: DataFrame, app_jobs: DataFrame) -> DataFrame:
         F.concat_ws("\u001f", "job_id", F.coalesce("cluster", F.lit(""))).alias("job"),
         F.transform("items", lambda item: item["io_bytes"] / total).alias("shares"),
     )
-
-
-def divergence(vectors: DataFrame) -> DataFrame:
-    """Def. 4 per application: the mean of the C(M, 2) pairwise Euclidean distances."""
-    a, b = vectors.alias("a"), vectors.alias("b")
-    pairs = a.join(b, (F.col("a.app_id") == F.col("b.app_id")) & (F.col("a.job") < F.col("b.job")))
-    squares = F.zip_with("a.shares", "b.shares", lambda x, y: (x - y) * (x - y))
-    distance = F.sqrt(F.aggregate(squares, F.lit(0.0), lambda total, v: total + v))
-    return pairs.groupBy(F.col("a.app_id").alias("app_id")).agg(F.avg(distance).alias("divergence"))
 
 
 def app_metrics(job_io: DataFrame, node_bytes: DataFrame, settings: MetricSettings) -> DataFrame:

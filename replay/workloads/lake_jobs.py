@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from burstlake.allocation import JobRequest, Placements
+from burstlake.jobs.metrics.divergence import divergence_of
 from burstlake.jobs.metrics.settings import MetricSettings
 from burstlake.replay import scores as sc
 from burstlake.replay.graph import Topology
@@ -131,15 +132,6 @@ def _share_vectors(demand: NodeDemand) -> dict[int, np.ndarray]:
     return out
 
 
-def divergence(vectors: list[np.ndarray]) -> float:
-    """004 Def. 4: the mean Euclidean distance over all pairs of share vectors."""
-    stack = np.stack(vectors)
-    gaps = stack[:, None, :] - stack[None, :, :]
-    distance = np.sqrt((gaps**2).sum(axis=2))
-    upper = np.triu_indices(len(vectors), k=1)
-    return float(distance[upper].mean())
-
-
 def history(demand: NodeDemand, requests: list[JobRequest]) -> History:
     """Optimizable flags and traffic shares predicted from earlier ended jobs (004 §6.1-§6.3)."""
     metrics = demand.lake.read(
@@ -179,7 +171,7 @@ def history(demand: NodeDemand, requests: list[JobRequest]) -> History:
             and position[e] in vectors
             and len(vectors[position[e]]) == requests[p].nodes
         ]
-        if len(seen) >= 2 and divergence(seen) <= THRESHOLDS.divergence_consistent:
+        if len(seen) >= 2 and divergence_of(seen) <= THRESHOLDS.divergence_consistent:
             shares[p] = np.mean(seen, axis=0)
     log.info(
         "reallocation: %d of %d jobs predicted optimizable, %d with a traffic prediction",
