@@ -8,10 +8,13 @@ into the repository).
 import json
 import os
 import platform
+import resource
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import psutil
 
@@ -37,15 +40,27 @@ def write_result(name: str, result: dict) -> Path:
 STEP_TIMEOUT_S = float(os.environ.get("BURSTLAKE_BENCH_TIMEOUT", "3600"))
 
 
-def measure(command: list[str], timeout_s: float = STEP_TIMEOUT_S) -> tuple[float, float, str]:
-    """Run one command: (wall seconds, peak RSS MiB of its process tree, its stdout).
+class Step(NamedTuple):
+    """What one measured command took."""
+
+    wall_s: float
+    cpu_s: float  # user + system of the command and its children: waiting for a core excluded
+    peak_mb: float  # peak RSS of its process tree, sampled every 0.2 s
+    stdout: str
+
+
+def measure(
+    command: list[str], timeout_s: float = STEP_TIMEOUT_S, cwd: str | os.PathLike | None = None
+) -> Step:
+    """Run one command in its own process tree and measure it; every benchmark step runs here.
 
     Output goes to temporary files, not pipes, so a chatty step can never block on a full pipe
     while we poll it; a step over ``timeout_s`` is killed with its children and reported.
     """
     started = time.perf_counter()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        process = subprocess.Popen(command, stdout=out, stderr=err, start_new_session=True)
+        process = subprocess.Popen(command, stdout=out, stderr=err, start_new_session=True, cwd=cwd)
         root, peak = psutil.Process(process.pid), 0
         while process.poll() is None:
             try:
@@ -63,4 +78,19 @@ def measure(command: list[str], timeout_s: float = STEP_TIMEOUT_S) -> tuple[floa
         stdout, stderr = out.read().decode(errors="replace"), err.read().decode(errors="replace")
     if process.returncode:
         raise RuntimeError(f"benchmark step {command[:3]} failed:\n{stderr[-2000:]}")
-    return time.perf_counter() - started, peak / 2**20, stdout
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return Step(time.perf_counter() - started, cpu, peak / 2**20, stdout)
+
+
+def python_step(code: str, timeout_s: float = STEP_TIMEOUT_S) -> dict:
+    """Run Python ``code`` in its own process through :func:`measure`; the JSON object it
+    prints as its last ``{...}`` line (empty if none), with the step's wall seconds and peak
+    RSS (MiB) of its process tree as ``step_wall_s`` and ``step_peak_rss_mb``."""
+    step = measure([sys.executable, "-c", code], timeout_s)
+    printed = [line for line in step.stdout.splitlines() if line.startswith("{")]
+    return (json.loads(printed[-1]) if printed else {}) | {
+        "step_wall_s": step.wall_s,
+        "step_cpu_s": step.cpu_s,
+        "step_peak_rss_mb": step.peak_mb,
+    }

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench import write_result
+from bench import measure, write_result
 
 SYSTEM_PYTHON = "/usr/bin/python3"
 SIMGRID_SCRIPT = Path(__file__).resolve().parent / "_simgrid_flows.py"
@@ -105,10 +105,7 @@ def in_flight(document: dict, finish: list[float]) -> int:
 
 
 def _run(command: list[str]) -> str:
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
-    if done.returncode:
-        raise RuntimeError(f"{command[0]} failed:\n{done.stderr[-2000:]}")
-    return done.stdout
+    return measure(command).stdout
 
 
 def main() -> Path:

@@ -39,13 +39,13 @@ def main() -> Path:
     days = float(os.environ.get("BURSTLAKE_BENCH_DAYS", "24"))
     with tempfile.TemporaryDirectory(prefix="burstlake-bench-metrics-") as tmp:
         lake = str(Path(tmp) / "lake")
-        synth_s, _, _ = measure([sys.executable, "-c", SYNTH.format(lake=lake, days=days)])
+        synth_s, *_ = measure([sys.executable, "-c", SYNTH.format(lake=lake, days=days)])
         from burstlake.catalog import sql
 
         node_io = sql(lake, "SELECT count(*) AS n FROM node_io")["n"][0].as_py()
         cli = str(Path(sys.executable).parent / "burstlake")
-        spark_s, spark_mb, _ = measure([cli, "metrics", "--lake", lake])
-        duck_s, duck_mb, out = measure([sys.executable, "-c", HEADLINE.format(lake=lake)])
+        spark_s, _, spark_mb, _ = measure([cli, "metrics", "--lake", lake])
+        duck_s, _, duck_mb, out = measure([sys.executable, "-c", HEADLINE.format(lake=lake)])
         duck = json.loads(out.strip().splitlines()[-1])
         summary = sql(lake, "SELECT figure, value FROM platform_summary").to_pylist()
     spark_figures = {r["figure"]: r["value"] for r in summary}

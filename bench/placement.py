@@ -11,14 +11,11 @@ Results: ``bench/results/placement.json``.
 
 from __future__ import annotations
 
-import json
 import os
 import platform
-import subprocess
-import sys
 from pathlib import Path
 
-from bench import write_result
+from bench import python_step, write_result
 
 RUN = """
 import json, resource, time
@@ -58,15 +55,7 @@ print(json.dumps({{
 
 def main() -> Path:
     requests = int(os.environ.get("BURSTLAKE_BENCH_REQUESTS", "1000"))
-    done = subprocess.run(
-        [sys.executable, "-c", RUN.format(requests=requests)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode:
-        raise RuntimeError(f"benchmark failed:\n{done.stderr[-2000:]}")
-    run = json.loads(done.stdout.strip().splitlines()[-1])
+    run = python_step(RUN.format(requests=requests))
     load = os.getloadavg()
     result = {
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},

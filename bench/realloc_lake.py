@@ -53,13 +53,13 @@ def main() -> Path:
     cli = [str(Path(sys.executable).parent / "burstlake")]
     with tempfile.TemporaryDirectory(prefix="burstlake-bench-realloc-") as tmp:
         lake = str(Path(tmp) / "lake")
-        synth_s, synth_mb, _ = measure(
+        synth_s, _, synth_mb, _ = measure(
             [*cli, "synth", "--preset", "tianhe1a", "--days", str(days), "--lake", lake]
         )
-        metrics_s, metrics_mb, _ = measure([*cli, "metrics", "--lake", lake])
+        metrics_s, _, metrics_mb, _ = measure([*cli, "metrics", "--lake", lake])
         path = Path(tmp) / "bench_realloc.yaml"
         path.write_text(SCENARIO)
-        wall_s, replay_mb, out = measure(
+        wall_s, _, replay_mb, out = measure(
             [sys.executable, "-c", REPLAY.format(path=str(path), lake=lake)]
         )
     replay = json.loads(out.strip().splitlines()[-1])

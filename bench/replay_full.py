@@ -17,16 +17,13 @@ Results: ``bench/results/replay_full.json``.
 
 from __future__ import annotations
 
-import json
 import os
 import platform
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-from bench import write_result
+from bench import python_step, write_result
 
 SYNTH = """
 from burstlake.jobs.synth.run import synthesize
@@ -128,13 +125,6 @@ print(json.dumps({{
 """
 
 
-def _python(code: str) -> dict:
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
-    if done.returncode:
-        raise RuntimeError(f"benchmark step failed:\n{done.stderr[-2000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1]) if done.stdout.strip() else {}
-
-
 def main() -> Path:
     days = float(os.environ.get("BURSTLAKE_BENCH_DAYS", "24"))
     requests = int(os.environ.get("BURSTLAKE_BENCH_REQUESTS", "1000"))
@@ -142,11 +132,11 @@ def main() -> Path:
         lake = os.environ.get("BURSTLAKE_BENCH_LAKE") or str(Path(tmp) / "lake")
         started = time.perf_counter()
         if not Path(lake).exists():
-            _python(SYNTH.format(lake=lake, days=days))
+            python_step(SYNTH.format(lake=lake, days=days))
         synth_s = time.perf_counter() - started
-        intervals = _python(INTERVALS.format(lake=lake))
-        what_if = _python(WHAT_IF.format(lake=lake))
-    events = _python(EVENTS.format(requests=requests))
+        intervals = python_step(INTERVALS.format(lake=lake))
+        what_if = python_step(WHAT_IF.format(lake=lake))
+    events = python_step(EVENTS.format(requests=requests))
     result = {
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
         "tianhe1a_days": days,

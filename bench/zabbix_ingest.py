@@ -10,7 +10,6 @@ reading the same bytes, ``pyarrow.json.read_json`` alone. Size: ``BURSTLAKE_BENC
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -18,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench import write_result
+from bench import measure, write_result
 
 T0 = 1_700_000_000
 INTERVAL = 10
@@ -76,27 +75,18 @@ def _pyarrow(export: str) -> None:
     print(pyarrow.json.read_json(export).num_rows)
 
 
-def measure(*args: str) -> tuple[float, float, float, str]:
-    """Run a step of this module in a fresh interpreter: (seconds, CPU seconds, peak RSS in MB,
-    last stdout line). CPU seconds matter on a shared machine, where wall time also counts
-    waiting for a core.
+def step(*args: str) -> tuple[float, float, float, str]:
+    """Run a step of this module in a fresh interpreter (:func:`bench.measure`): (seconds, CPU
+    seconds, peak RSS in MB, last stdout line). CPU seconds matter on a shared machine, where
+    wall time also counts waiting for a core.
 
     (``python -m``, not ``-c``: pyspark, imported by Great Expectations, exits a ``-c``
     interpreter it takes for a doctest run.)
     """
-    start = time.perf_counter()
-    child = subprocess.Popen(
-        [sys.executable, "-m", "bench.zabbix_ingest", *args],
-        stdout=subprocess.PIPE,
-        cwd=Path(__file__).resolve().parents[1],
+    wall, cpu, peak, stdout = measure(
+        [sys.executable, "-m", "bench.zabbix_ingest", *args], cwd=Path(__file__).parents[1]
     )
-    output = child.stdout.read().decode()
-    _, status, usage = os.wait4(child.pid, 0)
-    seconds = time.perf_counter() - start
-    if os.waitstatus_to_exitcode(status):
-        raise RuntimeError(f"benchmark step {args[0]} failed: exit {status}")
-    cpu = usage.ru_utime + usage.ru_stime
-    return seconds, cpu, usage.ru_maxrss / 1024, output.strip().splitlines()[-1]
+    return wall, cpu, peak, stdout.strip().splitlines()[-1]
 
 
 def main() -> Path:
@@ -108,9 +98,9 @@ def main() -> Path:
         generate_s = time.perf_counter() - start
         size_mb = export.stat().st_size / 1e6
         lake = str(Path(tmp) / "lake")
-        ingest_s, ingest_cpu, ingest_rss, out = measure("ingest", str(export), lake)
+        ingest_s, ingest_cpu, ingest_rss, out = step("ingest", str(export), lake)
         records_in, landed, quarantined, rows = map(int, out.split())
-        arrow_s, arrow_cpu, arrow_rss, _ = measure("pyarrow", str(export))
+        arrow_s, arrow_cpu, arrow_rss, _ = step("pyarrow", str(export))
     result = {
         "benchmark": "zabbix_ingest",
         "file_mb": round(size_mb, 1),
