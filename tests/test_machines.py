@@ -202,21 +202,22 @@ def test_two_machines_get_each_the_figures_they_get_alone(tiny_metrics_lake, spa
 
     from pandas.testing import assert_frame_equal
 
-    from burstlake.jobs.metrics.headline_sql import headline, machines
+    from burstlake.jobs.metrics.headline_sql import headline
     from burstlake.jobs.metrics.run import TABLES, run
     from burstlake.jobs.synth.run import synthesize
+    from burstlake.lake import clusters
 
     lake = tmp_path / "lake"
     shutil.copytree(tiny_metrics_lake, lake)
     alone = {name: read_table(lake, name) for name in TABLES}
     synthesize("tiny", lake=lake, seed=2, days=0.25, cluster="tiny-b")
-    assert machines(lake) == ["tiny", "tiny-b"]
+    assert [machine.name for machine in clusters(lake)] == ["tiny", "tiny-b"]
     run(lake, spark=spark, progress=False)
     for name in TABLES:
         both = read_table(lake, name)
-        clusters = both.column("cluster")
-        a = both.filter(pa.compute.equal(clusters, "tiny"))
-        b = both.filter(pa.compute.equal(clusters, "tiny-b"))
+        named = both.column("cluster")
+        a = both.filter(pa.compute.equal(named, "tiny"))
+        b = both.filter(pa.compute.equal(named, "tiny-b"))
         assert a.num_rows + b.num_rows == both.num_rows, name  # every row names its machine
         assert_frame_equal(
             _sorted_frame(a, name), _sorted_frame(alone[name], name), check_exact=False, rtol=1e-12
@@ -230,7 +231,7 @@ def test_two_machines_get_each_the_figures_they_get_alone(tiny_metrics_lake, spa
     b_headline = headline(lake, cluster="tiny-b")
     for figure, value in b_headline.items():
         assert figures["tiny-b", figure] == pytest.approx(value, abs=1e-9), figure
-    with pytest.raises(ValueError, match="several machines"):
+    with pytest.raises(ValueError, match=r"holds several clusters \(tiny, tiny-b\)"):
         headline(lake)
 
 

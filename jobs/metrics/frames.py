@@ -9,14 +9,11 @@ the fixed contribution ``metrics``, so a re-run replaces the previous output.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
-from functools import reduce
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
-from burstlake.lake import spark_frame, write_table
+from burstlake.lake import Cluster, spark_frame, write_table
 from burstlake.schemas import conform, spec
 
 SOURCE_ID = "metrics"
@@ -41,13 +38,6 @@ def write(lake: str | os.PathLike, table: str, rows: pa.Table) -> int:
     return write_table(lake, table, ordered, SOURCE_ID)
 
 
-def one_machine(frame: DataFrame, cluster: str | None) -> DataFrame:
-    """The rows of one machine (``cluster`` compared null-safely: None is the unnamed one)."""
-    return frame.where(F.col("cluster").eqNullSafe(F.lit(cluster).cast("string")))
-
-
-def machines(frames: Iterable[DataFrame]) -> list[str | None]:
-    """The distinct ``cluster`` values over ``frames``, null first."""
-    union = reduce(DataFrame.unionAll, (f.select("cluster") for f in frames))
-    found = [row[0] for row in union.distinct().collect()]
-    return sorted(found, key=lambda c: (c is not None, c or ""))
+def one_machine(frame: DataFrame, machine: Cluster) -> DataFrame:
+    """The rows of one machine of the lake (the rule of :class:`burstlake.lake.Cluster`)."""
+    return frame.where(machine.sql())

@@ -13,11 +13,11 @@ machine (``cluster``) at a time, as if it were alone in the lake.
 from __future__ import annotations
 
 import os
-from types import EllipsisType
 
 from burstlake.catalog import connect
+from burstlake.lake import Cluster, cluster_of, clusters
 
-from .settings import MACHINE_TABLES, MetricSettings, top_count
+from .settings import MetricSettings, top_count
 
 JOBS_SQL = """
 WITH ran AS (
@@ -128,65 +128,27 @@ FROM topology
 """
 
 
-MACHINES_SQL = (
-    "SELECT DISTINCT cluster FROM ("
-    + " UNION ALL ".join(f"SELECT cluster FROM {table}" for table in MACHINE_TABLES)
-    + ") ORDER BY cluster NULLS FIRST"
-)
-
-ONE_MACHINE = ("jobs", "job_nodes", "node_io", "topology")  # the tables the queries read
-
-
-def _on_one_machine(query: str) -> str:
-    """``query`` reading only the rows of the machine ``$cluster`` (null-safe): each input
-    table is shadowed by a CTE of the same name."""
-    ctes = ", ".join(
-        f"{t} AS (SELECT * FROM {t} WHERE cluster IS NOT DISTINCT FROM $cluster)"
-        for t in ONE_MACHINE
-    )
-    body = query.strip()
-    return (
-        f"WITH {ctes}, {body.removeprefix('WITH ')}"
-        if body.startswith("WITH ")
-        else (f"WITH {ctes} {body}")
-    )
-
-
-def machines(lake: str | os.PathLike | None) -> list[str | None]:
-    """The machines a lake holds (null first: the unnamed one), per :data:`MACHINE_TABLES`."""
-    con = connect(lake)
-    try:
-        return [c for (c,) in con.execute(MACHINES_SQL).fetchall()]
-    finally:
-        con.close()
-
-
 def headlines(
     lake: str | os.PathLike | None, settings: MetricSettings | None = None
 ) -> dict[str | None, dict]:
     """Machine -> its headline figures, each machine computed alone."""
-    return {cluster: headline(lake, settings, cluster) for cluster in machines(lake)}
+    return {machine.name: headline(lake, settings, machine) for machine in clusters(lake)}
 
 
 def headline(
     lake: str | os.PathLike | None,
     settings: MetricSettings | None = None,
-    cluster: str | EllipsisType | None = ...,
+    cluster: str | Cluster | None = None,
 ) -> dict:
     """Figure name -> value of the paper 004 headline figures of one machine (``cluster``;
     default: the lake's only one, a ValueError if it holds several), from the raw tables."""
     settings = settings or MetricSettings()
-    if cluster is ...:
-        found = machines(lake)
-        if len(found) > 1:
-            names = ", ".join(map(str, found))
-            raise ValueError(f"the lake holds several machines ({names}): name one")
-        cluster = found[0] if found else None
-    con = connect(lake)
+    machine = cluster if isinstance(cluster, Cluster) else cluster_of(lake, cluster)
+    con = connect(lake, cluster=machine)  # every table shows this machine's rows only
     try:
 
         def run(query: str, params: dict):
-            return con.execute(_on_one_machine(query), {**params, "cluster": cluster})
+            return con.execute(query, params)
 
         nodes, cabinets, ions, per_cabinet = run(SIZE_SQL, {}).fetchone()
         if not nodes:

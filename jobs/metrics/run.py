@@ -38,7 +38,7 @@ from .job_io import job_io_metrics
 from .loads import level_load
 from .phases import io_phase_rows
 from .platform import platform_summary
-from .settings import MACHINE_TABLES, MetricSettings
+from .settings import MetricSettings
 
 TABLES = NAMES  # the tables a run writes, in dependency order
 log = logging.getLogger(__name__)
@@ -128,9 +128,9 @@ class Machine:
 
 
 class Pipeline:
-    """The metrics of a lake: each machine in it (:data:`MACHINE_TABLES`) computed alone by a
-    :class:`Machine`, its rows tagged with its ``cluster``, and every table written once with
-    the rows of all machines (docs/design.md, "Several machines in one lake")."""
+    """The metrics of a lake: each machine in it (:func:`burstlake.lake.clusters`) computed
+    alone by a :class:`Machine`, its rows tagged with its ``cluster``, and every table written
+    once with the rows of all machines (docs/design.md, "Several machines in one lake")."""
 
     def __init__(
         self, spark: SparkSession, lake: str | os.PathLike, settings: MetricSettings
@@ -142,21 +142,18 @@ class Pipeline:
             self.inputs["darshan_jobs"], self.inputs["darshan_rank_io"], self.inputs["jobs"]
         )
 
-    def machines(self) -> list[str | None]:
-        """The lake's machines, null (the unnamed one) first; an empty lake is one unnamed
-        machine without rows (its tables are those of an empty lake, as before)."""
-        found = frames.machines(self.inputs[t] for t in MACHINE_TABLES) or [None]
-        named = [c for c in found if c is not None]
-        belongs = F.col("cluster").isin(*named) if named else F.lit(False)
-        if None in found:
-            belongs = belongs | F.col("cluster").isNull()
-        outside = self.inputs["darshan_jobs"].where(~F.coalesce(belongs, F.lit(False))).count()
+    def machines(self) -> list[lakes.Cluster]:
+        """The lake's machines; an empty lake is one unnamed machine without rows (its tables
+        are those of an empty lake, as before)."""
+        found = lakes.clusters(self.lake) or [lakes.Cluster(self.lake, None)]
+        belongs = " OR ".join(machine.sql() for machine in found)
+        outside = self.inputs["darshan_jobs"].where(f"NOT coalesce({belongs}, false)").count()
         if outside:
             log.warning(
                 "%d Darshan logs belong to no machine of the lake (%s): they are in no "
                 "darshan_job_metrics row",
                 outside,
-                ", ".join(map(str, found)),
+                ", ".join(machine.label for machine in found),
             )
         return found
 
@@ -174,10 +171,10 @@ class Pipeline:
             )
             try:
                 for name, step in machine.steps():
-                    bar.set_postfix_str(f"{cluster or '(unnamed)'} {name}")
+                    bar.set_postfix_str(f"{cluster.label} {name}")
                     machine.results[name] = step()
                     tagged = machine.results[name].withColumn(
-                        "cluster", F.lit(cluster).cast("string")
+                        "cluster", F.lit(cluster.name).cast("string")
                     )
                     parts[name].append(frames.to_arrow(tagged, name))
                     bar.update()

@@ -91,9 +91,3 @@ def _parse(name: str, text: str, default: object) -> object:
 def top_count(fraction: float, count: int) -> int:
     """k of a top-k: ⌈fraction × count⌉, at least 1 (004 §4.1: the busiest 1 % of nodes)."""
     return max(1, math.ceil(fraction * count - 1e-9))
-
-
-MACHINE_TABLES = ("jobs", "topology", "node_io")
-"""The tables that say which machines a lake holds: the distinct ``cluster`` over them, null
-(the unnamed machine) included. Each machine's metrics are computed alone (docs/design.md,
-"Several machines in one lake")."""
