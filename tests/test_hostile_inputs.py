@@ -158,7 +158,6 @@ class Case:
     accounts: dict[str, tuple[int, int, int] | str]
     problems: tuple[tuple[str, str, str], ...] = ()
     lands: tuple[str, list] | None = None
-    options: tuple[str, ...] = field(default=())
 
     @property
     def unusable(self) -> bool:
@@ -194,7 +193,6 @@ def _logs(count: int, *names: str) -> tuple[str, list]:
 BINARY_REASON = "binary file (NUL bytes in its first 4096 bytes), not text"
 UTF16_REASON = "UTF-16-encoded, not text in UTF-8: convert it first (iconv -f UTF-16 -t UTF-8)"
 TOO_LONG = "a line beyond the limit of 1048576 bytes"
-SACCT_LINE = "j{0}|COMPLETED|2020-01-01T00:00:00|2020-01-01T01:00:00|1|cn{0}\n"
 
 CASES = [
     # ------------------------------------------------------------ slurm (sacct -P, --json)
@@ -317,8 +315,7 @@ CASES = [
             "s-huge.sacct": sacct((150, 0, 1))
             + "151|"
             + "x" * BIG
-            + "|"
-            + SACCT_LINE.format(151)[4:]
+            + "|COMPLETED|2020-01-01T00:00:00|2020-01-01T01:00:00|1|cn151\n"
             + sacct((152, 0, 1)).split("\n", 1)[1]
         },
         {"s-huge.sacct": (3, 2, 1)},
@@ -369,6 +366,16 @@ CASES = [
         {"s-back.sacct": (3, 2, 1)},
         (("s-back.sacct", "line 4", "column_A=end, column_B=start"),),
         _jobs(170, 171),
+    ),
+    # a dump of later jobs given before a dump of earlier ones: both land whole
+    Case(
+        "slurm",
+        "clock",
+        "files-backwards",
+        {"s-tuesday.sacct": sacct((175, 20, 22)), "s-monday.sacct": sacct((176, 1, 2))},
+        {"s-tuesday.sacct": (1, 1, 0), "s-monday.sacct": (1, 1, 0)},
+        (),
+        _jobs(175, 176),
     ),
     # ------------------------------------------------------------ zabbix (real-time export)
     Case(
