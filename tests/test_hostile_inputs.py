@@ -397,7 +397,7 @@ CASES = [
         "zabbix",
         "empty",
         "whitespace-only",
-        {"history-blank.ndjson": " \n\n"},
+        {"history-blank.ndjson": " \n\t\n"},
         {"history-blank.ndjson": (2, 0, 2)},
         (
             ("history-blank.ndjson", "line 1", "empty line"),
@@ -766,6 +766,8 @@ class Run:
     codes: dict[bool, int] = field(default_factory=dict)  # unusable group -> exit code
     out: str = ""
     err: str = ""
+    log: list[dict] = field(default_factory=list)  # ingest_log rows after both commands
+    quarantine: list[dict] = field(default_factory=list)
 
 
 def _content(value: bytes | str | Callable[[Path], bytes]) -> bytes | None:
@@ -791,6 +793,8 @@ def _ingest(source: str, root: Path) -> Run:
             run.codes[unusable] = main(["ingest", source, *files, "--lake", str(run.lake)])
         run.out += out.getvalue()
         run.err += err.getvalue()
+    run.log = read_table(run.lake, "ingest_log").to_pylist()
+    run.quarantine = read_table(run.lake, "quarantine").to_pylist()
     return run
 
 
@@ -825,11 +829,7 @@ def test_hostile_input(case: Case, runs) -> None:
     assert run.codes[case.unusable] == (1 if case.unusable else 0)
     assert "Traceback" not in run.out + run.err and "UNEXPLAINED" not in run.out
     paths = [run.paths[name] for name in case.files]
-    log = {
-        Path(r["file"]).name: r
-        for r in read_table(run.lake, "ingest_log").to_pylist()
-        if Path(r["file"]) in paths
-    }
+    log = {Path(r["file"]).name: r for r in run.log if Path(r["file"]) in paths}
     out_lines = run.out.splitlines()
     for path, account in zip(paths, case.accounts.values(), strict=True):
         expected = _account_line(path, account, paths[0])
@@ -852,7 +852,7 @@ def test_hostile_input(case: Case, runs) -> None:
         assert len(reasons) == (account == UNUSABLE), reasons
     quarantined = sorted(
         (Path(r["file"]).name, r["location"], r["reason"])
-        for r in read_table(run.lake, "quarantine").to_pylist()
+        for r in run.quarantine
         if Path(r["file"]) in paths
     )
     assert len(quarantined) == len(case.problems), quarantined
@@ -870,7 +870,7 @@ def test_hostile_input(case: Case, runs) -> None:
 def test_each_command_sums_its_files(source: str, runs) -> None:
     """The summary line of each command is the sum of its files' ingest_log rows."""
     run = runs(source)
-    log = read_table(run.lake, "ingest_log").to_pylist()
+    log = run.log
     summaries = [line for line in run.out.splitlines() if line.startswith(f"{source}: ")]
     logged = [sum(r[k] for r in log) for k in ("records_in", "landed", "quarantined")]
     numbers = [[int(w) for w in line.replace(",", "").split() if w.isdigit()] for line in summaries]

@@ -228,7 +228,7 @@ def _lines(block: bytes, first: int) -> pa.Table:
 _NDJSON = """
 WITH parsed AS MATERIALIZED (
     SELECT line_no, line,
-           CASE WHEN trim(line) = '' THEN 'empty line'
+           CASE WHEN trim(line, ' ' || chr(9)) = '' THEN 'empty line'
                 WHEN NOT json_valid(line) THEN 'not valid JSON (truncated line?)'
                 WHEN json_type(line) <> 'OBJECT' THEN 'not a JSON object' END AS bad,
            try(json_extract_string(line, ['$.host.host', '$.host', '$.itemid', '$.name',
@@ -244,7 +244,7 @@ FROM parsed
 
 _DELIMITED = """
 SELECT line_no, line,
-       CASE WHEN trim(line) = '' THEN 'empty line'
+       CASE WHEN trim(line, ' ' || chr(9)) = '' THEN 'empty line'
             WHEN len(f) <> {width} THEN 'expected {width} fields ({header}), found ' || len(f)
        END AS bad,
        NULL::VARCHAR AS host, trim(f[{itemid}], '" ') AS itemid, NULL::VARCHAR AS name,
