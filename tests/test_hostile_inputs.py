@@ -23,6 +23,7 @@ import gzip
 import io
 import json
 import random
+import struct
 import tracemalloc
 import zlib
 from collections.abc import Callable
@@ -135,6 +136,25 @@ def gzip_case(source: str, name: str, header: str, lines: list[str], lands) -> C
 
 def darshan_log(name: str) -> Callable[[Path], bytes]:
     return lambda shared: (shared / "darshan" / name).read_bytes()
+
+
+def darshan_ending_before_start(shared: Path) -> bytes:
+    """A real Darshan 3.4 log whose job header says it ended an hour before it started: the
+    zlib job region after the 1328-byte header is rewritten, and the (offset, length) maps of
+    the regions after it (name map at byte 32, then the module maps) move by the size change."""
+    data = bytearray(darshan_log("mpi-io-test-x86_64-3.4.7.darshan")(shared))
+    header, maps_end = 1328, 1328 - 64 * 4  # module versions (64 x uint32) end the header
+    (name_map,) = struct.unpack_from("<Q", data, 32)
+    job = bytearray(zlib.decompress(data[header:name_map]))
+    (start,) = struct.unpack_from("<q", job, 8)  # struct darshan_job: uid, start_time_sec, ...
+    struct.pack_into("<q", job, 24, start - 3600)  # ... start_time_nsec, end_time_sec
+    region = zlib.compress(bytes(job), 9)
+    moved = len(region) - (name_map - header)
+    for at in range(32, maps_end, 16):
+        offset, length = struct.unpack_from("<QQ", data, at)
+        if length:
+            struct.pack_into("<Q", data, at, offset + moved)
+    return bytes(data[:header]) + region + bytes(data[name_map:])
 
 
 # ---------------------------------------------------------------- the grid
@@ -737,6 +757,16 @@ CASES = [
         {"d-run.darshan": (13, 13, 0), "d-run-copy.darshan": SAME},
         (),
         _logs(1, "d-run.darshan", "d-run-copy.darshan"),
+    ),
+    # a log ending before it starts: its header is refused by the 'start <= end' rule
+    Case(
+        "darshan",
+        "clock",
+        "end-before-start",
+        {"d-backwards.darshan": darshan_ending_before_start},
+        {"d-backwards.darshan": (13, 12, 1)},
+        (("d-backwards.darshan", "log header", "column_A=end, column_B=start"),),
+        _logs(0, "d-backwards.darshan"),
     ),
     # the 2017 Edison log after a 2021 run: both land whole
     Case(
