@@ -609,7 +609,8 @@ def _json_records(stream: _JsonStream, context: ParseContext) -> Iterator[Batch]
             if collector.rows.records >= BATCH_RECORDS:
                 yield collector.take()
             seen += 1
-            location, raw = f"jobs[{index}]", json.dumps(job, sort_keys=True)[: 1 << 20]
+            location = f"jobs[{index}]"
+            raw = json.dumps(job, sort_keys=True)[: inputs.MAX_LINE_BYTES]  # kept in quarantine
             try:
                 if stream.size > JSON_MAX_RECORD:
                     raise ValueError(
