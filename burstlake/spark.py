@@ -6,17 +6,25 @@ package) are fetched from Maven Central by Spark at the first start and cached i
 The resolved jar list is remembered (``~/.cache/burstlake``), so later starts use the cached
 jars directly: no resolution, no network, no Ivy report. The driver logs errors only
 (``burstlake/log4j2.properties``) and a local session binds to loopback.
+
+Given a lake, everything the JVM prints goes to the lake's log file (:func:`log_file`), not to
+the terminal: log4j's lines, Ivy's report, and the JVM's own "WARNING: Using incubator modules:
+jdk.incubator.vector", which the JVM prints because Spark's launcher starts it with
+``--add-modules=jdk.incubator.vector`` (``JavaModuleOptions`` in spark-launcher; Spark's
+vectorised code uses that module, so the option stays).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
+from collections.abc import Iterator
 from importlib import metadata, resources
 from pathlib import Path
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 
 def _jar_list() -> Path:
@@ -42,11 +50,41 @@ def _remember_jars(spark) -> None:
             _jar_list().parent.mkdir(parents=True, exist_ok=True)
             _jar_list().write_text(jars)
         except OSError as err:  # a read-only home only costs the next start a resolution
-            log.debug("cannot remember the Delta jars: %s", err)
+            logger.debug("cannot remember the Delta jars: %s", err)
 
 
-def session(master: str | None = None, app_name: str = "burstlake", shuffle_partitions: int = 8):
-    """A SparkSession on ``master`` (default ``local[*]``) set up for the lake: UTC, no UI."""
+def log_file(lake: Path) -> Path:
+    """The lake's log of Spark and JVM output."""
+    return lake / "_logs" / "spark.log"
+
+
+@contextlib.contextmanager
+def jvm_output_to(path: Path | None) -> Iterator[None]:
+    """Processes started inside (the JVM of a new session) write their standard error to
+    ``path`` (appended) for their whole life; nothing changes when ``path`` is None."""
+    if path is None:
+        yield
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with path.open("ab") as log_handle:
+            os.dup2(log_handle.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def session(
+    master: str | None = None,
+    app_name: str = "burstlake",
+    shuffle_partitions: int = 8,
+    log: Path | None = None,
+):
+    """A SparkSession on ``master`` (default ``local[*]``) set up for the lake: UTC, no UI.
+    A new JVM writes its output to ``log`` (see :func:`log_file`) if given."""
     from delta.pip_utils import configure_spark_with_delta_pip
     from pyspark.sql import SparkSession
 
@@ -78,10 +116,11 @@ def session(master: str | None = None, app_name: str = "burstlake", shuffle_part
         "spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j}"
     )
     jars = _cached_jars()
-    if jars:
-        spark = builder.config("spark.jars", jars).getOrCreate()
-    else:
-        log.info("resolving the Delta jars (Maven Central, first start only)")
-        spark = configure_spark_with_delta_pip(builder).getOrCreate()
-        _remember_jars(spark)
+    with jvm_output_to(log):
+        if jars:
+            spark = builder.config("spark.jars", jars).getOrCreate()
+        else:
+            logger.info("resolving the Delta jars (Maven Central, first start only)")
+            spark = configure_spark_with_delta_pip(builder).getOrCreate()
+            _remember_jars(spark)
     return spark

@@ -175,7 +175,7 @@ def test_a_ten_megabyte_csv_field_is_one_quarantined_line(lake, tmp_path):
     [report] = _ingest(lake, path)
     assert (report.records_in, report.landed, report.quarantined) == (3, 2, 1)
     [(location, reason)] = _quarantine(lake)
-    assert location == "line 3" and "field larger than field limit" in reason
+    assert location == "line 3" and "a line beyond the limit of 1048576 bytes" in reason
 
 
 def test_rows_that_landed_before_their_topology_are_checked_when_it_arrives(lake, tmp_path, capsys):

@@ -192,12 +192,15 @@ class FileReport:
     superseded: int = 0  # rows of earlier files replaced by this one's (same natural key)
     error: str | None = None  # set when the file was unusable as a whole
     traffic: dict[str, dict[str, int]] = field(default_factory=dict)  # metric -> reason -> n
+    same_as: str | None = None  # the file already landed with the same bytes (nothing to do)
 
     def traffic_lines(self) -> list[str]:
         """One line per traffic metric: seen = landed + each named loss (+ unexplained)."""
         return [f"  {metric}: {describe_traffic(parts)}" for metric, parts in self.traffic.items()]
 
     def line(self) -> str:
+        if self.same_as:
+            return f"{self.file}: same content as {self.same_as}, already landed: nothing to do"
         text = (
             f"{self.file}: {self.records_in} records in, {self.landed} landed, "
             f"{self.quarantined} quarantined"
@@ -344,6 +347,18 @@ def _previous_versions(lake: Path | str | None, file: str, source_id: str) -> li
     )
 
 
+def _landed_as(lake: Path, report: FileReport) -> str | None:
+    """Another file whose content (the same bytes) has landed: a copy under another name, or a
+    rotated file (``x.ndjson`` renamed ``x.ndjson.old``), is a no-op instead of a second
+    landing of the same records."""
+    if not table_files(lake, "ingest_log"):
+        return None
+    rows = read_table(
+        lake, "ingest_log", ["file"], filter=pc.field("source_id") == report.source_id
+    ).column("file")
+    return next((f for f in rows.to_pylist() if f != report.file), None)
+
+
 def _json_options(options: Mapping[str, Any]) -> dict[str, Any]:
     plain = (str, int, float, bool, type(None))
     return {k: v for k, v in options.items() if isinstance(v, plain)}
@@ -430,6 +445,10 @@ def ingest_file(
         return FileReport(source.name, str(file), "-", error="no such file")
     report = FileReport(source.name, str(file), content_id(file))
     root = lake_path(lake)
+    report.same_as = _landed_as(root, report)
+    if report.same_as:
+        log.info("%s: same content as %s, already landed", file, report.same_as)
+        return report
     context = replace(context or ParseContext(), lake=root, source_id=report.source_id)
     with _serial(root, source):
         _land(source, file, root, context, topology_nodes, report)

@@ -49,7 +49,7 @@ from burstlake.schemas import spec
 from burstlake.schemas.sources import SACCT_TEXT_FIELDS as TEXT_FIELDS
 
 BATCH_RECORDS = 50_000
-JSON_MAX_RECORD = 64 << 20  # characters: a job of sacct --json is a few kB
+JSON_MAX_RECORD = 16 << 20  # characters: a job of sacct --json is a few kB; longer is refused
 NULL_TIMES = frozenset({"", "unknown", "none", "n/a", "(null)"})
 JOB_COLUMNS = spec("jobs").schema.names
 STEP_COLUMNS = spec("job_steps").schema.names
@@ -463,7 +463,9 @@ def _is_header(line: str) -> bool:
     return bool({"jobid", "jobidraw"} & set(names)) and all(n in TEXT_FIELDS for n in names)
 
 
-def _text_records(lines: Iterator[tuple[int, bytes]], context: ParseContext) -> Iterator[Batch]:
+def _text_records(
+    lines: Iterator[tuple[int, bytes | inputs.Overlong]], context: ParseContext
+) -> Iterator[Batch]:
     zone = time_zone(context.options.get("tz") or "UTC")
     collector = _Collector(context.options)
     header_line, header, trailing = None, [], False
@@ -471,9 +473,10 @@ def _text_records(lines: Iterator[tuple[int, bytes]], context: ParseContext) -> 
         for number, raw in lines:
             if collector.rows.records >= BATCH_RECORDS:
                 yield collector.take()
+            if isinstance(raw, inputs.Overlong):
+                collector.reject(f"line {number}", raw.preview, raw.reason)
+                continue
             line = raw.decode("utf-8", "replace").rstrip("\r\n")
-            if number == 1:
-                line = line.removeprefix("\ufeff")
             if not line.strip() or line == header_line:  # blank, or the header of a concatenation
                 continue
             if header_line is None or _is_header(line):  # a concatenated dump's own header
@@ -482,6 +485,11 @@ def _text_records(lines: Iterator[tuple[int, bytes]], context: ParseContext) -> 
                 continue
             fields = (line[:-1] if trailing and line.endswith("|") else line).split("|")
             location = f"line {number}"
+            try:
+                inputs.decode_line(raw)
+            except ValueError as err:
+                collector.reject(location, line, str(err))
+                continue
             if len(fields) != len(header):
                 truncated = "" if raw.endswith(b"\n") else "truncated last line: "
                 reason = f"{truncated}{len(fields)} fields, the header has {len(header)}"
@@ -494,6 +502,8 @@ def _text_records(lines: Iterator[tuple[int, bytes]], context: ParseContext) -> 
                 continue
             collector.add(number, location, line, [entry])
     except inputs.BrokenStream as err:
+        if header_line is None:
+            raise UnusableInput(f"{err} at byte {err.offset}, before any sacct line") from None
         collector.reject(f"byte {err.offset}", None, f"{err}; the rest of the file is lost")
     if header_line is None:
         raise UnusableInput("empty file: no sacct header line")
@@ -508,6 +518,7 @@ class _JsonStream:
     def __init__(self, parts: Iterator[bytes]) -> None:
         self.parts = parts
         self.text, self.at, self.offset = "", 0, 0  # window, position in it, bytes before it
+        self.size = 0  # characters of the last value read
         self.decode = codecs.getincrementaldecoder("utf-8")().decode
         self.ended = False
         self.decoder = json.JSONDecoder()
@@ -551,7 +562,7 @@ class _JsonStream:
                 need = 2 * need + inputs.READ_BYTES
                 self._more(need)
                 continue
-            self.at = end
+            self.size, self.at = end - self.at, end
             return value
 
     @property
@@ -600,8 +611,14 @@ def _json_records(stream: _JsonStream, context: ParseContext) -> Iterator[Batch]
             if collector.rows.records >= BATCH_RECORDS:
                 yield collector.take()
             seen += 1
-            location, raw = f"jobs[{index}]", json.dumps(job, sort_keys=True)
+            location = f"jobs[{index}]"
+            raw = json.dumps(job, sort_keys=True)[: inputs.MAX_LINE_BYTES]  # kept in quarantine
             try:
+                if stream.size > JSON_MAX_RECORD:
+                    raise ValueError(
+                        f"{stream.size} characters of JSON, beyond the limit of "
+                        f"{JSON_MAX_RECORD} per job"
+                    )
                 entries = _json_entries(job)
             except (ValueError, TypeError, AttributeError) as err:
                 collector.reject(location, raw, f"bad job: {err}")
@@ -617,27 +634,19 @@ def _json_records(stream: _JsonStream, context: ParseContext) -> Iterator[Batch]
     yield collector.take()
 
 
-def _numbered_lines(path: Path, context: ParseContext) -> Iterator[tuple[int, bytes]]:
-    """The (decompressed) lines with their line ends; a damaged gzip raises BrokenStream after
-    the lines read before it."""
-    pending, number = b"", 0
-    for chunk in inputs.chunks(path, context.progress):
-        lines = (pending + chunk).split(b"\n")
-        pending = lines.pop()
-        for line in lines:
-            number += 1
-            yield number, line + b"\n"
-    if pending:
-        yield number + 1, pending
+def _numbered_lines(
+    path: Path, context: ParseContext
+) -> Iterator[tuple[int, bytes | inputs.Overlong]]:
+    """The (decompressed) lines with their line ends, numbered from 1 (see
+    :func:`inputs.lines`); a damaged gzip raises BrokenStream after the lines read before it."""
+    yield from enumerate(inputs.lines(inputs.text_chunks(path, context.progress)), 1)
 
 
 def _first_byte(path: Path) -> bytes:
     try:
-        head = next(inputs.chunks(path), b"")[:4096]
+        head = next(inputs.text_chunks(path), b"")
     except inputs.BrokenStream as err:
         raise UnusableInput(f"binary file, not sacct output (gzip magic, but {err})") from None
-    if b"\0" in head:
-        raise UnusableInput("binary file, not sacct output")
     return head.lstrip()[:1]
 
 
@@ -645,7 +654,7 @@ def parse(path: Path, context: ParseContext) -> Iterator[Batch]:
     """Batches of jobs/job_steps/job_nodes rows from one sacct text or JSON file, plain or
     gzip-compressed."""
     if _first_byte(path) == b"{":
-        yield from _json_records(_JsonStream(inputs.chunks(path, context.progress)), context)
+        yield from _json_records(_JsonStream(inputs.text_chunks(path, context.progress)), context)
     else:
         yield from _text_records(_numbered_lines(path, context), context)
 

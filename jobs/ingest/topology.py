@@ -55,15 +55,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _lines(path: Path) -> list[str]:
+def _lines(path: Path) -> list[str | Reject]:
+    """The file's lines (a BOM, as Excel's CSV export writes, dropped); a line that cannot be
+    a record (not UTF-8, too long, lost in a broken gzip) is its Reject (see :mod:`.inputs`)."""
+    found: list[str | Reject] = []
     try:
-        raw = inputs.read_all(path)
+        for number, raw in enumerate(inputs.lines(inputs.text_chunks(path)), 1):
+            if isinstance(raw, inputs.Overlong):
+                found.append(Reject(f"line {number}", raw.preview, raw.reason))
+                continue
+            try:
+                found.append(inputs.decode_line(raw).rstrip("\r\n"))
+            except ValueError as err:
+                text = raw.decode("utf-8", "replace").rstrip("\r\n")
+                found.append(Reject(f"line {number}", text, str(err)))
     except inputs.BrokenStream as err:
-        raise UnusableInput(f"corrupt gzip: {err} at byte {err.offset}") from None
-    try:
-        return raw.decode("utf-8-sig").splitlines()  # a BOM (Excel's CSV export) is dropped
-    except UnicodeDecodeError as err:
-        raise UnusableInput(f"not text (byte {err.start} is not UTF-8)") from err
+        reason = f"corrupt gzip: {err}; the rest of the file is lost"
+        found.append(Reject(f"byte {err.offset}", None, reason))
+    return found
 
 
 INT32 = 2**31
@@ -118,12 +127,17 @@ def _csv_row(header: list[str], values: list[str]) -> dict:
     return row
 
 
-def _records(lines: list[str]) -> Iterator[tuple[int, str, dict | Exception]]:
-    """(line number, raw line, row or the error) for every record line of either format."""
-    content = [(n, line) for n, line in enumerate(lines, 1) if line.strip()]
-    body = [(n, line) for n, line in content if not line.lstrip().startswith("#")]
+def _records(lines: list[str | Reject]) -> Iterator[tuple[int, str, dict | Exception] | Reject]:
+    """(line number, raw line, row or the error) for every record line of either format, and
+    the Reject of every line that is no record."""
+    unreadable = [line for line in lines if isinstance(line, Reject)]
+    content = [(n, line) for n, line in enumerate(lines, 1) if str(line).strip()]
+    body = [(n, line) for n, line in content if not str(line).lstrip().startswith("#")]
+    body = [(n, line) for n, line in body if not isinstance(line, Reject)]
     if not body:
-        raise UnusableInput("no topology records (empty or only comments)")
+        reason = unreadable[0].reason if unreadable else ""
+        raise UnusableInput(reason or "no topology records (empty or only comments)")
+    yield from unreadable
     first = body[0][1]
     if "processor_id=" in first:
         parse = lambda line: _xt_row(_xt_fields(line))  # noqa: E731
@@ -150,8 +164,12 @@ def parse(path: Path, context: ParseContext) -> Iterator[Batch]:
     """Parse one topology file into a single batch of ``topology`` rows."""
     rows, rejects, origins, first_line = [], [], {}, {}
     records = 0
-    for number, line, row in _records(_lines(path)):
+    for record in _records(_lines(path)):
         records += 1
+        if isinstance(record, Reject):
+            rejects.append(record)
+            continue
+        number, line, row = record
         if isinstance(row, Exception):
             rejects.append(Reject(f"line {number}", line, f"malformed record: {row}"))
             continue

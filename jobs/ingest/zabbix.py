@@ -105,7 +105,6 @@ DAY_S = 86_400
 STATE_TABLE = "zabbix_samples"
 SOURCE_NAME = "zabbix"
 REJECTS_PER_BATCH = 50_000
-BOM = b"\xef\xbb\xbf"
 HISTORY_COLUMNS = ("itemid", "clock", "value")  # required in DB-shape headers; ns optional
 
 
@@ -188,9 +187,9 @@ def check_options(options: Mapping[str, Any]) -> None:
 
 
 def _bytes(path: Path, progress) -> Iterator[bytes]:
-    """The file's (decompressed) bytes, without a leading UTF-8 BOM (as Slurm reads it)."""
-    for n, chunk in enumerate(inputs.chunks(path, progress)):
-        yield chunk[3:] if n == 0 and chunk.startswith(BOM) else chunk
+    """The file's (decompressed) text without a leading UTF-8 BOM, lines beyond the limit cut
+    to be told by their length (the rules of :mod:`.inputs` every text source shares)."""
+    return inputs.cap_lines(inputs.text_chunks(path, progress))
 
 
 def _blocks(chunks: Iterable[bytes]) -> Iterator[bytes]:
@@ -234,7 +233,7 @@ def _lines(block: bytes, first: int) -> pa.Table:
 _NDJSON = """
 WITH parsed AS MATERIALIZED (
     SELECT line_no, line,
-           CASE WHEN trim(line) = '' THEN 'empty line'
+           CASE WHEN trim(line, ' ' || chr(9)) = '' THEN 'empty line'
                 WHEN NOT json_valid(line) THEN 'not valid JSON (truncated line?)'
                 WHEN json_type(line) <> 'OBJECT' THEN 'not a JSON object' END AS bad,
            try(json_extract_string(line, ['$.host.host', '$.host', '$.itemid', '$.name',
@@ -250,7 +249,7 @@ FROM parsed
 
 _DELIMITED = """
 SELECT line_no, line,
-       CASE WHEN trim(line) = '' THEN 'empty line'
+       CASE WHEN trim(line, ' ' || chr(9)) = '' THEN 'empty line'
             WHEN len(f) <> {width} THEN 'expected {width} fields ({header}), found ' || len(f)
        END AS bad,
        NULL::VARCHAR AS host, trim(f[{itemid}], '" ') AS itemid, NULL::VARCHAR AS name,
@@ -285,8 +284,9 @@ mapped AS (
     LEFT JOIN mapping n ON n.match = 'name' AND n.ident = r.item_name
 )
 SELECT line_no, line,
-    CASE WHEN bad IS NOT NULL THEN bad
-         WHEN contains(line, chr(65533)) THEN 'not valid UTF-8 text (Latin-1 or binary bytes)'
+    CASE WHEN strlen(line) > $max_line THEN $too_long
+         WHEN bad IS NOT NULL THEN bad
+         WHEN contains(line, chr(65533)) THEN $not_utf8
          WHEN clock IS NULL THEN 'no clock'
          WHEN value IS NULL THEN 'no value'
          WHEN value_type IS NOT NULL AND value_type NOT IN ('0', '3') THEN
@@ -460,6 +460,9 @@ def _pass_one(
         "has_items": settings.items is not None,
         "mapping": settings.mapping.origin,
         "interval": settings.interval,
+        "max_line": inputs.MAX_LINE_BYTES,
+        "too_long": inputs.LINE_TOO_LONG,
+        "not_utf8": inputs.NOT_UTF8,
     }
     state = _Spill(con, spill, settings.hosts, params)
     first = 1

@@ -196,11 +196,11 @@ def run(
     progress: bool | None = None,
 ) -> dict[str, int]:
     """All metrics of ``lake`` on ``spark`` (or a new session on ``master``, local by default)."""
-    from burstlake.spark import session
+    from burstlake.spark import log_file, session
 
-    spark = spark or session(master, app_name="burstlake-metrics")
-    show = sys.stderr.isatty() if progress is None else progress
     root = lake_path(lake)
+    spark = spark or session(master, app_name="burstlake-metrics", log=log_file(root))
+    show = sys.stderr.isatty() if progress is None else progress
     with lakes.run(root, "metrics", INPUTS, publish=True):
         written = Pipeline(spark, root, settings or MetricSettings()).run(show)
     catalog.refresh(root)
