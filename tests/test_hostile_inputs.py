@@ -764,8 +764,12 @@ CASES = [
         "clock",
         "end-before-start",
         {"d-backwards.darshan": darshan_ending_before_start},
-        {"d-backwards.darshan": (13, 12, 1)},
-        (("d-backwards.darshan", "log header", "column_A=end, column_B=start"),),
+        {"d-backwards.darshan": (13, 0, 13)},  # its 12 module records go with the header
+        (
+            ("d-backwards.darshan", "log header", "column_A=end, column_B=start"),
+            *(("d-backwards.darshan", "module=", "belongs to the log header"),) * 3,
+            *(("d-backwards.darshan", "heatmap module=", "belongs to the log header"),) * 9,
+        ),
         _logs(0, "d-backwards.darshan"),
     ),
     # the 2017 Edison log after a 2021 run: both land whole

@@ -88,7 +88,9 @@ class Batch:
     ``origins`` maps a ``_record`` value to (location, raw) so validation failures can be
     quarantined with the input that caused them. ``weights`` says how many input records a
     ``_record`` value stands for when rows aggregate many records (default 1): a failing one is
-    one quarantine row that counts them all.
+    one quarantine row that counts them all. ``parents`` maps a record to the record it belongs
+    to (a Darshan log's module records to its header): when the parent fails, so does the child,
+    so no row lands without the record it describes.
     """
 
     tables: dict[str, pa.Table]
@@ -96,6 +98,7 @@ class Batch:
     rejects: list[Reject] = field(default_factory=list)
     origins: dict[int, tuple[str, str | None]] = field(default_factory=dict)
     weights: dict[int, int] = field(default_factory=dict)
+    parents: dict[int, int] = field(default_factory=dict)
     # Rows computed from several files (Zabbix export files read as one stream) carry the
     # contribution they land in as a column _contribution instead of landing in the file's
     # own; every contribution named here is replaced, even if no row of it remains. All of
@@ -315,6 +318,10 @@ def _screen(
                 rejects.append(Reject(location, raw, f"{table}: {reason}"))
             keep = pa.array([i not in verdict.reasons for i in range(rows.num_rows)])
             good[table] = rows.filter(keep)
+    for child, parent in sorted(batch.parents.items()):
+        if parent in bad_records and child not in bad_records:
+            where = batch.origins.get(parent, (f"record {parent}", None))[0]
+            bad_records[child] = f"belongs to the {where}, which was quarantined"
     if bad_records:
         dropped = pa.array(sorted(bad_records), type=pa.int64())
         for table, rows in good.items():

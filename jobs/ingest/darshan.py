@@ -18,7 +18,8 @@ and a null-cluster log joins the one job of that raw id if exactly one machine h
 Input records, for the accounting of docs/design.md, 'The lake': a log's header (its
 ``darshan_jobs`` row), each module × rank total (a ``darshan_rank_io`` row) and each module ×
 rank heatmap (its bins with traffic, ``darshan_heatmap`` rows); a record failing its
-expectations is quarantined alone. A log whose records Darshan had to drop at run time (memory
+expectations is quarantined alone, except the header: the log's other records describe its run
+and are quarantined with it. A log whose records Darshan had to drop at run time (memory
 limits) lands with ``partial = true``. A log darshan-util cannot open, can only read part of
 (truncated, corrupt), or crashes on, is quarantined whole. darshan-util can crash the process on
 a damaged log, so logs are read in a separate process."""
@@ -260,6 +261,7 @@ def parse(path: Path, context: ParseContext) -> Iterator[Batch]:
         },
         records=len(origins),
         origins=origins,
+        parents={record: 0 for record in origins if record},
         traffic=seen,
         record_traffic=by_record,
     )
