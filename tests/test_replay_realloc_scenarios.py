@@ -11,7 +11,13 @@ import pytest
 from burstlake.replay.scenario import load, run
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "replay" / "scenarios"
-MINE = ("bridges_mira512", "bridges_mira512_all", "realloc_incremental", "realloc_alltoall", "realloc_lake")
+MINE = (
+    "bridges_mira512",
+    "bridges_mira512_all",
+    "realloc_incremental",
+    "realloc_alltoall",
+    "realloc_lake",
+)
 
 
 @pytest.mark.parametrize("name", MINE)
