@@ -5,13 +5,15 @@ At boot every bridge node gets an equal block of compute nodes (the topology's `
 mapping, the same as ``block``), and a node is not always assigned its closest bridge node.
 The reassignment of 003 walks the trees of shortest routes grown from every bridge node level
 by level (distance = hops) and moves a node to a bridge node at this level when that is closer
-than its default one and the bridge node's weight (its new assignments) is still below the
-average weight, so new assignments stay balanced:
+than its default one and the bridge node's weight is still below the average weight:
 
-- ``bridge-route`` (route-aware): each moved node weighs 1; the average is the number of nodes
-  that have a closer bridge node, over the bridge nodes;
-- ``bridge-load`` (load-aware): each node weighs its bytes in the replayed window (the
-  workload's ``node_bytes``), so a bridge node takes at most the average moved bytes.
+- ``bridge-route`` (route-aware, as 003's slides): the weight is the number of new assignments;
+  the average is the number of nodes that have a closer bridge node, over the bridge nodes;
+- ``bridge-load`` (load-aware, 003's "network load-aware and route-aware" algorithm): each node
+  weighs its bytes in the replayed window (the workload's ``node_bytes``) and a bridge node's
+  weight counts every node it serves, kept and new, so a node moves only while the bridge node
+  stays at or below the mean bytes; a node no closer bridge node could take stays with its boot
+  one. Nodes with no bytes move freely to a closer bridge node that is not above the mean.
 """
 
 from __future__ import annotations
