@@ -49,7 +49,9 @@ def reassign(topology: Topology) -> np.ndarray:
     limit = np.ceil(movable.sum() / len(topology.ions))
     new = np.zeros(len(topology.ions))  # each bridge node's weight: its new assignments
     assigned = default.copy()
-    for bridge, node in _closer(hops, mine):
+    b, i = np.nonzero(hops < mine[None, :])  # (bridge, node) pairs closer than the boot one
+    order = np.lexsort((i, b, hops[b, i]))  # level by level, bridge by bridge, node order
+    for bridge, node in zip(b[order].tolist(), i[order].tolist(), strict=True):
         if assigned[node] == default[node] and new[bridge] < limit:
             assigned[node] = bridge
             new[bridge] += 1
@@ -92,16 +94,6 @@ def _levels(topology: Topology) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     hops = distances(topology)
     default = topology.ion_of
     return hops, default, hops[default, np.arange(len(default))]
-
-
-def _closer(hops: np.ndarray, mine: np.ndarray, first: np.ndarray | None = None) -> zip:
-    """(bridge, node) pairs where the bridge node is closer than the node's boot one, in 003's
-    traversal: level by level (hops), then by ``first`` of the node (smallest first), bridge,
-    node."""
-    b, i = np.nonzero(hops < mine[None, :])
-    key = np.zeros(len(i)) if first is None else np.asarray(first, dtype=np.float64)[i]
-    order = np.lexsort((i, b, key, hops[b, i]))
-    return zip(b[order].tolist(), i[order].tolist(), strict=True)
 
 
 def node_bytes(demand: Any, topology: Topology) -> np.ndarray:
