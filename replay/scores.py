@@ -233,6 +233,17 @@ def bridge_scores(topology: Topology, node_bytes: np.ndarray) -> list[Score]:
     ]
 
 
+def bridge_io_scores(topology: Topology, node_bytes: np.ndarray) -> list[Score]:
+    """Bytes each bridge node writes to its ION for the nodes it serves (the weight of 003's
+    load-aware reassignment): max over mean and NUD."""
+    served = np.bincount(topology.ion_of, weights=node_bytes, minlength=len(topology.ions))
+    mean = served.mean() if len(served) else 0.0
+    return [
+        Score("bridge_io_max_over_mean", float(served.max() / mean) if mean else None, "x"),
+        Score("bridge_io_nud", nud(served), "NUD"),
+    ]
+
+
 PAIR_SAMPLE = 64  # nodes of a job whose pairwise routes are counted (evenly spaced)
 
 

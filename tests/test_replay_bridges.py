@@ -9,7 +9,7 @@ import pytest
 
 from burstlake.replay import scores as sc
 from burstlake.replay.policies import policy
-from burstlake.replay.policies.bridges import reassign
+from burstlake.replay.policies.bridges import reassign, rebalance
 from burstlake.replay.topologies import build, torus
 from burstlake.replay.workloads import bridge_write
 from burstlake.replay.workloads.bridge_write import NodeBytes
@@ -36,16 +36,58 @@ def test_route_aware_moves_nodes_to_a_closer_bridge_within_the_average() -> None
     assert remapped.route_hops().mean() == pytest.approx(1.0)
 
 
-def test_load_aware_keeps_the_moved_bytes_under_the_average() -> None:
+def test_load_aware_weighs_kept_and_new_bytes_on_the_ring() -> None:
     t = ring()
     w = np.array([1, 1, 1, 10, 1, 1, 1, 0], dtype=float)
-    # the movable nodes 3 and 7 weigh 10 + 0: average 5 per bridge; bridge 0 takes node 7
-    # (0 bytes), bridge 4 would take 10 > 5 with node 3: refused, node 3 stays.
-    assert reassign(t, w).tolist() == [0, 0, 0, 0, 1, 1, 1, 0]
+    # mean weight 16/2 = 8; kept (no closer bridge): bridge 0 nodes 0-2 = 3, bridge 1 nodes
+    # 4-6 = 3. Level 1: node 3 (boot bridge 0, loaded 13, goes first) to bridge 1: 3 + 10 > 8,
+    # refused; node 7 to bridge 0: 3 + 0 ≤ 8, moves. Level 3: node 3 falls back to bridge 0.
+    assert rebalance(t, w).tolist() == [0, 0, 0, 0, 1, 1, 1, 0]
     remapped, _ = policy("bridge-load").apply(t, NodeBytes(w))
     assert remapped.ion_of.tolist() == [0, 0, 0, 0, 1, 1, 1, 0]
     with pytest.raises(ValueError, match="bridge-load weighs nodes by their bytes"):
         policy("bridge-load").apply(t, None)
+    with pytest.raises(ValueError, match="one non-negative weight per compute node"):
+        rebalance(t, -w)
+
+
+def torus44() -> torus.Topology:
+    """4×4 torus, 2 bridge nodes at (0,0) = node 0 and (0,2) = node 2 (spread in reversed
+    dimension order: index 8 of (4,4) reversed is (2,0)); boot blocks nodes 0-7 (A = 0, 1) and
+    8-15 (A = 2, 3); one ION for both bridge nodes (4 GB/s), bridge links 2 GB/s."""
+    return torus.build((4, 4), nodes_per_bridge=8, name="torus44")
+
+
+def test_load_aware_balances_the_bytes_route_aware_swaps_on_a_4x4_torus() -> None:
+    """Hops to (0,0) are ring(a) + ring(b), to (0,2) ring(a) + ring(b-2), ring = 0,1,2,1.
+    Closer than the boot bridge: nodes 2 = (0,2) and 6 = (1,2) to bridge 1 (0 and 1 hops
+    instead of 2 and 3), nodes 8 = (2,0) and 12 = (3,0) to bridge 0 (2 and 1 hops instead of 4
+    and 3). Nodes 2 and 6 write 3 GB, nodes 8 and 12 nothing, the others 1 GB: 18 GB, mean 9.
+    Boot: bridge 0 serves 6·1 + 2·3 = 12 GB, bridge 1 6 GB (max/mean 12/9).
+    Route-aware (003: average weight ⌈4/2⌉ = 2 new nodes each): all four move, 6 / 12 GB: the
+    same spread mirrored. Load-aware: kept 6 and 6 GB. Level 0: node 2 to bridge 1, 6 + 3 = 9
+    ≤ 9. Level 1: node 6 (boot bridge loaded 12, first) to bridge 1, 12 > 9, refused; node 12
+    to bridge 0, 6 + 0. Level 2: node 8 to bridge 0. Level 3: node 6 falls back to bridge 0:
+    9 / 9 GB. Mean hops: boot (0+1+2+1 + 1+2+3+2 + 4+3+2+3 + 3+2+1+2)/16 = 32/16 = 2.0; route
+    32 − 4·2 = 24 → 1.5; load 32 − 3·2 = 26 → 1.625. Write time: the bridge links (2 GB/s) bind,
+    12 GB → 6 s at boot and route-aware, 9 GB each → 4.5 s load-aware (the 4 GB/s ION carries
+    18 GB in 4.5 s too)."""
+    t = torus44()
+    assert t.router.bridge_node.tolist() == [0, 2]
+    w = np.ones(16)
+    w[[2, 6]], w[[8, 12]] = 3.0, 0.0
+    route, load = reassign(t), rebalance(t, w)
+    assert route.tolist() == [0, 0, 1, 0, 0, 0, 1, 0, 0, 1, 1, 1, 0, 1, 1, 1]
+    assert load.tolist() == [0, 0, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1, 0, 1, 1, 1]
+    expect = {"given": (2.0, 12 / 9, 6.0), "bridge-route": (1.5, 12 / 9, 6.0)}
+    expect["bridge-load"] = (1.625, 1.0, 4.5)
+    spec = SimpleNamespace(workload={"request_bytes": GB})
+    for label, (hops, spread, seconds) in expect.items():
+        machine, work = policy(label).apply(t, NodeBytes(w * GB))
+        got = {s.metric: s.value for s in bridge_write.scores(spec, machine, work, None)}
+        assert got["mean_hops"] == pytest.approx(hops), label
+        assert got["bridge_io_max_over_mean"] == pytest.approx(spread), label
+        assert got["write_time"] == pytest.approx(seconds), label
 
 
 def test_bridge_scores_on_the_ring() -> None:
@@ -68,23 +110,47 @@ def scores(topology, workload: dict, label: str) -> dict[str, float]:
     return {s.metric: s.value for s in run}
 
 
-def test_reassignment_on_mira512_shortens_routes_and_writes() -> None:
-    """003's shape on the midplane: every node writes 4 GB. Reassignment lowers the mean hops
-    (4.5 → 3.0), the busiest torus link (192 → 128 GB) and, with I/O links fast enough that the
-    torus is the bottleneck, the write time (96 → 64 s: 192 GB vs 128 GB over a 2 GB/s link);
-    the bridge loads stay balanced. With the preset's 2 GB/s bridge links those links bound
-    every assignment alike (64 nodes × 4 GB / 2 GB/s = 128 s)."""
-    fast = build({"name": "mira512", "capacities": {"bridge_link": 8e9, "ion": 16e9}})
-    work = {"bytes_per_node": 4 * GB, "request_bytes": 4 * GB}
-    given, route = scores(fast, work, "given"), scores(fast, work, "bridge-route")
-    assert given["mean_hops"] == pytest.approx(4.5) and route["mean_hops"] == pytest.approx(3.0)
-    assert given["max_link_load"] == pytest.approx(192 * GB)
-    assert route["max_link_load"] == pytest.approx(128 * GB)
-    assert given["write_time"] == pytest.approx(96.0) and route["write_time"] == pytest.approx(64.0)
-    assert route["bridge_load_max_over_mean"] <= given["bridge_load_max_over_mean"] + 1e-12
+def test_reassignment_on_mira512_speeds_one_jobs_write_with_bgq_links() -> None:
+    """003's shape on the midplane with BG/Q's own capacities (2 GB/s torus and bridge links,
+    4 GB/s IONs). One job's 128 nodes (ranks 0-127, A = 0) write 4 GB each: at boot they are
+    the blocks of bridge nodes 0 and 1, 256 GB each over a 2 GB/s bridge link = 128 s, and
+    bridge nodes 2-7 idle (bytes per bridge node max/mean 4.0). Every other bridge node sits at
+    (0,0,0,d,e) too, so each job node whose (d,e) is not its boot bridge node's is closer to
+    another one: both reassignments give each bridge node 16 of them, 64 GB = 32 s (the ION
+    pair carries 128 GB at 4 GB/s = 32 s too); max/mean 1.0, hops per byte 3.5 → 2.0."""
     preset = build({"name": "mira512"})
-    assert scores(preset, work, "given")["write_time"] == pytest.approx(128.0)
-    assert scores(preset, work, "bridge-route")["write_time"] == pytest.approx(128.0)
+    job = {"bytes_per_node": 4 * GB, "request_bytes": 4 * GB, "writers": 0.25}
+    job["writer_layout"] = "job"
+    given = scores(preset, job, "given")
+    assert given["write_time"] == pytest.approx(128.0)
+    assert given["bridge_io_max_over_mean"] == pytest.approx(4.0)
+    assert given["io_hops_mean"] == pytest.approx(3.5)
+    for label in ("bridge-route", "bridge-load"):
+        moved = scores(preset, job, label)
+        assert moved["write_time"] == pytest.approx(32.0), label
+        assert moved["bridge_io_max_over_mean"] == pytest.approx(1.0), label
+        assert moved["bridge_load_max_over_mean"] < given["bridge_load_max_over_mean"], label
+        assert moved["io_hops_mean"] == pytest.approx(2.0), label
+        assert moved["mean_hops"] == pytest.approx(3.0), label
+
+
+def test_with_every_node_writing_only_the_torus_gains() -> None:
+    """Every node writes 4 GB. Reassignment lowers the mean hops (4.5 → 3.0) and the busiest
+    torus link (192 → 128 GB), but the 64 nodes of each bridge node still send 256 GB over its
+    2 GB/s bridge link: 128 s either way (the spread of bridge-node load is 1.0 either way). The
+    torus sets the time only with I/O links above BG/Q's (bridge links 8 GB/s, IONs 16 GB/s:
+    192 GB vs 128 GB over a 2 GB/s torus link = 96 → 64 s)."""
+    every = {"bytes_per_node": 4 * GB, "request_bytes": 4 * GB}
+    preset = build({"name": "mira512"})
+    given, load = scores(preset, every, "given"), scores(preset, every, "bridge-load")
+    assert given["mean_hops"] == pytest.approx(4.5) and load["mean_hops"] == pytest.approx(3.0)
+    assert given["max_link_load"] == pytest.approx(192 * GB)
+    assert load["max_link_load"] == pytest.approx(128 * GB)
+    assert given["write_time"] == load["write_time"] == pytest.approx(128.0)
+    assert given["bridge_io_max_over_mean"] == load["bridge_io_max_over_mean"] == 1.0
+    fast = build({"name": "mira512", "capacities": {"bridge_link": 8e9, "ion": 16e9}})
+    assert scores(fast, every, "given")["write_time"] == pytest.approx(96.0)
+    assert scores(fast, every, "bridge-route")["write_time"] == pytest.approx(64.0)
 
 
 @pytest.mark.parametrize(
@@ -93,6 +159,9 @@ def test_reassignment_on_mira512_shortens_routes_and_writes() -> None:
         ({"writers": 0}, "writers must be a number > 0"),
         ({"writers": 1.5}, "writers is a fraction in"),
         ({"writers": "half"}, "writers must be a number > 0, got 'half'"),
+        ({"writer_layout": "block"}, "writer_layout is one of spread, job, got 'block'"),
+        ({"writer_layout": ""}, "writer_layout is one of spread, job"),
+        ({"writer_layout": ["job"]}, "writer_layout is one of spread, job"),
         ({"bytes_per_node": -1}, "bytes_per_node must be a number > 0"),
         ({"request_bytes": None}, "request_bytes must be a number > 0, got None"),
         ({"bytes_per_node": 1e12, "request_bytes": 1}, "requests per node is too many"),

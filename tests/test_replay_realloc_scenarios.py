@@ -11,7 +11,13 @@ import pytest
 from burstlake.replay.scenario import load, run
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "replay" / "scenarios"
-MINE = ("bridges_mira512", "realloc_incremental", "realloc_alltoall", "realloc_lake")
+MINE = (
+    "bridges_mira512",
+    "bridges_mira512_all",
+    "realloc_incremental",
+    "realloc_alltoall",
+    "realloc_lake",
+)
 
 
 @pytest.mark.parametrize("name", MINE)
@@ -23,8 +29,8 @@ def test_shipped_examples_load(name) -> None:
 def test_bridge_example_runs_and_writes_its_scores(lake) -> None:
     table = run(load(SCENARIOS / "bridges_mira512.yaml"), lake)
     s = {(r["policy"], r["metric"]): r["value"] for r in table.to_pylist()}
-    assert s["given", "write_time"] == pytest.approx(96.0)
-    assert s["bridge-route", "write_time"] == pytest.approx(64.0)
+    assert s["given", "write_time"] == pytest.approx(128.0)  # one job's 128 nodes, 2 bridges
+    assert s["bridge-route", "write_time"] == pytest.approx(32.0)
     assert s["bridge-load", "mean_hops"] == pytest.approx(3.0)
 
 
@@ -62,6 +68,7 @@ BW = "{{source: bridge_write, {}}}"
         # bridge_write
         (text(BW.format("writers: 2")), "workload bridge_write: writers is a fraction in (0, 1]"),
         (text(BW.format("writers: ''")), "workload bridge_write: writers must be a number > 0"),
+        (text(BW.format("writer_layout: 3")), "workload bridge_write: writer_layout is one of"),
         (
             text(BW.format("bytes_per_node: 0")),
             "workload bridge_write: bytes_per_node must be a number > 0",

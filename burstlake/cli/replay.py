@@ -19,7 +19,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "the scores to the lake's replay_scores table. Example scenarios ship in "
         "burstlake/replay/scenarios/ (ion_remap.yaml, ior_cs19.yaml, placement_fattree.yaml, "
         "throttle_fattree.yaml, split_tapered.yaml, realloc_lake.yaml, realloc_incremental.yaml, "
-        "realloc_alltoall.yaml, bridges_mira512.yaml, calciom_pair.yaml, calciom_sizes.yaml: I/O "
+        "realloc_alltoall.yaml, bridges_mira512.yaml, bridges_mira512_all.yaml, "
+        "calciom_pair.yaml, calciom_sizes.yaml: I/O "
         "phases coordinated as in paper 001, whose sweeps also fill the delta_graph table).",
     )
     parser.add_argument("--scenario", required=True, help="scenario YAML file")

@@ -12,6 +12,14 @@ nodes. Routing is dimension-ordered (A first), each dimension the short way roun
 Resources: every torus link in each direction, each bridge node's I/O link, each ION, the
 storage as one aggregate. The bridge nodes are the forwarding targets a bridge-reassignment
 policy (:mod:`burstlake.replay.policies.bridges`) remaps.
+
+The capacities are BG/Q's (checked in session 5): a torus link carries 2 GB/s raw in each
+direction (IBM Redbook SG24-7872, "Blue Gene/Q Hardware Overview", §2.1; Chen et al., "The IBM
+Blue Gene/Q interconnection fabric", IEEE Micro 32(1), 2012), the bridge node's eleventh link
+to its ION is a link of the same speed (4 GB/s both directions: Prabhat & Koziol, "High
+Performance Parallel I/O", CRC 2014, ch. 4 on Mira), an ION drives one PCIe QDR InfiniBand
+card to the file system (32 Gb/s = 4 GB/s), and Mira's GPFS delivers about 240 GB/s (ALCF
+machine overview: 4 IONs per midplane, 128 compute nodes per ION).
 """
 
 from __future__ import annotations

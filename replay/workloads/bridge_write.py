@@ -1,7 +1,9 @@
 """Independent writes through the bridge nodes of a BG/Q torus (paper 003, "Times for writing
-4 GB"): ``writers`` (a fraction, spread evenly over the ranks) of the compute nodes each write
-``bytes_per_node`` to their bridge node's ION. Scored by the write time, the bridge-node load
-(max over mean, NUD), the busiest torus link and the mean hops from node to bridge node."""
+4 GB"): ``writers`` (a fraction) of the compute nodes each write ``bytes_per_node`` to their
+bridge node's ION, either spread evenly over the ranks (``writer_layout: spread``) or one job's
+nodes, the first ranks (``writer_layout: job``). Scored by the write time, the bridge-node load
+(bytes routed through each bridge node, and bytes each writes to its ION: max over mean, NUD),
+the busiest torus link and the mean hops from node to bridge node (all nodes, and per byte)."""
 
 from __future__ import annotations
 
@@ -16,7 +18,8 @@ from burstlake.replay.workloads import Kind, Progress, ScenarioLimits, number, r
 from burstlake.replay.workloads.ior import requests_per_node
 from burstlake.replay.workloads.writes import write_time
 
-DEFAULTS = {"bytes_per_node": 4e9, "request_bytes": 1e9, "writers": 1.0}
+DEFAULTS = {"bytes_per_node": 4e9, "request_bytes": 1e9, "writers": 1.0, "writer_layout": "spread"}
+LAYOUTS = ("spread", "job")  # writers spread evenly over the ranks / the first ranks (one job)
 
 
 @dataclass(frozen=True)
@@ -29,14 +32,18 @@ class NodeBytes:
         return self.bytes
 
 
-def writer_mask(nodes: int, writers: float) -> np.ndarray:
-    """``writers`` × nodes ranks spread evenly: rank i writes when ⌊(i+1)·f⌋ > ⌊i·f⌋."""
+def writer_mask(nodes: int, writers: float, layout: str = "spread") -> np.ndarray:
+    """``writers`` × nodes ranks: spread evenly (rank i writes when ⌊(i+1)·f⌋ > ⌊i·f⌋) or,
+    for ``job``, the first ⌊nodes·f⌋ ranks."""
     i = np.arange(nodes)
+    if layout == "job":
+        return i < np.floor(nodes * writers + 1e-9)
     return np.floor((i + 1) * writers + 1e-9) > np.floor(i * writers + 1e-9)
 
 
-def settings(workload: dict) -> tuple[float, float, float]:
-    """(bytes_per_node, request_bytes, writers), each checked with a one-line error."""
+def settings(workload: dict) -> tuple[float, float, float, str]:
+    """(bytes_per_node, request_bytes, writers, writer_layout), each checked with a one-line
+    error."""
     spec = DEFAULTS | workload
     size, request = (
         number(f"workload bridge_write: {k}", spec[k], low=0, strict=True)
@@ -45,16 +52,21 @@ def settings(workload: dict) -> tuple[float, float, float]:
     writers = number("workload bridge_write: writers", spec["writers"], low=0, strict=True)
     if not 0 < writers <= 1:
         raise ValueError(f"workload bridge_write: writers is a fraction in (0, 1], got {writers}")
-    return size, request, writers
+    layout = spec["writer_layout"]
+    if not isinstance(layout, str) or layout not in LAYOUTS:
+        raise ValueError(
+            f"workload bridge_write: writer_layout is one of {', '.join(LAYOUTS)}, got {layout!r}"
+        )
+    return size, request, writers, layout
 
 
 def demand(spec: dict, topology: Topology, _lake: Any) -> NodeBytes:
-    size, _request, writers = settings(spec)
-    return NodeBytes(np.where(writer_mask(len(topology.nodes), writers), size, 0.0))
+    size, _request, writers, layout = settings(spec)
+    return NodeBytes(np.where(writer_mask(len(topology.nodes), writers, layout), size, 0.0))
 
 
 def check(workload: dict, limits: ScenarioLimits) -> None:
-    size, request, _ = settings(workload)
+    size, request, *_ = settings(workload)
     per_node = requests_per_node(size, request)
     if per_node > limits.requests // 512:
         raise ValueError(
@@ -65,13 +77,15 @@ def check(workload: dict, limits: ScenarioLimits) -> None:
 
 def scores(scenario: Any, topology: Topology, work: NodeBytes, progress: Progress) -> list:
     """Write time, bridge-node load and busiest link, mean hops (003)."""
-    _size, request, _ = settings(scenario.workload)
+    _size, request, *_ = settings(scenario.workload)
     nodes = np.arange(len(topology.nodes))
     seconds = write_time(topology, nodes, work.bytes, request, progress)
     return [
         sc.Score("write_time", seconds, "s"),
         *sc.bridge_scores(topology, work.bytes),
+        *sc.bridge_io_scores(topology, work.bytes),
         sc.hops_score(topology),
+        sc.traffic_hops(topology, work.bytes),
     ]
 
 
