@@ -56,13 +56,24 @@ class Scenario:
 
 class _NoAliasLoader(yaml.SafeLoader):
     """YAML without anchors and aliases: a scenario never needs them, and an alias bomb
-    ("billion laughs") is refused instead of expanded."""
+    ("billion laughs") is refused instead of expanded. A key given twice in one mapping is
+    refused too (YAML would keep the last one silently)."""
 
     def compose_node(self, parent, index):  # type: ignore[no-untyped-def]
         if self.check_event(yaml.AliasEvent):
             event = self.peek_event()
             raise yaml.YAMLError(f"aliases are not allowed (line {event.start_mark.line + 1})")
         return super().compose_node(parent, index)
+
+    def construct_mapping(self, node, deep=False):  # type: ignore[no-untyped-def]
+        seen: set = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if key in seen:
+                line = key_node.start_mark.line + 1
+                raise yaml.YAMLError(f"key {key!r} is given twice (line {line})")
+            seen.add(key)
+        return super().construct_mapping(node, deep)
 
 
 def load(path: str | os.PathLike, limits: ScenarioLimits = LIMITS) -> Scenario:

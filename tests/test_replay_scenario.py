@@ -242,6 +242,15 @@ def test_ior_scenario_through_the_cli(lake, capsys) -> None:
             "name: a\nworkload: {source: lake}\ntopology: lake\npolicies: [{name: file, pth: x}]\n",
             "policy file: bad settings",
         ),
+        (  # YAML keeps the last of two equal keys; a scenario refuses them
+            "name: a\nworkload: {source: lake}\ntopology: lake\npolicies: [block]\nname: b\n",
+            r"not valid YAML: key 'name' is given twice \(line 5\)",
+        ),
+        (
+            "name: a\nworkload: {source: ior, nodes: 2, nodes: 4}\ntopology: tiny\n"
+            "policies: [block]\n",
+            r"key 'nodes' is given twice \(line 2\)",
+        ),
     ],
 )
 def test_bad_scenarios(tmp_path, text, message) -> None:
