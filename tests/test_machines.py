@@ -222,7 +222,9 @@ def test_two_machines_get_each_the_figures_they_get_alone(tiny_metrics_lake, spa
         assert_frame_equal(
             _sorted_frame(a, name), _sorted_frame(alone[name], name), check_exact=False, rtol=1e-12
         )
-        if name != "darshan_job_metrics":  # (the synthesizer writes no Darshan logs)
+        # (the synthesizer writes no Darshan logs; a quarter day repeats no application often
+        # enough for app_metrics)
+        if name not in ("darshan_job_metrics", "app_metrics"):
             assert b.num_rows > 0, name
     summary = read_table(lake, "platform_summary").to_pylist()
     figures = {(r["cluster"], r["figure"]): r["value"] for r in summary}

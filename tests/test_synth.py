@@ -322,9 +322,11 @@ def test_raw_files_ingest_to_the_same_node_io(tmp_path: Path) -> None:
     lake = ["--lake", str(ingested)]
     assert main(["ingest", "topology", str(raw / "topology"), *lake]) == 0
     assert main(["ingest", "slurm", str(raw / "slurm"), *lake]) == 0
-    assert main(["ingest", "zabbix", str(raw / "zabbix"), "--interval", "60", *lake]) == 0
+    # an export names no machine: --cluster gives it the preset's, as sacct and topology do
+    zabbix = ["ingest", "zabbix", str(raw / "zabbix"), "--interval", "60", "--cluster", "tiny"]
+    assert main([*zabbix, *lake]) == 0
 
-    columns = ["node", "ts", "interval_s", *TRAFFIC, "cpu_load", "mem_used_bytes"]
+    columns = ["node", "cluster", "ts", "interval_s", *TRAFFIC, "cpu_load", "mem_used_bytes"]
 
     def rows(lake_dir: Path, table: str, cols: list[str], keys: list[str]):
         return (
@@ -350,7 +352,7 @@ def test_raw_files_ingest_to_the_same_node_io(tmp_path: Path) -> None:
     assert rows(direct, "jobs", job_cols, ["job_id"]).equals(
         rows(ingested, "jobs", job_cols, ["job_id"])
     )
-    node_cols = ["job_id", "node", "node_index"]
+    node_cols = ["job_id", "cluster", "node", "node_index"]
     assert rows(direct, "job_nodes", node_cols, ["job_id", "node"]).equals(
         rows(ingested, "job_nodes", node_cols, ["job_id", "node"])
     )
