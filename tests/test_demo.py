@@ -32,6 +32,9 @@ def test_demo_reports_the_edison_summary_and_the_what_if(lake, shared_data, monk
     assert f"write_report           wrote {lake / 'report.html'}" in out
     assert 'data-figure="replay-demo_ion_remap"' in (lake / "report.html").read_text()
     assert out.rstrip().endswith(f"report: {lake / 'report.html'}")  # the last line
+    # one summary per machine, and all of it on one screen of progress plus results
+    assert "platform summary of machine edison" in out and "platform summary of machine tiny" in out
+    assert len(out.splitlines()) <= 60, out
 
 
 def test_summary_without_samples_leaves_out_the_sample_job(lake):
