@@ -50,8 +50,10 @@ def _sacct(path: Path, jobs: range, state: str = "COMPLETED", digits: int = 3) -
 
 
 def _topology(path: Path) -> Path:
-    rows = [f"cn{n:03d},cab{n // 4},ion{n // 2},sw0,0,{n},r{n}" for n in range(1, 9)]
-    path.write_text("node,cabinet,ion,switch,row,col,rack_label\n" + "\n".join(rows) + "\n")
+    """The nodes of machine ``th``, the sacct exports' Cluster (node checks are per machine)."""
+    rows = [f"cn{n:03d},th,cab{n // 4},ion{n // 2},sw0,0,{n},r{n}" for n in range(1, 9)]
+    header = "node,cluster,cabinet,ion,switch,row,col,rack_label\n"
+    path.write_text(header + "\n".join(rows) + "\n")
     return path
 
 
@@ -218,12 +220,12 @@ def test_metrics_killed_mid_run_then_rerun_beside_an_ingest(spark, tmp_path):
     assert lakes.published_run(lake, "metrics") == published
 
     versions = lakes.read_versions(lake, INPUTS)
-    # nodes of the hand lake's topology: a job on unknown nodes is quarantined whole
+    # nodes of the hand lake's topology, on its machine (--cluster over the file's Cluster):
+    # a job on unknown nodes is quarantined whole
     sacct = _sacct(tmp_path / "jobs.sacct", range(1, 31), digits=5)
     marker = tmp_path / "q"
-    proc = _paused(
-        _cli("ingest", "slurm", str(sacct), "--lake", str(lake)), "ingest-commit", marker
-    )
+    ingest_cli = _cli("ingest", "slurm", str(sacct), "--lake", str(lake), "--cluster", "hand")
+    proc = _paused(ingest_cli, "ingest-commit", marker)
     try:
         assert lakes.latest_version(lake, "jobs") > versions["jobs"]  # jobs is committed
         run(lake, spark=spark, progress=False)  # the re-run, beside the ingest
@@ -243,7 +245,8 @@ def test_metrics_killed_mid_run_then_rerun_beside_an_ingest(spark, tmp_path):
     assert lakes.read_version(lake, "jobs") > versions["jobs"]  # the ingest is visible now
     query = f"SELECT records_in FROM ingest_log WHERE file = '{sacct}'"  # 30 jobs + 30 steps
     assert catalog.sql(lake, query).column(0).to_pylist() == [60]
-    assert catalog.sql(lake, "SELECT count(*) FROM jobs WHERE cluster = 'th'")[0][0].as_py() == 30
+    landed = catalog.sql(lake, "SELECT count(*) FROM jobs WHERE cluster = 'hand' AND uid > 5000")
+    assert landed[0][0].as_py() == 30
 
 
 def _zabbix(path: Path, start: int, samples: int, offset: int = 0) -> Path:
