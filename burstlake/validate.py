@@ -130,12 +130,30 @@ def node_keys(clusters: pa.Array | pa.ChunkedArray, nodes: pa.Array | pa.Chunked
     return pc.binary_join_element_wise(pc.fill_null(clusters, ""), nodes, MACHINE_SEP)
 
 
-def _keyed(rows: pa.Table, columns: tuple[str, ...]) -> pa.Table:
-    """``rows`` with each node column replaced by its :func:`node_keys` (for the topology
+def checked_keys(clusters: pa.Array | pa.ChunkedArray, nodes, topology_nodes: list[str]):
+    """The :func:`node_keys` to look up in ``topology_nodes`` (the topology's keys) for rows of
+    ``clusters`` × ``nodes``, each row checked against the topology of its machine: a machine
+    without a topology of its own against the unnamed topology, and rows naming no machine
+    against the only named topology when there is no unnamed one (the rule of
+    :class:`burstlake.lake.Cluster`: rows naming none belong to the only named machine)."""
+    named = {key.split(MACHINE_SEP, 1)[0] for key in topology_nodes}
+    unnamed = "" in named
+    named.discard("")
+    machine = pc.fill_null(clusters, "")
+    if not unnamed and len(named) == 1:
+        machine = pc.if_else(pc.equal(machine, ""), next(iter(named)), machine)
+    if unnamed:
+        machine = pc.if_else(pc.is_in(machine, pa.array(sorted(named), pa.string())), machine, "")
+    return node_keys(machine, nodes)
+
+
+def _keyed(rows: pa.Table, columns: tuple[str, ...], topology_nodes: list[str]) -> pa.Table:
+    """``rows`` with each node column replaced by its :func:`checked_keys` (for the topology
     check only: the verdict names the column, never the key)."""
     for column in columns:
         at = rows.schema.get_field_index(column)
-        rows = rows.set_column(at, column, node_keys(rows.column("cluster"), rows.column(column)))
+        keys = checked_keys(rows.column("cluster"), rows.column(column), topology_nodes)
+        rows = rows.set_column(at, column, keys)
     return rows
 
 
@@ -152,7 +170,7 @@ def validate(table: str, rows: pa.Table, topology_nodes: list[str] | None = None
     table_spec = spec(table)
     rows = conform(rows, table_spec)
     if topology_nodes is not None and table_spec.node_columns:
-        rows = _keyed(rows, table_spec.node_columns)
+        rows = _keyed(rows, table_spec.node_columns, topology_nodes)
         topology_nodes = _present(rows, table_spec.node_columns, topology_nodes)
     frame = rows.to_pandas().reset_index(drop=True)
     now, gated = _gates(expectations(table_spec, topology_nodes))

@@ -105,3 +105,35 @@ def test_the_command_line_names_the_machine(tmp_path, capsys) -> None:
     assert main([*args, "--cluster", "edison"]) != 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no cluster 'edison'" in err[0] and "(it holds: th)" in err[0]
+
+
+def test_rows_naming_no_machine_meet_the_only_named_one_at_ingest(tmp_path) -> None:
+    """The commonest real lake: sacct names its machine (Cluster field), the topology dump and
+    the Zabbix export name none. They are one machine: the jobs' nodes resolve against the
+    unnamed topology in either order of ingest, and nothing is reported unknown; once th1a
+    has a topology of its own, its rows meet that one."""
+    from burstlake.cli import main
+    from burstlake.jobs.ingest.topology import unknown_nodes
+
+    fixtures = Path(__file__).parent / "fixtures"
+    sacct = fixtures / "slurm" / "synth_shape.sacct"  # its Cluster field says th1a
+    first, second = tmp_path / "topology-first", tmp_path / "sacct-first"
+    probe = tmp_path / "probe"
+    assert main(["ingest", "slurm", str(sacct), "--tz", "Asia/Shanghai", "--lake", str(probe)]) == 0
+    nodes = sorted(set(read_table(probe, "job_nodes").column("node").to_pylist()))
+    csv = tmp_path / "topology.csv"
+    csv.write_text("node,cabinet\n" + "".join(f"{n},c{k % 4}\n" for k, n in enumerate(nodes)))
+    for lake, order in ((first, ("topology", "slurm")), (second, ("slurm", "topology"))):
+        for source in order:
+            path, extra = (csv, []) if source == "topology" else (sacct, ["--tz", "Asia/Shanghai"])
+            assert main(["ingest", source, str(path), *extra, "--lake", str(lake)]) == 0
+        assert read_table(lake, "quarantine").num_rows == 0, order
+        assert read_table(lake, "job_nodes").num_rows == read_table(probe, "job_nodes").num_rows
+        assert unknown_nodes(lake) == {}, order
+        assert named(lake) == [("th1a", True)]
+    # a second named topology: the unnamed one no longer belongs to th1a alone
+    other = tmp_path / "other.csv"
+    other.write_text("node,cabinet\nx1,c0\n")
+    assert main(["ingest", "topology", str(other), "--cluster", "west", "--lake", str(first)]) == 0
+    assert main(["ingest", "topology", str(csv), "--cluster", "th1a", "--lake", str(first)]) == 0
+    assert unknown_nodes(first) == {}  # th1a's rows now meet th1a's own topology

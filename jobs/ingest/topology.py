@@ -25,6 +25,7 @@ from typing import Any
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from burstlake.jobs.ingest import inputs
 from burstlake.jobs.ingest.base import (
@@ -37,6 +38,7 @@ from burstlake.jobs.ingest.base import (
     record_cluster,
 )
 from burstlake.schemas import REGISTRY, spec
+from burstlake.validate import checked_keys, node_keys
 
 FILE_PATTERN = "*"
 CSV_COLUMNS = (
@@ -200,9 +202,9 @@ def unknown_nodes(lake: str | os.PathLike | None) -> dict[str, list[str]]:
     if not table_files(lake, "topology"):
         return {}
     known = dataset(lake, "topology").to_table(columns=["cluster", "node"])
+    keys = node_keys(known.column("cluster"), known.column("node")).to_pylist()
     found: dict[str, list[str]] = {}
     with duckdb.connect() as con:
-        con.register("known", known)
         for table in REGISTRY.values():
             if (
                 not table.node_columns
@@ -211,20 +213,20 @@ def unknown_nodes(lake: str | os.PathLike | None) -> dict[str, list[str]]:
             ):
                 continue
             con.register("rows", dataset(lake, table.name))
-            missing = sorted(
-                {
-                    n
-                    for column in table.node_columns
-                    for (n,) in con.execute(
-                        f"SELECT DISTINCT coalesce(r.cluster || '/', '') || r.\"{column}\" "
-                        "FROM rows r WHERE NOT EXISTS (SELECT 1 FROM known k WHERE k.node = "
-                        f'r."{column}" AND k.cluster IS NOT DISTINCT FROM r.cluster)'
-                    ).fetchall()
+            missing = set()
+            for column in table.node_columns:
+                rows = con.execute(
+                    f'SELECT DISTINCT cluster, "{column}" FROM rows'
+                ).fetch_arrow_table()
+                checked = checked_keys(rows.column(0), rows.column(1), keys)
+                absent = pc.invert(pc.is_in(checked, pa.array(keys, pa.string())))
+                missing |= {
+                    (f"{cluster}/" if cluster else "") + node
+                    for cluster, node in zip(*rows.filter(absent).to_pydict().values(), strict=True)
                 }
-            )
             con.unregister("rows")
             if missing:
-                found[table.name] = missing
+                found[table.name] = sorted(missing)
     return found
 
 
