@@ -16,6 +16,14 @@ from tests.test_replay_scenario import SCENARIOS, bursty_lake
 TABLES = ("topology", "node_io", "jobs", "job_nodes")
 
 
+@pytest.fixture(scope="module")
+def one(tmp_path_factory) -> Path:
+    """A one-machine lake, read only: jobs name cluster 'th'; topology and node_io name none."""
+    lake = tmp_path_factory.mktemp("one") / "lake"
+    bursty_lake(lake)
+    return lake
+
+
 def relabel(source: Path, lake: Path, cluster: str | None, scale: int = 1) -> None:
     """Copy a one-machine lake's tables into ``lake`` as machine ``cluster`` (traffic × scale)."""
     for table in TABLES:
@@ -35,11 +43,9 @@ def named(lake: Path) -> list[tuple[str | None, bool]]:
     return [(c.name, c.unnamed) for c in clusters(lake)]
 
 
-def test_which_machines_a_lake_holds(tmp_path) -> None:
+def test_which_machines_a_lake_holds(one, tmp_path) -> None:
     lake = tmp_path / "lake"
     assert clusters(lake) == []
-    one = tmp_path / "one"
-    bursty_lake(one)  # jobs name cluster 'th'; topology and node_io name none
     assert named(one) == [("th", True)]  # rows naming none belong to the only named machine
     relabel(one, lake, "b")
     relabel(one, lake, "a")
@@ -53,11 +59,10 @@ def test_which_machines_a_lake_holds(tmp_path) -> None:
         cluster_of(lake, "c")
 
 
-def test_the_replay_scores_each_machine_as_if_alone(tmp_path) -> None:
+def test_the_replay_scores_each_machine_as_if_alone(one, tmp_path) -> None:
     """Two machines with the same node names (two Crays both have nid00001): the scenario
     replays each in turn, and each gets exactly the scores of a lake holding it alone."""
-    one, alone, both = tmp_path / "one", tmp_path / "alone", tmp_path / "both"
-    bursty_lake(one)
+    alone, both = tmp_path / "alone", tmp_path / "both"
     relabel(one, alone, "a")
     relabel(one, both, "a")
     relabel(one, both, "b", scale=3)
@@ -83,9 +88,7 @@ def test_the_replay_scores_each_machine_as_if_alone(tmp_path) -> None:
     assert read_table(both, "replay_scores").num_rows == kept.num_rows
 
 
-def test_a_scenario_naming_a_machine_the_lake_lacks(tmp_path) -> None:
-    one = tmp_path / "one"
-    bursty_lake(one)
+def test_a_scenario_naming_a_machine_the_lake_lacks(one, tmp_path) -> None:
     path = tmp_path / "x.yaml"
     path.write_text((SCENARIOS / "ion_remap.yaml").read_text() + "cluster: edison\n")
     with pytest.raises(ValueError, match=r"no cluster 'edison' in lake .* \(it holds: th\)"):
@@ -96,11 +99,9 @@ def test_a_scenario_naming_a_machine_the_lake_lacks(tmp_path) -> None:
             load(path)
 
 
-def test_the_command_line_names_the_machine(tmp_path, capsys) -> None:
+def test_the_command_line_names_the_machine(one, capsys) -> None:
     from burstlake.cli import main
 
-    one = tmp_path / "one"
-    bursty_lake(one)
     args = ["replay", "--lake", str(one), "--scenario", str(SCENARIOS / "ion_remap.yaml")]
     assert main([*args, "--cluster", "edison"]) != 0
     err = capsys.readouterr().err.strip().splitlines()
