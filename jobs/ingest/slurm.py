@@ -361,9 +361,7 @@ def _checked(read: Callable[[str | None], Any], entry: dict) -> Any:
         raise ValueError(f"bad nodelist: {err}") from None
 
 
-def _allocation_row(
-    entry: dict, job_id: str, record: int, location: str
-) -> tuple[dict, list[str]]:
+def _allocation_row(entry: dict, job_id: str, record: int, location: str) -> tuple[dict, list[str]]:
     """The jobs row of an allocation and its nodes in natural order (paper 004 §3.3)."""
     nodes = sorted(_checked(hostlist.expand, entry), key=hostlist.natural_key)
     twice = next((a for a, b in itertools.pairwise(nodes) if a == b), None)
