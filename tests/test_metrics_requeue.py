@@ -2,8 +2,8 @@
 on its own nodes over its own time (paper 004 §3.2), in Spark and in the DuckDB cross-check.
 
 Hand lake: 8 nodes, cabinets of 4, intervals of 10 s from T0. Job 9 ran twice:
-- run 0 (REQUEUED) on cn0, cn1 over 0..100 s: cn0 400, cn1 100 bytes -> 500, shares
-  (0.8, 0.2): max share 0.8 > rank0_share 0.5 -> rank 0.
+- run 0 (REQUEUED) on cn0, cn1 over 0..100 s: cn0 990, cn1 10 bytes -> 1000, shares
+  (0.99, 0.01): max share 0.99 > rank0_share 0.95 -> rank 0.
 - the last run (run null) on cn2, cn3 over 200..300 s: 300 + 300 -> 600, even: NUD 0.
 - cn0's 999 bytes at 250 s belong to no run: cn0 is not the last run's node.
 """
@@ -47,7 +47,7 @@ def test_each_run_of_a_requeued_job_gets_its_own_nodes_traffic(spark, tmp_path):
     ]  # fmt: skip
     node_io = [
         {"node": MACHINE.node_name(n), "ts": _at(t), "interval_s": 10, "read_bytes": b}
-        for t, n, b in [(0, 0, 400), (50, 1, 100), (200, 2, 300), (250, 3, 300), (250, 0, 999)]
+        for t, n, b in [(0, 0, 990), (50, 1, 10), (200, 2, 300), (250, 3, 300), (250, 0, 999)]
     ]
     write_table(lake, "topology", MACHINE.topology(), "topo")
     for table, rows in (("jobs", jobs), ("job_nodes", job_nodes), ("node_io", node_io)):
@@ -61,13 +61,13 @@ def test_each_run_of_a_requeued_job_gets_its_own_nodes_traffic(spark, tmp_path):
     metrics = {r["run"]: r for r in read_table(lake, "job_io_metrics").to_pylist()}
     assert set(metrics) == {0, None}
     first, last = metrics[0], metrics[None]
-    assert (first["nodes"], first["io_bytes"], first["read_bytes"]) == (2, 500, 500)
-    assert first["max_node_share"] == pytest.approx(0.8) and first["rank0"] is True
+    assert (first["nodes"], first["io_bytes"], first["read_bytes"]) == (2, 1000, 1000)
+    assert first["max_node_share"] == pytest.approx(0.99) and first["rank0"] is True
     assert (first["start"], first["end"]) == (_at(0), _at(100))
     assert (last["nodes"], last["io_bytes"], last["max_node_share"]) == (2, 600, 0.5)
     assert last["io_nud"] == pytest.approx(0.0) and last["rank0"] is False
     phases = {(r["run"], r["phase"]): r["bytes"] for r in read_table(lake, "io_phases").to_pylist()}
-    assert sum(b for (r, _), b in phases.items() if r == 0) == 500
+    assert sum(b for (r, _), b in phases.items() if r == 0) == 1000
     assert sum(b for (r, _), b in phases.items() if r is None) == 600
     # the independent DuckDB path reads the runs apart too: one rank-0 job of two
     assert headline(lake, SETTINGS)["rank0_jobs"] == pytest.approx(0.5)
