@@ -10,9 +10,12 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
+import pyarrow as pa
+
+from burstlake import catalog
 from burstlake.jobs.ingest import slurm
 from burstlake.jobs.ingest.base import ingest
-from burstlake.lake import read_table
+from burstlake.lake import read_table, write_table
 
 HEADER = "JobID|JobIDRaw|JobName|State|Start|End|NNodes|NodeList"
 RUN0 = [
@@ -165,3 +168,23 @@ def test_sacct_json_runs_land_each_with_its_steps(lake, tmp_path):
         ("500", 0): ("REQUEUED", 0, ["cn1", "cn2"], ["batch"]),
         ("500", None): ("COMPLETED", 2, ["cn5", "cn6"], ["0", "batch"]),
     }
+
+
+def test_the_readme_darshan_join_gives_each_log_one_run(lake, tmp_path):
+    _ingest(lake, _dump(tmp_path, "d.sacct", RUN0, RUN1, LAST))
+    logs = [  # (log, start hour:minute): in run 0, in the last run, and without a start
+        {"log_id": "L0", "job_id": "500", "start": datetime(2020, 1, 1, 0, 5, tzinfo=UTC)},
+        {"log_id": "L2", "job_id": "500", "start": datetime(2020, 1, 1, 2, 5, tzinfo=UTC)},
+        {"log_id": "LX", "job_id": "500", "start": None, "partial": False},
+    ]
+    rows = [{"partial": False, **log} for log in logs]
+    write_table(lake, "darshan_jobs", pa.Table.from_pylist(rows), "logs")
+    catalog.refresh(lake)
+    joined = catalog.sql(
+        lake,
+        """SELECT d.log_id, j.run FROM darshan_jobs d JOIN jobs j ON d.job_id = j.job_id_raw
+             AND (d.start IS NULL AND j.run IS NULL
+                  OR d.start >= j.start AND (j."end" IS NULL OR d.start <= j."end"))""",
+    ).to_pylist()
+    assert sorted((r["log_id"], r["run"]) for r in joined) == [
+        ("L0", 0), ("L2", None), ("LX", None)]  # fmt: skip
