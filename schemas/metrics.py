@@ -24,6 +24,7 @@ JOB_IO_METRICS = TableSpec(
     schema=_schema(
         ("job_id", STR, False),
         ("cluster", STR, True),
+        ("run", pa.int32(), True),  # jobs.run: each run of a requeued job is measured apart
         ("user", STR, True),
         ("job_name", STR, True),
         ("app_id", STR, False),  # user|job_name|nodes: the application of 004 §6.1
@@ -52,7 +53,7 @@ JOB_IO_METRICS = TableSpec(
         ("io_phase_s", F64, False),  # seconds of the run in I/O phases
         ("io_phase_fraction", F64, True),
     ),
-    key=("job_id", "cluster"),
+    key=("job_id", "cluster", "run"),
     nonnegative=("run_s", "nodes", "active_nodes", "io_bytes", "cabinets", "comm_bytes"),
     ordered=(("start", "end"),),
 )
@@ -64,6 +65,7 @@ IO_PHASES = TableSpec(
     schema=_schema(
         ("job_id", STR, False),
         ("cluster", STR, True),
+        ("run", pa.int32(), True),  # jobs.run
         ("phase", I64, False),  # 0, 1, ... in time order within the job
         ("start", TS, False),
         ("end", TS, False),  # end of the phase's last interval
@@ -76,7 +78,7 @@ IO_PHASES = TableSpec(
         ("bytes_per_node", F64, False),  # bytes / nodes
         ("intervals", I64, False),  # intervals at the I/O-phase rate in it
     ),
-    key=("job_id", "cluster", "phase"),
+    key=("job_id", "cluster", "run", "phase"),
     nonnegative=("duration_s", "nodes", "active_nodes", "read_bytes", "write_bytes", "bytes"),
     ordered=(("start", "end"),),
 )

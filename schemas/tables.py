@@ -47,6 +47,9 @@ JOBS = TableSpec(
         # from job_id for array tasks and het components; null when the input names only JobID
         ("job_id_raw", pa.string(), True),
         ("cluster", pa.string(), True),
+        # run of a requeued job (sacct -D): earlier runs 0, 1, ... in start order; null for the
+        # job's last run, the one sacct prints without -D (docs/design.md, "Run identity")
+        ("run", pa.int32(), True),
         ("job_name", pa.string(), True),
         ("user", pa.string(), True),
         ("uid", pa.int64(), True),
@@ -64,10 +67,10 @@ JOBS = TableSpec(
         ("cancelled_by", pa.int64(), True),  # uid from 'CANCELLED by N'
         ("exit_code", pa.string(), True),
     ),
-    key=("job_id", "cluster"),
-    nonnegative=("uid", "req_cpus", "alloc_cpus", "nnodes"),
+    key=("job_id", "cluster", "run"),
+    nonnegative=("uid", "req_cpus", "alloc_cpus", "nnodes", "run"),
     ordered=(("submit", "start"), ("eligible", "start"), ("start", "end")),
-    replace_key=("job_id", "cluster"),
+    replace_key=("job_id", "cluster", "run"),
 )
 
 JOB_STEPS = TableSpec(
@@ -76,6 +79,7 @@ JOB_STEPS = TableSpec(
     schema=_schema(
         ("job_id", pa.string(), False),
         ("cluster", pa.string(), True),
+        ("run", pa.int32(), True),  # the run (jobs.run) whose allocation the step ran in
         ("step_id", pa.string(), False),
         ("step_name", pa.string(), True),
         ("start", TS, True),
@@ -86,10 +90,10 @@ JOB_STEPS = TableSpec(
         ("state", pa.string(), True),
         ("exit_code", pa.string(), True),
     ),
-    key=("job_id", "cluster", "step_id"),
-    nonnegative=("alloc_cpus", "nnodes"),
+    key=("job_id", "cluster", "run", "step_id"),
+    nonnegative=("alloc_cpus", "nnodes", "run"),
     ordered=(("start", "end"),),
-    replace_key=("job_id", "cluster", "step_id"),
+    replace_key=("job_id", "cluster", "run", "step_id"),
 )
 
 JOB_NODES = TableSpec(
@@ -98,13 +102,14 @@ JOB_NODES = TableSpec(
     schema=_schema(
         ("job_id", pa.string(), False),
         ("cluster", pa.string(), True),
+        ("run", pa.int32(), True),  # jobs.run: each run of a requeued job has its own nodes
         ("node", pa.string(), False),
         ("node_index", pa.int32(), False),
     ),
-    key=("job_id", "cluster", "node"),
-    nonnegative=("node_index",),
+    key=("job_id", "cluster", "run", "node"),
+    nonnegative=("node_index", "run"),
     node_columns=("node",),
-    replace_key=("job_id", "cluster"),
+    replace_key=("job_id", "cluster", "run"),
 )
 
 NODE_IO_TRAFFIC = (  # per-interval volumes: a node_io row exists only where one is > 0

@@ -168,7 +168,7 @@ def test_parse_streams_batches_and_finds_duplicates_across_them(monkeypatch):
     rejects = [(r.location, r.reason) for b in batches for r in b.rejects]
     assert rejects == [
         ("line 4", "duplicate of line 2"),
-        ("line 6", "11 conflicts with line 5 (same id, different fields)"),
+        ("line 6", "11 conflicts with line 5 (same id and start, other fields)"),
     ]
 
 
@@ -246,7 +246,7 @@ def test_sacct_json_slurm_21_shape(lake):
             (5, 3, 2),
             2,
             [("line 4", "duplicate of line 2"),
-             ("line 6", "11 conflicts with line 5 (same id, different fields)")],
+             ("line 6", "11 conflicts with line 5 (same id and start, other fields)")],
         ),
         ("truncated.sacct", (2, 1, 1), 1,
          [("line 3", "truncated last line: 4 fields, the header has 6")]),

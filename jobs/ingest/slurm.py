@@ -59,6 +59,8 @@ INT_COLUMNS = ("uid", "req_cpus", "alloc_cpus", "nnodes")
 _JOB_ID = re.compile(
     r"(?P<job>\d+(?:\+\d+|_(?:\d+|\[[^\]]*\]))?)(?:\.(?P<step>[A-Za-z_]\w*|\d+(?:\+\d+)?))?"
 )
+REQUEUED_STATES = frozenset({"REQUEUED", "REQUEUE_FED", "REQUEUE_HOLD"})
+"""States of an earlier run that Slurm put back in the queue (sacct -D prints each run)."""
 _STATE = re.compile(r"(?P<state>[A-Z][A-Z_]*)(?:\s+by\s+(?P<uid>\d+))?\+?")
 
 
@@ -309,31 +311,49 @@ def _schema(table: str) -> pa.Schema:
 class _Rows:
     """Rows of one batch for the three tables, plus the batch's rejects and record origins."""
 
-    jobs: list[dict] = field(default_factory=list)
-    job_steps: list[dict] = field(default_factory=list)
-    job_nodes: dict[str, list] = field(default_factory=lambda: {c: [] for c in NODE_COLUMNS})
+    jobs: list[tuple[dict, list[str]]] = field(default_factory=list)  # (row, its nodes)
+    job_steps: list[tuple[dict, dict]] = field(default_factory=list)  # (row, its run's row)
     rejects: list[Reject] = field(default_factory=list)
     origins: dict[int, tuple[str, str | None]] = field(default_factory=dict)
     weights: dict[int, int] = field(default_factory=dict)  # records standing for several lines
     records: int = 0
 
-    def add_nodes(self, job: dict, nodes: list[str]) -> None:
-        """One job_nodes row per node, ``node_index`` = position in the sorted allocation."""
-        columns = self.job_nodes
-        columns["node"] += nodes
-        columns["node_index"] += range(len(nodes))
-        for column in ("job_id", "cluster", RECORD):
-            columns[column] += [job[column]] * len(nodes)
+    def number_runs(self) -> None:
+        """``run`` of each allocation: a job printed several times (``sacct -D``) numbers its
+        earlier runs 0, 1, ... by start; its last run, the one sacct prints without ``-D``,
+        keeps null (docs/design.md, "Run identity")."""
+        runs: dict[tuple, list[dict]] = {}
+        for job, _ in self.jobs:
+            runs.setdefault((job["cluster"], job["job_id"]), []).append(job)
+        for rows in runs.values():
+            rows.sort(key=_start_order)
+            for number, job in enumerate(rows):
+                job["run"] = number if number < len(rows) - 1 else None
 
     def batch(self) -> Batch:
+        self.number_runs()
+        columns: dict[str, list] = {c: [] for c in NODE_COLUMNS}
+        for job, nodes in self.jobs:  # node_index = position in the sorted allocation
+            columns["node"] += nodes
+            columns["node_index"] += range(len(nodes))
+            for column in ("job_id", "cluster", "run", RECORD):
+                columns[column] += [job[column]] * len(nodes)
+        steps = [step | {"run": run.get("run")} for step, run in self.job_steps]
+        jobs = [job for job, _ in self.jobs]
         tables = {
             name: pa.Table.from_pylist(rows, schema=_schema(name))
-            for name, rows in (("jobs", self.jobs), ("job_steps", self.job_steps))
+            for name, rows in (("jobs", jobs), ("job_steps", steps))
             if rows
         }
-        if self.job_nodes["node"]:
-            tables["job_nodes"] = pa.Table.from_pydict(self.job_nodes, schema=_schema("job_nodes"))
+        if columns["node"]:
+            tables["job_nodes"] = pa.Table.from_pydict(columns, schema=_schema("job_nodes"))
         return Batch(tables, self.records, self.rejects, self.origins, self.weights)
+
+
+def _start_order(job: dict) -> tuple:
+    """Runs by start; a run that has not started (the pending last run) comes last."""
+    start = job.get("start")
+    return (start is None, start or datetime.min.replace(tzinfo=UTC), job[RECORD])
 
 
 def _checked(read: Callable[[str | None], Any], entry: dict) -> Any:
@@ -343,7 +363,7 @@ def _checked(read: Callable[[str | None], Any], entry: dict) -> Any:
         raise ValueError(f"bad nodelist: {err}") from None
 
 
-def _allocation_row(entry: dict, job_id: str, record: int) -> tuple[dict, list[str]]:
+def _allocation_row(entry: dict, job_id: str, record: int, location: str) -> tuple[dict, list[str]]:
     """The jobs row of an allocation and its nodes in natural order (paper 004 §3.3)."""
     nodes = sorted(_checked(hostlist.expand, entry), key=hostlist.natural_key)
     twice = next((a for a, b in itertools.pairwise(nodes) if a == b), None)
@@ -353,6 +373,7 @@ def _allocation_row(entry: dict, job_id: str, record: int) -> tuple[dict, list[s
     if nodes and nnodes is not None and nnodes != len(nodes):
         raise ValueError(f"NNodes {nnodes} disagrees with NodeList of {len(nodes)} nodes")
     job = {c: entry.get(c) for c in JOB_COLUMNS} | {"job_id": job_id, RECORD: record}
+    job["_where"] = location  # dropped by the table's schema
     job["nnodes"] = nnodes if nnodes is not None else (len(nodes) or None)
     return job, nodes
 
@@ -367,14 +388,21 @@ def _step_row(entry: dict, job_id: str, step_id: str, record: int) -> dict:
 
 
 class _Collector:
-    """Turns typed entries into lake rows, one record at a time; remembers ids already seen."""
+    """Turns typed entries into lake rows, one record at a time; remembers ids already seen.
+
+    A run of a job is told by its allocation's start: ``sacct -D`` prints each run of a
+    requeued job (REQUEUED, PREEMPTED, NODE_FAIL ... then the last) with the same id, each
+    followed by its steps. The same run printed twice is a duplicate (or a conflict when its
+    fields differ); a run with another start is another run of the job."""
 
     def __init__(self, options: Mapping[str, Any]) -> None:
         self.options = options  # --cluster (see base.record_cluster)
-        self.seen: dict[tuple, tuple[str, int]] = {}  # (cluster, job, step) -> (where, hash)
+        self.seen: dict[tuple, tuple[str, int]] = {}  # (cluster, job, step, run start) -> ...
         self.rows = _Rows()
         self.failed: dict[tuple, str] = {}  # (cluster, job) of a rejected allocation -> where
         self.job_record: dict[tuple, int] = {}  # (cluster, job) -> record of its allocation
+        self.current: dict[tuple, dict] = {}  # (cluster, job) -> row of its latest run
+        self.closed: dict[tuple, str] = {}  # (cluster, job) landed in an earlier batch -> where
 
     def reject(self, location: str, raw: str, reason: str) -> None:
         self.rows.records += 1
@@ -384,16 +412,21 @@ class _Collector:
         """Land a record's entries, or reject the whole record with the first fault."""
         try:
             keys, jobs, steps = [], [], []
+            run: dict | None = None  # the allocation row of this record, if it has one
             for entry in entries:
                 entry["cluster"] = record_cluster(self.options, entry.get("cluster"))
                 job_id, step_id = split_job_id(entry["id"])
-                key = (entry["cluster"], job_id, step_id)
+                job_key = (entry["cluster"], job_id)
+                owner = run if step_id is None else run or self.current.get(job_key)
+                start = entry.get("start") if step_id is None else (owner or {}).get("start")
+                key = (entry["cluster"], job_id, step_id, start)
                 self._check_new(key, keys, raw)
                 keys.append(key)
-                job_key = (entry["cluster"], job_id)
                 if step_id is None:
                     self.failed[job_key] = location  # until the allocation is known good
-                    jobs.append(_allocation_row(entry, job_id, record))
+                    self._check_run(job_key, entry)
+                    jobs.append(_allocation_row(entry, job_id, record, location))
+                    run = jobs[-1][0]
                     del self.failed[job_key]
                 elif job_key in self.failed:
                     raise ValueError(
@@ -401,8 +434,8 @@ class _Collector:
                     )
                 else:
                     # a job's records land or fail together: its steps share its record
-                    shared = self.job_record.get(job_key, record)
-                    steps.append(_step_row(entry, job_id, step_id, shared))
+                    shared = record if run else self.job_record.get(job_key, record)
+                    steps.append((_step_row(entry, job_id, step_id, shared), owner or {}))
         except ValueError as err:
             self.reject(location, raw, str(err))
             return
@@ -411,16 +444,38 @@ class _Collector:
         rows = self.rows
         rows.records += 1
         for job, nodes in jobs:
-            rows.jobs.append(job)
-            rows.add_nodes(job, nodes)
+            rows.jobs.append((job, nodes))
             self.job_record[job["cluster"], job["job_id"]] = record
+            self.current[job["cluster"], job["job_id"]] = job
         rows.job_steps += steps
-        shared = {step[RECORD] for step in steps} - {record}
+        shared = {step[RECORD] for step, _ in steps} - {record}
         if shared:  # a step line joining its allocation's record
             (into,) = shared
             rows.weights[into] = rows.weights.get(into, 1) + 1
         else:
             rows.origins[record] = (location, raw)
+
+    def _check_run(self, job_key: tuple, entry: dict) -> None:
+        """Another run of a job: it must have started if it was requeued, and its other runs
+        must be in this batch (sacct -D prints a job's runs together)."""
+        state, name = entry.get("state"), job_key[1]
+        if entry.get("start") is None and state in REQUEUED_STATES:
+            raise ValueError(f"{state} run of {name} without a Start: a requeued run has one")
+        earlier = self.current.get(job_key)
+        if earlier is None or earlier.get("start") == entry.get("start"):
+            return  # the first run, or the same run again (duplicate or conflict)
+        if job_key in self.closed:
+            raise ValueError(
+                f"another run of {name} more than {BATCH_RECORDS} records after its runs at "
+                f"{self.closed[job_key]}: sort the dump by JobID (sacct -D prints runs together)"
+            )
+        if entry.get("start") is None and earlier.get("state") in REQUEUED_STATES:
+            return  # the pending last run after a requeue
+        if earlier.get("start") is None:
+            raise ValueError(
+                f"{name} has a run without a Start ({earlier['_where']}) before this one: "
+                "only the last run of a requeued job can be unstarted"
+            )
 
     def _check_new(self, key: tuple, keys: list[tuple], raw: str) -> None:
         name = key[1] + (f".{key[2]}" if key[2] else "")
@@ -430,11 +485,13 @@ class _Collector:
             where, digest = self.seen[key]
             if digest == hash(raw):
                 raise ValueError(f"duplicate of {where}")
-            raise ValueError(f"{name} conflicts with {where} (same id, different fields)")
+            raise ValueError(f"{name} conflicts with {where} (same id and start, other fields)")
 
     def take(self) -> Batch:
         batch, self.rows = self.rows.batch(), _Rows()
         self.job_record.clear()  # records are numbered per batch
+        for key, job in self.current.items():  # runs are numbered per batch
+            self.closed.setdefault(key, job["_where"])
         return batch
 
 

@@ -34,7 +34,12 @@ def share_vectors(node_bytes: DataFrame, app_jobs: DataFrame) -> DataFrame:
     total = F.col("total")
     return join_on_job(per_job.where(total > 0), app_jobs.select(*JOB, "app_id")).select(
         "app_id",
-        F.concat_ws("\u001f", "job_id", F.coalesce("cluster", F.lit(""))).alias("job"),
+        F.concat_ws(
+            "\u001f",
+            "job_id",
+            F.coalesce("cluster", F.lit("")),
+            F.coalesce(F.col("run").cast("string"), F.lit("")),
+        ).alias("job"),
         F.transform("items", lambda item: item["io_bytes"] / total).alias("shares"),
     )
 

@@ -21,12 +21,13 @@ from .settings import MetricSettings, top_count
 
 JOBS_SQL = """
 WITH ran AS (
-    SELECT job_id, cluster, epoch_us(start) / 1e6 AS s, epoch_us("end") / 1e6 AS e
+    SELECT job_id, cluster, run, epoch_us(start) / 1e6 AS s, epoch_us("end") / 1e6 AS e
     FROM jobs WHERE start IS NOT NULL AND "end" > start
 ), alloc AS (
-    SELECT DISTINCT jn.job_id, jn.cluster, jn.node, t.cabinet, r.s, r.e
+    SELECT DISTINCT jn.job_id, jn.cluster, jn.run, jn.node, t.cabinet, r.s, r.e
     FROM job_nodes jn
     JOIN ran r ON jn.job_id = r.job_id AND jn.cluster IS NOT DISTINCT FROM r.cluster
+        AND jn.run IS NOT DISTINCT FROM r.run
     LEFT JOIN topology t ON t.node = jn.node
 ), io AS (
     SELECT node, epoch_us(ts) / 1e6 + interval_s / 2.0 AS mid,
@@ -35,28 +36,29 @@ WITH ran AS (
                 ELSE coalesce(net_rx_bytes, 0) + coalesce(net_tx_bytes, 0) END AS net
     FROM node_io
 ), per_node AS (
-    SELECT a.job_id, a.cluster, a.node, any_value(a.cabinet) AS cabinet,
+    SELECT a.job_id, a.cluster, a.run, a.node, any_value(a.cabinet) AS cabinet,
            coalesce(sum(io.b), 0)::DOUBLE AS b, sum(io.net)::DOUBLE AS net
     FROM alloc a LEFT JOIN io ON io.node = a.node AND io.mid >= a.s AND io.mid < a.e
-    GROUP BY a.job_id, a.cluster, a.node
+    GROUP BY a.job_id, a.cluster, a.run, a.node
 ), totals AS (
-    SELECT job_id, cluster, count(*) AS n, sum(b) AS total, max(b) AS top, sum(net) AS net
-    FROM per_node GROUP BY job_id, cluster
+    SELECT job_id, cluster, run, count(*) AS n, sum(b) AS total, max(b) AS top, sum(net) AS net
+    FROM per_node GROUP BY job_id, cluster, run
 ), entropy AS (
-    SELECT p.job_id, p.cluster,
+    SELECT p.job_id, p.cluster, p.run,
            sum(CASE WHEN p.b > 0 THEN -(p.b / t.total) * ln(p.b / t.total) ELSE 0 END) AS h
     FROM per_node p JOIN totals t
       ON p.job_id = t.job_id AND p.cluster IS NOT DISTINCT FROM t.cluster
-    WHERE t.total > 0 GROUP BY p.job_id, p.cluster
+        AND p.run IS NOT DISTINCT FROM t.run
+    WHERE t.total > 0 GROUP BY p.job_id, p.cluster, p.run
 ), cabinet_nodes AS (
-    SELECT job_id, cluster, cabinet, count(*)::DOUBLE AS k
+    SELECT job_id, cluster, run, cabinet, count(*)::DOUBLE AS k
     FROM per_node WHERE cabinet IS NOT NULL GROUP BY ALL
 ), cabinet_shares AS (
-    SELECT job_id, cluster, k / sum(k) OVER (PARTITION BY job_id, cluster) AS p
+    SELECT job_id, cluster, run, k / sum(k) OVER (PARTITION BY job_id, cluster, run) AS p
     FROM cabinet_nodes
 ), cabinets AS (
-    SELECT job_id, cluster, count(*) AS spanned, ln(count(*)) AS log_n, -sum(p * ln(p)) AS h
-    FROM cabinet_shares GROUP BY job_id, cluster
+    SELECT job_id, cluster, run, count(*) AS spanned, ln(count(*)) AS log_n, -sum(p * ln(p)) AS h
+    FROM cabinet_shares GROUP BY job_id, cluster, run
 ), job AS (
     SELECT t.n, t.total,
            CASE WHEN t.n > 1 AND t.total > 0 THEN t.top / t.total > $rank0 END AS rank0,
@@ -68,7 +70,9 @@ WITH ran AS (
            CASE WHEN t.net IS NOT NULL THEN t.total > greatest(t.net - t.total, 0) END AS low_comm
     FROM totals t
     LEFT JOIN entropy e ON e.job_id = t.job_id AND e.cluster IS NOT DISTINCT FROM t.cluster
+        AND e.run IS NOT DISTINCT FROM t.run
     LEFT JOIN cabinets c ON c.job_id = t.job_id AND c.cluster IS NOT DISTINCT FROM t.cluster
+        AND c.run IS NOT DISTINCT FROM t.run
 ), flagged AS (
     SELECT *, coalesce(NOT rank0, false) AS all_rank FROM job
 )

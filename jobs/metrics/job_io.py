@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 from .nud import distribution, distribution_metrics, nud, share, xlogx
 from .settings import MetricSettings
 
-JOB = ["job_id", "cluster"]
+JOB = ["job_id", "cluster", "run"]  # a run of a requeued job is a job (docs/design.md)
 JOB_INFO = [*JOB, "user", "job_name", "start", "end"]
 
 
@@ -33,10 +33,15 @@ def epoch_s(column: str) -> Column:
 
 
 def join_on_job(left: DataFrame, right: DataFrame, how: str = "inner") -> DataFrame:
-    """Join on (job_id, cluster), cluster compared null-safely; keeps the left's key columns."""
-    right = right.withColumnRenamed("job_id", "_job_id").withColumnRenamed("cluster", "_cluster")
-    on = (left["job_id"] == right["_job_id"]) & left["cluster"].eqNullSafe(right["_cluster"])
-    return left.join(right, on, how).drop("_job_id", "_cluster")
+    """Join on (job_id, cluster, run), cluster and run compared null-safely (the last run of
+    a job, and every job of a lake older than the run column, has a null run); keeps the
+    left's key columns."""
+    for column in JOB:
+        right = right.withColumnRenamed(column, f"_{column}")
+    on = left["job_id"] == right["_job_id"]
+    for column in JOB[1:]:
+        on = on & left[column].eqNullSafe(right[f"_{column}"])
+    return left.join(right, on, how).drop(*(f"_{column}" for column in JOB))
 
 
 def allocations(jobs: DataFrame, job_nodes: DataFrame, topology: DataFrame) -> DataFrame:

@@ -21,6 +21,7 @@ from burstlake.replay.graph import Topology
 from burstlake.replay.intervals import IntervalReplay, Rows
 from burstlake.replay.solver import saturable
 from burstlake.replay.workloads import Kind, Progress, ScenarioLimits, lake_jobs, register
+from burstlake.replay.workloads.lake_jobs import JOB_KEY, job_labels, run_keyed
 
 US = 1_000_000
 log = logging.getLogger(__name__)
@@ -169,23 +170,22 @@ def _lookup(first, begin, end, job, node, t, after_end):  # pragma: no cover - c
 
 def job_index(lake: Cluster, topology: Topology, origin: int, interval_s: int) -> JobIndex:
     """The allocations of ``jobs`` × ``job_nodes`` on ``topology``, in interval units."""
-    jobs = lake.read("jobs", ["job_id", "cluster", "start", "end"])
-    nodes = lake.read("job_nodes", ["job_id", "cluster", "node", "node_index"])
+    jobs = run_keyed(lake.read("jobs", [*JOB_KEY, "start", "end"]))
+    nodes = run_keyed(lake.read("job_nodes", [*JOB_KEY, "node", "node_index"]))
     jobs = jobs.filter(pc.is_valid(jobs["start"]))
-    alloc = nodes.join(jobs, keys=["job_id", "cluster"], join_type="inner")
+    alloc = nodes.join(jobs, keys=["job_id", "cluster", "run"], join_type="inner")
     alloc = alloc.filter(pc.is_in(alloc["node"], pa.array(list(topology.node_index))))
     if alloc.num_rows == 0:
         empty = np.zeros(0, dtype=np.int64)
         return JobIndex(empty, empty, empty, empty, ())
-    labels = pc.binary_join_element_wise(alloc["job_id"], pc.fill_null(alloc["cluster"], ""), "@")
-    job_ids, job = np.unique(labels.to_numpy(zero_copy_only=False), return_inverse=True)
+    job_ids, job = np.unique(np.array(job_labels(alloc), dtype=object), return_inverse=True)
     node = _node_indices(alloc["node"], topology)
     step = interval_s * US
     begin = (alloc["start"].cast(pa.int64()).to_numpy() - origin) // step
     stop = alloc["end"].cast(pa.int64()).fill_null(np.iinfo(np.int64).max // 2).to_numpy()
     end = -((origin - stop) // step)  # ceil: the interval holding the end belongs to the job
     order = np.lexsort((begin, node))
-    ids = tuple(str(j).removesuffix("@") for j in job_ids)
+    ids = tuple(str(j) for j in job_ids)
     node_index = alloc["node_index"].to_numpy().astype(np.int64)[order]
     return JobIndex(node[order], begin[order], end[order], job[order], ids, node_index)
 

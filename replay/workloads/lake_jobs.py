@@ -40,6 +40,26 @@ HISTORY_JOBS = 16  # the application's most recent ended jobs a prediction looks
 US = 1_000_000
 
 
+JOB_KEY = ("job_id", "cluster", "run")
+LAST_RUN = -1  # stands for a null jobs.run (a job's last run) in Arrow joins, where null != null
+
+
+def run_keyed(table: pa.Table) -> pa.Table:
+    """``run`` with :data:`LAST_RUN` for null, so that Arrow's join matches last runs."""
+    run = table.schema.get_field_index("run")
+    return table.set_column(run, "run", pc.fill_null(table["run"], LAST_RUN))
+
+
+def job_labels(table: pa.Table) -> list[str]:
+    """``job_id@cluster`` per row (``job_id`` without a cluster), ``#run`` appended for an
+    earlier run of a requeued job (jobs.run, docs/design.md "Run identity")."""
+    labels = []
+    for job_id, cluster, run in zip(*(table[c].to_pylist() for c in JOB_KEY), strict=True):
+        label = f"{job_id}@{cluster}" if cluster is not None else job_id
+        labels.append(label if run is None or run == LAST_RUN else f"{label}#{run}")
+    return labels
+
+
 def _ranks(demand: NodeDemand) -> np.ndarray:
     """Each allocation entry's rank among its job's nodes by node_index (0..nodes-1)."""
     jobs = demand.jobs
@@ -134,21 +154,17 @@ def _share_vectors(demand: NodeDemand) -> dict[int, np.ndarray]:
 
 def history(demand: NodeDemand, requests: list[JobRequest]) -> History:
     """Optimizable flags and traffic shares predicted from earlier ended jobs (004 §6.1-§6.3)."""
-    metrics = demand.lake.read(
-        "job_io_metrics", ["job_id", "cluster", "app_id", "end", "optimizable"]
-    )
+    metrics = demand.lake.read("job_io_metrics", [*JOB_KEY, "app_id", "end", "optimizable"])
     if metrics.num_rows == 0:
         raise ValueError(
             "reallocation predicts jobs from job_io_metrics, which is empty: run "
             "`burstlake metrics` on this lake first"
         )
-    labels = pc.binary_join_element_wise(
-        metrics["job_id"], pc.fill_null(metrics["cluster"], ""), "@"
-    ).to_pylist()
+    labels = job_labels(metrics)
     origin = round(demand.start.timestamp() * US)
     ends = (metrics["end"].cast(pa.int64()).to_numpy() - origin) / US
     apps, flags = metrics["app_id"].to_pylist(), metrics["optimizable"].to_pylist()
-    known = {label.removesuffix("@"): k for k, label in enumerate(labels)}
+    known = {label: k for k, label in enumerate(labels)}
     by_app: dict[str, list[int]] = {}
     for k in np.argsort(ends, kind="stable"):
         by_app.setdefault(apps[k], []).append(int(k))

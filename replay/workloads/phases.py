@@ -55,6 +55,7 @@ from burstlake.replay.workloads import (
     register,
 )
 from burstlake.replay.workloads.lake import window_bounds
+from burstlake.replay.workloads.lake_jobs import JOB_KEY
 
 log = logging.getLogger(__name__)
 LIMITS = ScenarioLimits()
@@ -446,25 +447,23 @@ def lake_demand(workload: dict, topology: Topology, lake: Cluster | None) -> Pha
         if bound is not None:
             condition &= keep
     lake = cluster_of(lake)
-    table = lake.read(
-        "io_phases", ["job_id", "cluster", "phase", "start", "duration_s", "bytes"], condition
-    )
+    table = lake.read("io_phases", [*JOB_KEY, "phase", "start", "duration_s", "bytes"], condition)
     if table.num_rows == 0:
         raise ValueError(
             "no io_phases rows in the window: run `burstlake metrics` on the lake first"
         )
     table = table.sort_by([("start", "ascending"), ("job_id", "ascending"), ("phase", "ascending")])
-    nodes = lake.read("job_nodes", ["job_id", "cluster", "node"])
+    nodes = lake.read("job_nodes", [*JOB_KEY, "node"])
     index = topology.node_index
     held: dict[tuple, list[int]] = {}
     for row in nodes.to_pylist():
         if row["node"] in index:
-            held.setdefault((row["job_id"], row["cluster"]), []).append(index[row["node"]])
+            held.setdefault(tuple(row[c] for c in JOB_KEY), []).append(index[row["node"]])
     begin = table["start"].cast(pa.int64()).to_numpy()
     origin = int(begin.min()) if start is None else round(start.timestamp() * 1e6)
     phases, as_ran, skipped = [], [], 0
     for k, row in enumerate(table.to_pylist()):
-        mine = held.get((row["job_id"], row["cluster"]))
+        mine = held.get(tuple(row[c] for c in JOB_KEY))
         if not mine or not row["bytes"]:
             skipped += 1
             continue
