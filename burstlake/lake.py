@@ -482,7 +482,7 @@ def read_table(
     return dataset(lake, table).to_table(columns=columns, filter=filter)
 
 
-CLUSTER_TABLES = ("topology", "node_io", "jobs")  # the tables that say which machines a lake holds
+CLUSTER_TABLES = ("topology", "node_io", "jobs", "job_nodes")  # which machines a lake holds
 
 
 @dataclass(frozen=True)
@@ -527,7 +527,7 @@ class Cluster:
 
 
 def clusters(lake: str | os.PathLike | None) -> list[Cluster]:
-    """The machines a lake holds, from the ``cluster`` of topology, node_io and jobs: one per
+    """The machines a lake holds, from the ``cluster`` of :data:`CLUSTER_TABLES`: one per
     name (sorted); rows naming none belong to the only named machine, or form the unnamed
     machine (last) when there are none or several."""
     found: set[str | None] = set()
