@@ -138,3 +138,19 @@ def test_rows_naming_no_machine_meet_the_only_named_one_at_ingest(tmp_path) -> N
     assert main(["ingest", "topology", str(other), "--cluster", "west", "--lake", str(first)]) == 0
     assert main(["ingest", "topology", str(csv), "--cluster", "th1a", "--lake", str(first)]) == 0
     assert unknown_nodes(first) == {}  # th1a's rows now meet th1a's own topology
+
+
+def test_two_synthetic_machines_from_the_command_line(tmp_path, capsys) -> None:
+    """`burstlake synth --cluster` names a second machine of one preset beside the first; a
+    bad name is refused in one line."""
+    from burstlake.cli import main
+
+    lake = tmp_path / "lake"
+    base = ["synth", "--preset", "tiny", "--days", "0.05", "--lake", str(lake)]
+    assert main(base) == 0
+    assert main([*base, "--seed", "1", "--cluster", "tiny-b"]) == 0
+    assert named(lake) == [("tiny", False), ("tiny-b", False)]
+    capsys.readouterr()
+    assert main([*base, "--cluster", "a/b"]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "a/b" in err[0], err

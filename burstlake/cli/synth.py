@@ -37,6 +37,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "data_intensive_bytes are the metrics thresholds synth_truth's labels follow: give "
         "`burstlake metrics --set` the same values",
     )
+    parser.add_argument(
+        "--cluster",
+        default=None,
+        metavar="NAME",
+        help="the machine's name in the lake (default: the preset's), e.g. a second machine "
+        "from the same preset beside the first",
+    )
     parser.add_argument("--progress", action="store_true", help="show progress even without a TTY")
     parser.set_defaults(handler=run)
 
@@ -55,6 +62,7 @@ def run(args: argparse.Namespace) -> int:
         params_file=args.params,
         overrides=parse_assignments(args.set),
         progress=args.progress or sys.stderr.isatty(),
+        cluster=args.cluster,
     )
     print(", ".join(f"{name}: {count}" for name, count in written.items()))
     return 0
