@@ -155,6 +155,10 @@ STEPS: list[Step] = [
 ]
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
 def summary(lake: Path) -> str:
     """Jobs and nodes per machine, and the cabinets spanned by the demo job, from DuckDB."""
     con = catalog.connect(lake)
@@ -182,9 +186,9 @@ def summary(lake: Path) -> str:
     finally:
         con.close()
     jobs = sum(m[1] for m in machines)
-    lines = [f"lake {lake}: {jobs} jobs on {len(machines)} machines"]
+    lines = [f"lake {lake}: {_count(jobs, 'job')} on {_count(len(machines), 'machine')}"]
     lines += [
-        f"  machine {cluster or '(unnamed)'}: {n} jobs, {nodes} distinct nodes allocated"
+        f"  machine {cluster or '(unnamed)'}: {_count(n, 'job')}, {nodes} distinct nodes allocated"
         for cluster, n, nodes in machines
     ]
     if cabinets:  # the Edison sample job: only when the real samples were ingested
