@@ -150,14 +150,10 @@ def headline(
     machine = cluster if isinstance(cluster, Cluster) else cluster_of(lake, cluster)
     con = connect(lake, cluster=machine)  # every table shows this machine's rows only
     try:
-
-        def run(query: str, params: dict):
-            return con.execute(query, params)
-
-        nodes, cabinets, ions, per_cabinet = run(SIZE_SQL, {}).fetchone()
+        nodes, cabinets, ions, per_cabinet = con.execute(SIZE_SQL).fetchone()
         if not nodes:
-            nodes = run("SELECT count(DISTINCT node) FROM node_io", {}).fetchone()[0]
-        jobs = run(
+            nodes = con.execute("SELECT count(DISTINCT node) FROM node_io").fetchone()[0]
+        jobs = con.execute(
             JOBS_SQL,
             {
                 "rank0": settings.rank0_share,
@@ -167,7 +163,7 @@ def headline(
             },
         )
         figures = dict(zip([d[0] for d in jobs.description], jobs.fetchone(), strict=True))
-        intervals = run(
+        intervals = con.execute(
             INTERVALS_SQL,
             {
                 "k_nodes": top_count(settings.top_node_fraction, nodes),
