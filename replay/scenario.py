@@ -153,13 +153,16 @@ def run(scenario: Scenario, lake: str | os.PathLike | None, progress: Progress =
     written: set[str] = set()
     with lake_run(lake, f"replay-{scenario.name}", INPUTS):
         root = lake_path(lake)
+        held = clusters(root) if reads_lake else []
         if not reads_lake:
             machines = [Cluster(root, None)]
         elif scenario.cluster is not None:
             machines = [cluster_of(root, scenario.cluster)]
         else:
-            machines = clusters(root) or [Cluster(root, None)]
-        unnamed = any(each.name is None for each in machines)
+            machines = held or [Cluster(root, None)]
+        # the unnamed machine's rows have the scenario's plain source id, as a lake's rows
+        # written before it had machine names do
+        unnamed = any(each.name is None for each in held)
         for machine in machines:
             table, extra = _replay(scenario, kind, machine, progress)
             source = f"scenario-{scenario.name}"

@@ -154,3 +154,21 @@ def test_two_synthetic_machines_from_the_command_line(tmp_path, capsys) -> None:
     assert main([*base, "--cluster", "a/b"]) != 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "a/b" in err[0], err
+
+
+def test_replaying_one_machine_keeps_the_unnamed_machines_scores(one, tmp_path) -> None:
+    """The unnamed machine's scores have the scenario's plain source id, as scores written
+    before machines had names do; replaying a named machine must not take them for those."""
+    lake = tmp_path / "lake"
+    for cluster in ("a", "b", None):
+        relabel(one, lake, cluster)
+    assert named(lake) == [("a", False), ("b", False), (None, False)]
+    run(load(SCENARIOS / "ion_remap.yaml"), lake)
+    every = read_table(lake, "replay_scores")
+    assert set(every["cluster"].to_pylist()) == {"a", "b", None}
+    only_b = tmp_path / "b.yaml"
+    only_b.write_text((SCENARIOS / "ion_remap.yaml").read_text() + "cluster: b\n")
+    run(load(only_b), lake)
+    kept = read_table(lake, "replay_scores")
+    assert kept.num_rows == every.num_rows
+    assert set(kept["cluster"].to_pylist()) == {"a", "b", None}
