@@ -1,0 +1,185 @@
+"""The packet model (burstlake.replay.packet) against packet timings derived by hand.
+
+Units are chosen so the arithmetic is exact: a packet of P = 4096 bytes on a link of 4096
+bytes/s takes 1 s, so times count packet transmissions. Every expected value is derived in
+the test from the model's rules (packets, buffers and credits, store and forward per hop,
+``router_delay`` per switch, ``nic_delay`` per message)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from burstlake.replay.events import Requests, simulate as flow_simulate
+from burstlake.replay.packet import PacketSettings, simulate
+from burstlake.replay.solver import Paths
+
+P = 4096.0
+ONE = P  # bytes/s: one packet per second
+
+
+def requests(routes, sizes, gaps=None, streams=None, **extra) -> Requests:
+    n = len(routes)
+    return Requests(
+        np.arange(n) if streams is None else np.asarray(streams),
+        np.asarray(sizes, dtype=float),
+        np.zeros(n) if gaps is None else np.asarray(gaps, dtype=float),
+        Paths.from_lists(routes),
+        **extra,
+    )
+
+
+def settings(buffer_packets: float = 16, router_delay: float = 0.0, nic_delay: float = 0.0):
+    return PacketSettings(P, buffer_packets * P, router_delay, nic_delay)
+
+
+def test_one_message_over_h_hops() -> None:
+    # NIC delay once, then store and forward: h transmissions, a router delay per switch
+    B, rd, nic = 12.5e9, 60e-9, 1e-6
+    for h in (1, 2, 6):
+        t = simulate(requests([list(range(h))], [P]), np.full(h, B), PacketSettings())
+        assert t.end[0] - t.start[0] == pytest.approx(nic + h * P / B + (h - 1) * rd, rel=1e-12)
+    # n packets pipeline: the last leaves the NIC after n transmissions, then h - 1 more hops
+    n, h = 5, 4
+    t = simulate(requests([list(range(h))], [n * P]), np.full(h, B), PacketSettings())
+    assert t.end[0] == pytest.approx(nic + n * P / B + (h - 1) * (P / B + rd), rel=1e-12)
+
+
+def test_a_short_last_packet_takes_its_own_bytes() -> None:
+    # 2.5 packets over 2 links: link 1 carries the full packets over [1,2] and [2,3]; the half
+    # packet reaches it at 2.5 s, waits for it until 3 s and crosses in 0.5 s
+    t = simulate(requests([[0, 1]], [2.5 * P]), np.full(2, ONE), settings())
+    assert t.end[0] == pytest.approx(3.5)
+    assert t.delivered[0] == 2.5 * P
+
+
+def test_two_flows_share_one_link_half_each_to_the_packet() -> None:
+    # both inject at the link rate into link 2: it serves their packets alternately, so the
+    # first finishes one packet before the other and each got half the link
+    m = 40
+    t = simulate(requests([[0, 2], [1, 2]], [m * P, m * P]), np.full(3, ONE), settings())
+    # link 2 is busy from 1 s (the first packets arrive) for 2m packets
+    assert sorted(t.end) == pytest.approx([1 + 2 * m - 1, 1 + 2 * m])
+
+
+def test_n_senders_into_one_link_get_the_link_rate_in_total() -> None:
+    n, m = 7, 30
+    routes = [[i, n] for i in range(n)]
+    t = simulate(requests(routes, [m * P] * n), np.full(n + 1, ONE), settings())
+    assert t.end.max() == pytest.approx(1 + n * m)  # n·m packets back to back after 1 s
+    assert t.delivered.sum() == n * m * P
+
+
+def test_a_one_packet_buffer_stalls_its_sender() -> None:
+    # link 1 is 4× slower. With a buffer of one packet, a packet is admitted to link 1's buffer
+    # only when the previous one was delivered, so link 1 idles for the router delay between
+    # packets, and the sender waits for credits: each of the m packets costs 4 s + rd
+    m, rd = 10, 0.5
+    capacity = np.array([ONE, ONE / 4])
+    t = simulate(requests([[0, 1]], [m * P]), capacity, settings(1, router_delay=rd))
+    assert t.end[0] == pytest.approx(1 + m * (4 + rd))
+    # with room for two packets the next one is already admitted: link 1 never idles
+    t = simulate(requests([[0, 1]], [m * P]), capacity, settings(2, router_delay=rd))
+    assert t.end[0] == pytest.approx(1 + 4 * m + rd)
+
+
+def test_head_of_line_blocking() -> None:
+    # Buffers of one packet. A sends 2 packets over a0 -> L -> busy (10× slower); B sends one
+    # packet over b0 -> L -> free at 2.5 s.
+    #   A1: a0 [0,1], L [1,2], admitted to busy at 2 (freeing L), busy [2,12], delivered 12.
+    #   A2: a0 [1,2] (a0's credit came back when A1 entered L), L [2,3]; busy's buffer is
+    #       full until 12, so A2 waits at the switch holding L's buffer.
+    #   B:  b0 [2.5,3.5]; L's buffer is held by A2, so B waits although `free` is idle.
+    #   At 12 A1 is delivered: A2 enters busy (busy [12,22]), L's credit returns, B crosses
+    #   L [12,13] and free [13,14].
+    a0, b0, L, busy, free = range(5)
+    capacity = np.array([ONE, ONE, ONE, ONE / 10, ONE])
+    routes = [[a0, L, busy], [b0, L, free]]
+    t = simulate(requests(routes, [2 * P, P], gaps=[0, 2.5]), capacity, settings(1))
+    assert t.end.tolist() == pytest.approx([22.0, 14.0])
+    # alone, or with room for a second packet in L's buffer, B takes its 3 transmissions
+    t = simulate(requests(routes, [2 * P, P], gaps=[0, 2.5]), capacity, settings(2))
+    assert t.end[1] - t.start[1] == pytest.approx(3.0)
+
+
+def test_credits_are_conserved() -> None:
+    rng = np.random.default_rng(3)
+    # routes in increasing resource order: no cycle of buffers, so no deadlock
+    routes = [sorted(rng.choice(6, size=rng.integers(1, 5), replace=False)) for _ in range(40)]
+    sizes = rng.uniform(0, 10 * P, 40)
+    streams = np.sort(rng.integers(0, 8, 40))
+    capacity = rng.uniform(0.5, 2.0, 6) * ONE
+    t = simulate(requests(routes, sizes, streams=streams), capacity, settings(2.5))
+    np.testing.assert_array_equal(t.occupancy, 0.0)  # every buffer drained
+    np.testing.assert_allclose(t.delivered, sizes)  # every byte arrived
+    assert np.all(t.end >= t.start)
+    assert t.peak_packets > 0
+
+
+def test_streams_issue_after_completion_gap_release_and_window() -> None:
+    # one stream of three 1-packet requests over one link: gap 2 after each completion,
+    # the third released no sooner than 9, and a window of 5 between issues
+    r = requests([[0]] * 3, [P] * 3, gaps=[0, 2, 2], streams=[0, 0, 0])
+    t = simulate(r, [ONE], settings())
+    assert t.start.tolist() == [0, 3, 6] and t.end.tolist() == [1, 4, 7]
+    r = requests(
+        [[0]] * 3, [P] * 3, gaps=[0, 2, 2], streams=[0, 0, 0], release=np.array([0, 0, 9.0])
+    )
+    assert simulate(r, [ONE], settings()).start.tolist() == [0, 3, 9]
+    r = requests([[0]] * 3, [P] * 3, gaps=[0, 2, 2], streams=[0, 0, 0], window=np.full(3, 5.0))
+    assert simulate(r, [ONE], settings()).start.tolist() == [0, 5, 10]
+
+
+def test_until_stops_the_clock() -> None:
+    r = requests([[0]] * 3, [P] * 3, gaps=[0, 0, 0], streams=[0, 0, 0])
+    t = simulate(r, [ONE], settings(), until=1.5)
+    assert t.end[0] == 1.0 and np.isnan(t.end[1:]).all()
+
+
+def test_agrees_with_the_flow_model_on_one_bottleneck() -> None:
+    # equal flows through one bottleneck: max-min gives each 1/n of it; the packet model's
+    # throughput is within 2 % (it differs by the pipeline's fill time only)
+    B = 12.5e9
+    for n in (2, 5, 16):
+        routes = [[i, n, n + 1 + i] for i in range(n)]
+        sizes = [4e6] * n
+        capacity = np.full(2 * n + 1, B)
+        fluid = flow_simulate(requests(routes, sizes), capacity)
+        packet = simulate(requests(routes, sizes), capacity, PacketSettings())
+        assert packet.end.max() == pytest.approx(fluid.end.max(), rel=0.02)
+
+
+def test_deadlock_is_refused_with_a_reason() -> None:
+    # a ring of three one-packet buffers, every flow holding one and wanting the next
+    routes = [[0, 1, 2], [1, 2, 0], [2, 0, 1]]
+    with pytest.raises(ValueError, match="deadlock"):
+        simulate(requests(routes, [3 * P] * 3), np.full(3, ONE), settings(1))
+    # virtual channels break the cycle: the dateline hop moves to VC 1
+    vcs = np.array([0, 0, 1, 0, 1, 1, 1, 1, 1])
+    t = simulate(requests(routes, [3 * P] * 3), np.full(3, ONE), settings(1), vcs=vcs)
+    assert np.isfinite(t.end).all()
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        ({"packet_bytes": 0}, "packet_bytes must be positive"),
+        ({"buffer_bytes": -1}, "buffer_bytes must be positive"),
+        ({"router_delay": -1e-9}, "router_delay must be >= 0"),
+        ({"nic_delay": "soon"}, "nic_delay must be a number"),
+        ({"nic_delay": True}, "nic_delay must be a number"),
+        ({"packet_bytes": float("inf")}, "packet_bytes must be a number"),
+        ({"packet_bytes": 8192, "buffer_bytes": 4096}, "larger than buffer_bytes"),
+        ({"bufer_bytes": 1}, r"unknown settings \['bufer_bytes'\]"),
+    ],
+)
+def test_bad_settings_are_refused_naming_the_key(given, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        PacketSettings.from_mapping(given, "scenario.yaml: packet")
+
+
+def test_bad_routes_and_channels_are_refused() -> None:
+    with pytest.raises(ValueError, match="outside the topology"):
+        simulate(requests([[0, 3]], [P]), [ONE, ONE], settings())
+    with pytest.raises(ValueError, match="one virtual channel"):
+        simulate(requests([[0]], [P]), [ONE], settings(), vcs=np.array([0, 1]))
