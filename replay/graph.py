@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from itertools import pairwise
 from typing import Protocol
 
 import numpy as np
@@ -52,7 +53,15 @@ class ResourceSet:
 
 
 class Router(Protocol):
-    """Routing of one topology: resource ids on the way, and hop counts."""
+    """Routing of one topology: resource ids on the way, and hop counts.
+
+    Optional hooks a router may add (:class:`Topology` asks with ``getattr``):
+
+    - ``groups() -> np.ndarray``: the group of every compute node, for job placement;
+    - ``vcs(route: list[int]) -> list[int]``: the virtual channel of each hop of ``route``
+      for a lossless packet model, the family's deadlock-avoidance rule (without it every
+      hop is on VC 0: routes whose channel dependencies have no cycle).
+    """
 
     def io_route(self, node: int, target: int) -> list[int]:
         """Resources from compute node ``node`` through forwarding target ``target`` to storage."""
@@ -131,6 +140,19 @@ class Topology:
         is_link = self._memo("is_link", lambda: np.isin(self.resources.kinds, LINK_KINDS))
         crossed = np.concatenate(([0], np.cumsum(is_link[paths.indices])))
         return (crossed[paths.indptr[1:]] - crossed[paths.indptr[:-1]]) * per_hop
+
+    def route_vcs(self, paths: Paths) -> np.ndarray:
+        """The virtual channel of every entry of ``paths.indices`` (int8, aligned with it):
+        the router's ``vcs`` rule route by route, VC 0 everywhere if it has none."""
+        rule = getattr(self.router, "vcs", None)
+        if rule is None:
+            return np.zeros(len(paths.indices), dtype=np.int8)
+        bounds = paths.indptr.tolist()
+        routes = [paths.indices[a:b] for a, b in pairwise(bounds)]
+        vcs = [rule(route.tolist()) for route in routes]
+        if any(len(v) != len(r) for v, r in zip(vcs, routes, strict=True)):
+            raise ValueError(f"{self.name}: the router's vcs gave a length other than the route's")
+        return np.asarray([vc for route in vcs for vc in route], dtype=np.int8)
 
     def route_hops(self) -> np.ndarray | None:
         """Hops from each compute node to its target (004 §5.2), None if not modelled."""

@@ -29,11 +29,9 @@ import yaml
 from burstlake import catalog
 from burstlake.lake import Cluster, cluster_of, clusters, lake_path, write_table
 from burstlake.lake import run as lake_run
-from burstlake.replay import workloads
+from burstlake.replay import topologies, workloads
 from burstlake.replay.graph import Topology
 from burstlake.replay.policies import Policy, policy
-from burstlake.replay.topologies import build
-from burstlake.replay.topologies import check as check_topology
 from burstlake.replay.workloads import Progress, ScenarioLimits
 from burstlake.schemas.replay import INPUTS
 
@@ -108,7 +106,7 @@ def load(path: str | os.PathLike, limits: ScenarioLimits = LIMITS) -> Scenario:
     topology = spec["topology"]
     topology = {"name": topology} if isinstance(topology, str) else dict(topology)
     try:
-        check_topology(topology)
+        topologies.check(topology)
     except ValueError as err:
         raise ValueError(f"{path}: {err}") from None
     if not spec["policies"]:
@@ -148,7 +146,7 @@ def run(scenario: Scenario, lake: str | os.PathLike | None, progress: Progress =
     ``replay_scores`` commit records the run id and those versions (:func:`burstlake.lake.run`).
     """
     kind = workloads.kind(scenario.workload["source"])
-    reads_lake = kind.reads_lake or scenario.topology["name"] == "lake"
+    reads_lake = kind.reads_lake or topologies.reads_lake(scenario.topology)
     tables: list[pa.Table] = []
     written: set[str] = set()
     with lake_run(lake, f"replay-{scenario.name}", INPUTS):
@@ -183,7 +181,7 @@ def _replay(
     scenario: Scenario, kind: workloads.Kind, lake: Cluster, progress: Progress
 ) -> tuple[pa.Table, dict[str, list[pa.Table]]]:
     """Every policy's scores on one machine of the lake (and rows of further tables)."""
-    topology = build(scenario.topology, lake)
+    topology = topologies.build(scenario.topology, lake)
     demand = kind.demand(scenario.workload, topology, lake)
     rows, extra = [], {}
     for each in scenario.policies:

@@ -26,14 +26,7 @@ def _servers(place) -> Apply:
 
 @register("isolated-target")
 def isolated_target(leaves: list[int] | None = None) -> Apply:
-    if leaves is not None and (
-        not isinstance(leaves, list)
-        or not leaves
-        or any(isinstance(x, bool) or not isinstance(x, int) for x in leaves)
-    ):
-        raise ValueError(
-            f"policy isolated-target: leaves must be a list of leaf numbers, got {leaves!r}"
-        )
+    leaves = fattree.leaf_list("policy isolated-target: leaves", leaves)
     return _servers(lambda shape, _count: fattree.isolated_servers(shape, leaves))
 
 

@@ -1,79 +1,124 @@
-"""Topology builders by name (docs/design.md, "Replay"): the forwarding presets of
-burstlake.machines (``tianhe1a``, ``cs19``, ``tiny``), the fat-tree ``cab1296``, the torus
-``mira512``, and ``lake`` (the lake's own ``topology`` table)."""
+"""Topologies by name (docs/design.md, "Topologies"): a scenario's ``topology:`` names a
+*family* with its parameters (``{name: fattree, radix: 36, leaves: 72}``) or a *preset*, a
+parameter set of a family (``cab1296``, ``mira512``, ``tianhe1a``, ``cs19``, ``tiny``).
+
+A family module registers a :class:`Family` with :func:`register` (its settings, capacities,
+default link latency, check and build) and its presets with :func:`preset`: the fat-tree
+(:mod:`.fattree`), the torus (:mod:`.torus`), the I/O forwarding machines and the lake's own
+``topology`` table (:mod:`.forwarding`). Every topology also takes ``capacities`` (the family's
+capacity keys, bytes/s) and ``link_latency`` (seconds per link crossed). The scenario runner
+and the engine never change when a family is added.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import replace
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
-from burstlake.machines import PRESETS
 from burstlake.replay.graph import Topology
-from burstlake.replay.topologies import fattree, forwarding, torus
 
-SETTINGS = {
-    "cab1296": {"radix", "leaves", "taper", "server_leaves", "capacities", "link_latency"},
-    "mira512": {"dims", "nodes_per_bridge", "capacities", "link_latency"},
-    "lake": {"capacities", "link_latency"},
-    **{name: {"capacities", "link_latency"} for name in PRESETS},
-}
-# Seconds per link a route crosses where a scenario leaves ``link_latency`` out: the fat-tree's
-# is the CODES router delay (:data:`fattree.LINK_LATENCY`); the forwarding and torus presets
-# model no network latency (004 §5.2 takes the compute network's overhead as negligible).
-LINK_LATENCY = {"cab1296": fattree.LINK_LATENCY}
+COMMON = frozenset({"capacities", "link_latency"})  # settings every topology takes
 
 
-# The capacities (bytes/s) each kind of topology has, which a scenario's ``capacities:`` may set.
-CAPACITIES = {
-    "cab1296": fattree.CAPACITY_KEYS,
-    "mira512": torus.CAPACITY_KEYS,
-    "lake": forwarding.CAPACITY_KEYS,
-    **{name: forwarding.CAPACITY_KEYS for name in PRESETS},
-}
+@dataclass(frozen=True)
+class Family:
+    """One family of topologies.
+
+    - ``settings``: the parameters a scenario may give besides ``name`` and :data:`COMMON`;
+    - ``capacities``: the capacity keys (bytes/s) a scenario's ``capacities:`` may set;
+    - ``check(name, settings)``: refuse bad parameters in one line naming the topology,
+      before any work (what it returns is ignored);
+    - ``build(name, settings, capacities, lake)``: the topology (``capacities`` None: the
+      family's own; ``lake``: the one machine of the lake replayed, for ``reads_lake``);
+    - ``link_latency``: seconds per link crossed where a scenario leaves it out;
+    - ``reads_lake``: built from the lake's own tables, so a lake holding several machines is
+      replayed one machine at a time.
+    """
+
+    settings: frozenset[str]
+    capacities: tuple[str, ...]
+    check: Callable[[str, Mapping[str, Any]], Any]
+    build: Callable[[str, dict[str, Any], dict[str, float] | None, Any], Topology]
+    link_latency: float = 0.0
+    reads_lake: bool = False
+
+
+_FAMILIES: dict[str, Family] = {}
+_PRESETS: dict[str, tuple[str, dict[str, Any]]] = {}
+
+
+def register(name: str, family: Family) -> Family:
+    _FAMILIES[name] = family
+    return family
+
+
+def preset(name: str, family: str, **settings: Any) -> None:
+    """Register ``name`` as ``family`` with ``settings`` (a scenario may override them)."""
+    _PRESETS[name] = (family, settings)
 
 
 def names() -> list[str]:
-    return sorted(SETTINGS)
+    """Every name a scenario's ``topology:`` may give: families and presets."""
+    _load()
+    return sorted({*_FAMILIES, *_PRESETS})
+
+
+def resolve(settings: Mapping[str, Any]) -> tuple[str, Family, dict[str, Any]]:
+    """The name, family and settings (a preset's, then the scenario's) of a ``topology:``
+    mapping, refusing an unknown name or setting (a misspelled ``ionn`` is an error, not
+    ignored)."""
+    _load()
+    given = dict(settings)
+    name = given.pop("name", None)
+    if name in _PRESETS:
+        family_name, base = _PRESETS[name]
+    elif name in _FAMILIES:
+        family_name, base = name, {}
+    else:
+        raise ValueError(f"unknown topology {name!r}; choose one of {', '.join(names())}")
+    family = _FAMILIES[family_name]
+    allowed = family.settings | COMMON
+    unknown = set(given) - allowed
+    if unknown:
+        raise ValueError(
+            f"topology {name}: unknown settings {sorted(unknown)}; allowed: {sorted(allowed)}"
+        )
+    return name, family, {**base, **given}
 
 
 def check(settings: Mapping[str, Any]) -> None:
     """Refuse a scenario's ``topology:`` mapping before any work: an unknown name, setting or
-    capacity key (a misspelled ``ionn`` is an error, not ignored), or a capacity that is not a
-    positive number."""
-    settings = dict(settings)
-    name = settings.pop("name", None)
-    if name not in SETTINGS:
-        raise ValueError(f"unknown topology {name!r}; choose one of {', '.join(names())}")
-    unknown = set(settings) - SETTINGS[name]
-    if unknown:
-        raise ValueError(
-            f"topology {name}: unknown settings {sorted(unknown)}; "
-            f"allowed: {sorted(SETTINGS[name])}"
-        )
-    caps = _capacities(settings.get("capacities")) or {}
-    unknown = set(caps) - set(CAPACITIES[name])
+    capacity key, a capacity that is not a positive number, a bad parameter of the family."""
+    name, family, given = resolve(settings)
+    caps = _capacities(given.get("capacities")) or {}
+    unknown = set(caps) - set(family.capacities)
     if unknown:
         raise ValueError(
             f"topology {name}: unknown capacities {sorted(unknown)}; "
-            f"allowed: {sorted(CAPACITIES[name])}"
+            f"allowed: {sorted(family.capacities)}"
         )
-    bad = {k: v for k, v in caps.items() if not 0 < v < float("inf")}
+    bad = {k: v for k, v in caps.items() if not 0 < v < math.inf}
     if bad:
         raise ValueError(f"topology {name}: each capacity must be positive bytes/s, got {bad}")
-    if name == "mira512":
-        torus.shape(settings)
-    _link_latency(name, settings)
+    family.check(name, given)
+    _link_latency(name, family, given)
 
 
-def _link_latency(name: str, settings: Mapping[str, Any]) -> float:
-    """The scenario's ``link_latency`` (seconds per link, >= 0) or the topology's default."""
-    value = settings.get("link_latency", LINK_LATENCY.get(name, 0.0))
+def reads_lake(settings: Mapping[str, Any]) -> bool:
+    """Whether the topology is built from the lake's own tables (:attr:`Family.reads_lake`)."""
+    return resolve(settings)[1].reads_lake
+
+
+def _link_latency(name: str, family: Family, settings: Mapping[str, Any]) -> float:
+    """The scenario's ``link_latency`` (seconds per link, >= 0) or the family's default."""
+    value = settings.get("link_latency", family.link_latency)
     try:
         latency = float(value)
     except (TypeError, ValueError):
-        latency = float("nan")
-    if isinstance(value, bool) or not 0 <= latency < float("inf"):
+        latency = math.nan
+    if isinstance(value, bool) or not 0 <= latency < math.inf:
         raise ValueError(
             f"topology {name}: link_latency must be a number of seconds >= 0 "
             f"(e.g. 9e-8), got {value!r}"
@@ -83,29 +128,13 @@ def _link_latency(name: str, settings: Mapping[str, Any]) -> float:
 
 def build(settings: Mapping[str, Any], lake: Any = None) -> Topology:
     """Build the topology a scenario's ``topology:`` mapping names (``name:`` plus settings);
-    ``lake`` (a path, or one machine of it: :class:`burstlake.lake.Cluster`) for ``lake``."""
+    ``lake`` (a path, or one machine of it: :class:`burstlake.lake.Cluster`) for a family that
+    reads the lake."""
     check(settings)
-    settings = dict(settings)
-    name = settings.pop("name")
-    caps = _capacities(settings.get("capacities"))
-    latency = _link_latency(name, settings)
-    if name == "cab1296":
-        shape = fattree.FatTreeShape(
-            int(settings.get("radix", 36)),
-            int(settings.get("leaves", 72)),
-            float(settings.get("taper", 1.0)),
-        )
-        servers = fattree.isolated_servers(shape, settings.get("server_leaves"))
-        return fattree.build(shape, caps, servers, link_latency=latency)
-    if name == "mira512":
-        dims, nodes_per_bridge = torus.shape(settings)
-        topology = torus.build(dims, caps, nodes_per_bridge=nodes_per_bridge)
-    elif name == "lake":
-        from burstlake.lake import cluster_of
-
-        topology = forwarding.from_table(cluster_of(lake).read("topology"), capacities=caps)
-    else:
-        topology = forwarding.from_machine(PRESETS[name], caps)
+    name, family, given = resolve(settings)
+    latency = _link_latency(name, family, given)
+    params = {k: v for k, v in given.items() if k not in COMMON}
+    topology = family.build(name, params, _capacities(given.get("capacities")), lake)
     return replace(topology, settings={**topology.settings, "link_latency": latency}, _cache={})
 
 
@@ -117,3 +146,11 @@ def _capacities(given: Mapping[str, Any] | None) -> dict[str, float] | None:
         return {str(k): float(v) for k, v in dict(given).items()}
     except (TypeError, ValueError) as err:
         raise ValueError(f"topology capacities must be numbers in bytes/s: {err}") from err
+
+
+def _load() -> None:
+    from burstlake.replay.topologies import (  # noqa: F401 - register their families
+        fattree,
+        forwarding,
+        torus,
+    )

@@ -6,22 +6,28 @@ form a pod whose aggregation switch ``u`` takes uplink ``u`` of every leaf; core
 ``(u, c)`` links aggregation switch ``u`` of every pod. Every link is two resources, one per
 direction. D-mod-k: towards destination host ``d`` a leaf goes up through uplink
 ``d mod U`` and an aggregation switch through uplink ``(d div U) mod C``.
-The preset ``cab1296`` (paper 000 §3.1): radix 36, 72 leaves, 1,296 hosts, 12.5 GB/s links,
-72 I/O servers on four leaves, one per pod (the "isolated" placement, two leaves in each half).
+The family ``fattree`` takes ``radix``, ``leaves``, ``taper`` and ``server_leaves``; its preset
+``cab1296`` (paper 000 §3.1): radix 36, 72 leaves, 1,296 hosts, 12.5 GB/s links, 72 I/O
+servers on four leaves, one per pod (the "isolated" placement, two leaves in each half).
 The I/O servers are the forwarding targets: each compute node sends its I/O to one server.
 Where the servers sit is a setting (000 §5.2): ``isolated`` (the default above),
 ``spread`` (one per leaf, on the same port, round robin over the leaves) or any host list
 (``random_servers``). Every route pays ``link_latency`` per link it crosses.
+Virtual channels: none needed (every hop on VC 0): up/down routing never climbs after it has
+gone down, so its channel dependencies have no cycle.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from burstlake.replay.graph import ResourceSet, Topology
+from burstlake.replay.topologies import Family, preset, register
 
 LINK = 12.5e9  # bytes/s per link and direction (paper 000 §3.1)
 SERVER = 12.5e9  # one I/O server's service rate (bytes/s)
@@ -200,3 +206,59 @@ def _links(shape: FatTreeShape, link: float) -> ResourceSet:
                     r.add(f"a{pod}.{u}>c{u}.{c}", "switch_link", link)
                     r.add(f"c{u}.{c}>a{pod}.{u}", "switch_link", link)
     return r
+
+
+def shape_from(name: str, settings: Mapping[str, Any]) -> FatTreeShape:
+    """A scenario's ``radix``, ``leaves`` and ``taper`` (defaults: cab1296's), checked with
+    one-line errors: radix an even integer ≥ 2, leaves an integer ≥ 1, taper a number > 0."""
+    radix, leaves = settings.get("radix", 36), settings.get("leaves", 72)
+    taper = settings.get("taper", 1.0)
+    if isinstance(radix, bool) or not isinstance(radix, int) or radix < 2 or radix % 2:
+        raise ValueError(f"topology {name}: radix must be an even integer ≥ 2, got {radix!r}")
+    if isinstance(leaves, bool) or not isinstance(leaves, int) or leaves < 1:
+        raise ValueError(f"topology {name}: leaves must be an integer ≥ 1, got {leaves!r}")
+    if isinstance(taper, bool) or not isinstance(taper, int | float) or not 0 < taper < math.inf:
+        raise ValueError(f"topology {name}: taper must be a number > 0, got {taper!r}")
+    return FatTreeShape(radix, leaves, float(taper))
+
+
+def leaf_list(where: str, leaves: Any) -> list[int] | None:
+    """A setting naming leaves for the I/O servers: absent, or a non-empty list of leaf
+    numbers (one-line error naming ``where``, e.g. ``policy isolated-target: leaves``)."""
+    if leaves is not None and (
+        not isinstance(leaves, list)
+        or not leaves
+        or any(isinstance(x, bool) or not isinstance(x, int) for x in leaves)
+    ):
+        raise ValueError(f"{where} must be a list of leaf numbers, got {leaves!r}")
+    return leaves
+
+
+def _check(name: str, settings: Mapping[str, Any]) -> None:
+    shape = shape_from(name, settings)
+    leaves = leaf_list(f"topology {name}: server_leaves", settings.get("server_leaves"))
+    try:
+        isolated_servers(shape, leaves)
+    except ValueError as err:
+        raise ValueError(f"topology {name}: {err}") from None
+
+
+def _build(
+    name: str, settings: dict[str, Any], capacities: dict[str, float] | None, _lake: Any
+) -> Topology:
+    shape = shape_from(name, settings)
+    servers = isolated_servers(shape, settings.get("server_leaves"))
+    return build(shape, capacities, servers, name)
+
+
+register(
+    "fattree",
+    Family(
+        settings=frozenset({"radix", "leaves", "taper", "server_leaves"}),
+        capacities=CAPACITY_KEYS,
+        check=_check,
+        build=_build,
+        link_latency=LINK_LATENCY,
+    ),
+)
+preset("cab1296", "fattree", radix=36, leaves=72, taper=1.0)

@@ -6,18 +6,29 @@ forwarding capacity, and the storage servers as one aggregate. The compute netwo
 taken as non-blocking: 004 §5.2 argues its overhead is negligible next to the I/O path. Hops to
 the ION follow 004 §5.2 on machines with NRM boards (CS19): 2 within a board row or column,
 4 otherwise, with the IONs on ``ION_BOARDS`` boards in board row ``ION_ROW``.
+
+Two families: ``forwarding``, a machine of ``nodes`` compute nodes under the block mapping of
+``nodes_per_ion`` nodes per ION (with ``board_size`` and ``board_columns`` for the NRM board
+grid), whose presets are the machines of :data:`burstlake.machines.PRESETS` (``tianhe1a``,
+``cs19``, ``tiny``); and ``lake``, the machine the lake's own ``topology`` table describes,
+under the mapping it records. Virtual channels: none needed (every hop on VC 0); a route
+crosses one node link, then the ION and the storage, so no channel waits on another in a
+cycle.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from burstlake.machines import Machine
+from burstlake.machines import PRESETS, Machine
 from burstlake.replay.graph import ResourceSet, Topology
+from burstlake.replay.topologies import Family, preset, register
 
 # Capacities in bytes/s (settings; a scenario's ``capacities:`` overrides them).
 NODE_LINK = 6.0e9  # compute node injection / ejection (56 Gb/s-class interconnect)
@@ -117,3 +128,68 @@ def from_table(
     ions = sorted(set(rows.values()), key=natural_key)
     ion_index = {ion: j for j, ion in enumerate(ions)}
     return build(name, nodes, ions, np.array([ion_index[rows[n]] for n in nodes]), capacities)
+
+
+GEOMETRY = ("nodes", "nodes_per_ion", "board_size", "board_columns")  # a machine's settings
+
+
+def _machine(name: str, settings: Mapping[str, Any]) -> Machine:
+    """The block-mapped machine a scenario's settings describe, checked with one-line errors:
+    ``nodes`` and ``nodes_per_ion`` integers ≥ 1, ``board_size`` and ``board_columns`` both
+    integers ≥ 1 or both absent (no board grid: no hop model)."""
+    for key in GEOMETRY:
+        value = settings.get(key)
+        if value is None and key in ("board_size", "board_columns"):
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"topology {name}: {key} must be an integer ≥ 1, got {value!r}")
+    boards = settings.get("board_size"), settings.get("board_columns")
+    if (boards[0] is None) != (boards[1] is None):
+        raise ValueError(f"topology {name}: give board_size and board_columns together")
+    # a Machine's cabinets and days are the synthesizer's; the replay reads its geometry
+    return Machine(
+        name,
+        settings["nodes"],
+        settings["nodes_per_ion"],
+        settings["nodes_per_ion"],
+        days=0,
+        board_size=boards[0],
+        board_columns=boards[1],
+    )
+
+
+def _build_machine(
+    name: str, settings: dict[str, Any], capacities: dict[str, float] | None, _lake: Any
+) -> Topology:
+    return from_machine(_machine(name, settings), capacities)
+
+
+def _build_lake(
+    name: str, _settings: dict[str, Any], capacities: dict[str, float] | None, lake: Any
+) -> Topology:
+    from burstlake.lake import cluster_of
+
+    return from_table(cluster_of(lake).read("topology"), name, capacities)
+
+
+register(
+    "forwarding",
+    Family(
+        settings=frozenset(GEOMETRY),
+        capacities=CAPACITY_KEYS,
+        check=_machine,
+        build=_build_machine,
+    ),
+)
+for _name, _preset in PRESETS.items():
+    preset(_name, "forwarding", **{key: getattr(_preset, key) for key in GEOMETRY})
+register(
+    "lake",
+    Family(
+        settings=frozenset(),
+        capacities=CAPACITY_KEYS,
+        check=lambda _name, _settings: None,
+        build=_build_lake,
+        reads_lake=True,
+    ),
+)

@@ -1,9 +1,10 @@
 """5-D torus with bridge nodes (IBM BG/Q, paper 003): compute nodes reach their I/O
 node through a *bridge node*, a compute node with an extra link to the ION.
 
-Preset ``mira512``: one 4×4×4×4×2 midplane, 512 nodes in A,B,C,D,E order (E fastest), one
-bridge node per ``nodes_per_bridge`` (64) compute nodes, 2 bridge nodes per ION (paper 003:
-"2 bridge nodes for every 128 compute nodes"). At boot each bridge node gets an equal block of
+The family ``torus`` takes ``dims`` and ``nodes_per_bridge``; its preset ``mira512``: one
+4×4×4×4×2 midplane, 512 nodes in A,B,C,D,E order (E fastest), one bridge node per
+``nodes_per_bridge`` (64) compute nodes, 2 bridge nodes per ION (paper 003: "2 bridge nodes for
+every 128 compute nodes"). At boot each bridge node gets an equal block of
 nodes in rank order (bridge b serves nodes 64b..64b+63); the bridge nodes themselves sit spread
 over the torus, evenly in E, D, C, B, A order (on the preset: A = B = C = 0, along D and E), so,
 as on Mira (003: "a compute node is not always assigned its closest bridge node"), many nodes
@@ -12,6 +13,15 @@ nodes. Routing is dimension-ordered (A first), each dimension the short way roun
 Resources: every torus link in each direction, each bridge node's I/O link, each ION, the
 storage as one aggregate. The bridge nodes are the forwarding targets a bridge-reassignment
 policy (:mod:`burstlake.replay.policies.bridges`) remaps.
+
+Virtual channels (:meth:`TorusRouter.vcs`, for a lossless packet model): dimension-ordered
+routes on the rings of a torus can deadlock (a ring's channels wait on each other in a cycle),
+so each link carries two virtual channels under the *dateline* rule of Dally & Seitz
+("Deadlock-free message routing in multiprocessor interconnection networks", IEEE Trans.
+Computers 36(5), 1987): a packet starts each dimension on VC 0 and moves to VC 1 after it has
+crossed that dimension's wrap-around link (the link between coordinates size-1 and 0), which
+breaks every ring's cycle. (CODES' torus model, src/networks/model-net/torus.c, keeps one VC per
+link, ``num_vc = 1``, and has no dateline.)
 
 The capacities are BG/Q's (checked in session 5): a torus link carries 2 GB/s raw in each
 direction (IBM Redbook SG24-7872, "Blue Gene/Q Hardware Overview", §2.1; Chen et al., "The IBM
@@ -24,11 +34,15 @@ machine overview: 4 IONs per midplane, 128 compute nodes per ION).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
 
 import numpy as np
 
 from burstlake.replay.graph import ResourceSet, Topology
+from burstlake.replay.topologies import Family, preset, register
 
 DIMS = (4, 4, 4, 4, 2)
 LINK = 2.0e9  # BG/Q torus link, bytes/s per direction
@@ -77,6 +91,36 @@ class TorusRouter:
         ahead = [(t - int(h)) % size for h, t, size in zip(here, there, self.dims, strict=True)]
         return sum(min(a, size - a) for a, size in zip(ahead, self.dims, strict=True))
 
+    @cached_property
+    def _link_dims(self) -> dict[int, tuple[int, bool]]:
+        """Each torus link's resource id → (its dimension, whether it is the wrap-around)."""
+        out = {}
+        for node in range(self.links.shape[0]):
+            here = self.coords(node)
+            for dim, size in enumerate(self.dims):
+                plus, minus = (int(r) for r in self.links[node, dim])
+                out[plus] = (dim, here[dim] == size - 1)
+                out[minus] = (dim, here[dim] == 0)
+        return out
+
+    def vcs(self, route: list[int]) -> list[int]:
+        """The virtual channel of each hop of ``route`` (the dateline rule, module docstring):
+        VC 0 from the first hop in a dimension up to and including its wrap-around link, VC 1
+        after it; 0 on resources that are not torus links (bridge link, ION, storage)."""
+        links, out = self._link_dims, []
+        dim, vc = -1, 0
+        for resource in route:
+            if resource not in links:
+                out.append(0)
+                continue
+            here, wrap = links[resource]
+            if here != dim:
+                dim, vc = here, 0
+            out.append(vc)
+            if wrap:
+                vc = 1
+        return out
+
     def through(self, target: int) -> list[int]:
         """The resources of bridge node ``target`` that carry the I/O it routes: its own I/O
         link and the torus links leaving it (traffic it forwards for other nodes, 003)."""
@@ -84,10 +128,10 @@ class TorusRouter:
         return [int(self.bridge_link[target]), *map(int, links)]
 
 
-def shape(settings: dict) -> tuple[tuple[int, ...], int]:
+def shape(name: str, settings: Mapping[str, Any]) -> tuple[tuple[int, ...], int]:
     """A scenario's ``dims`` and ``nodes_per_bridge`` (defaults: the mira512 midplane), checked
-    with one-line errors: dims a list of 1 to 6 integers ≥ 2, nodes_per_bridge dividing the
-    node count."""
+    with one-line errors naming topology ``name``: dims a list of 1 to 6 integers ≥ 2,
+    nodes_per_bridge dividing the node count."""
     dims = settings.get("dims", DIMS)
     if (
         not isinstance(dims, list | tuple)
@@ -95,13 +139,13 @@ def shape(settings: dict) -> tuple[tuple[int, ...], int]:
         or any(isinstance(d, bool) or not isinstance(d, int) or d < 2 for d in dims)
     ):
         raise ValueError(
-            f"topology mira512: dims must be a list of 1 to 6 integers ≥ 2, got {dims!r}"
+            f"topology {name}: dims must be a list of 1 to 6 integers ≥ 2, got {dims!r}"
         )
     ratio = settings.get("nodes_per_bridge", NODES_PER_BRIDGE)
     nodes = int(np.prod(dims))
     if isinstance(ratio, bool) or not isinstance(ratio, int) or ratio < 1 or nodes % ratio:
         raise ValueError(
-            f"topology mira512: nodes_per_bridge must be a positive integer dividing the "
+            f"topology {name}: nodes_per_bridge must be a positive integer dividing the "
             f"{nodes} nodes, got {ratio!r}"
         )
     return tuple(dims), ratio
@@ -160,3 +204,22 @@ def build(
         router,
         {**caps, "dims": list(dims), "nodes_per_bridge": nodes_per_bridge},
     )
+
+
+def _build(
+    name: str, settings: dict[str, Any], capacities: dict[str, float] | None, _lake: Any
+) -> Topology:
+    dims, nodes_per_bridge = shape(name, settings)
+    return build(dims, capacities, name, nodes_per_bridge)
+
+
+register(
+    "torus",
+    Family(
+        settings=frozenset({"dims", "nodes_per_bridge"}),
+        capacities=CAPACITY_KEYS,
+        check=shape,
+        build=_build,
+    ),
+)
+preset("mira512", "torus", dims=list(DIMS), nodes_per_bridge=NODES_PER_BRIDGE)
