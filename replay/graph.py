@@ -12,11 +12,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from burstlake.replay import models
 from burstlake.replay.solver import Paths
+
+if TYPE_CHECKING:
+    from burstlake.replay.events import Requests
 
 LINK_KINDS = ("node_link", "switch_link")  # resources that are network links (one hop each)
 
@@ -91,6 +95,9 @@ class Topology:
     ion_of: np.ndarray
     router: Router
     settings: dict = field(default_factory=dict)
+    # how requests share the resources (burstlake.replay.models.Contention); None: the flow
+    # model. A scenario's ``model:`` key sets it on every machine a policy gives.
+    contention: Any = None
     _cache: dict = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -106,6 +113,15 @@ class Topology:
     @property
     def ion_index(self) -> dict[str, int]:
         return self._memo("ion_index", lambda: {n: i for i, n in enumerate(self.ions)})
+
+    def simulate(self, requests: Requests, progress: Callable[[int], None] | None = None):
+        """Replay ``requests`` on this machine under its contention model (flow or packet,
+        :mod:`burstlake.replay.models`): each request's start and end time."""
+        return (self.contention or models.DEFAULT).simulate(self, requests, progress)
+
+    def with_contention(self, contention: Any) -> Topology:
+        """The same machine replayed under another contention model."""
+        return replace(self, contention=contention)
 
     def remapped(self, ion_of: np.ndarray) -> Topology:
         """The same machine with another node → target mapping (004 §5)."""

@@ -216,8 +216,8 @@ class _State:
         self.hs = np.zeros(pool + n + 1, np.int64)
         self.hv = np.zeros(pool + n + 1, np.int64)
         self.work = np.zeros(pool + buffers + 1, np.int64)  # buffers to retry after a credit
-        # heap size, insertions, free-stack size, events, deepest pool use
-        self.counters = np.array([0, 0, pool, 0, 0], np.int64)
+        # heap size, insertions, free-stack size, events, deepest pool use, root handled
+        self.counters = np.array([0, 0, pool, 0, 0, 0], np.int64)
 
     def arrays(self) -> tuple:
         return (
@@ -244,48 +244,53 @@ class _State:
 
 
 @njit(cache=True)
-def _before(ht, hs, i, j):  # pragma: no cover - compiled
-    return ht[i] < ht[j] or (ht[i] == ht[j] and hs[i] < hs[j])
-
-
-@njit(cache=True)
-def _swap(ht, hs, hv, i, j):  # pragma: no cover - compiled
-    ht[i], ht[j] = ht[j], ht[i]
-    hs[i], hs[j] = hs[j], hs[i]
-    hv[i], hv[j] = hv[j], hv[i]
+def _sift_down(ht, hs, hv, size, i, time, seq, value):  # pragma: no cover - compiled
+    """Place event (time, seq, value) in the 4-ary heap from the hole at ``i`` downwards."""
+    while True:
+        child = 4 * i + 1
+        if child >= size:
+            break
+        best = child
+        for c in range(child + 1, min(child + 4, size)):
+            if ht[c] < ht[best] or (ht[c] == ht[best] and hs[c] < hs[best]):
+                best = c
+        if not (ht[best] < time or (ht[best] == time and hs[best] < seq)):
+            break
+        ht[i], hs[i], hv[i] = ht[best], hs[best], hv[best]
+        i = best
+    ht[i], hs[i], hv[i] = time, seq, value
 
 
 @njit(cache=True)
 def _push(ht, hs, hv, counters, time, value):  # pragma: no cover - compiled
-    i = counters[0]
-    ht[i], hs[i], hv[i] = time, counters[1], value
-    counters[0] += 1
+    """Add an event; ties run in insertion order. The first event pushed while handling
+    another takes the handled event's place at the root (one sift instead of two)."""
+    seq = counters[1]
     counters[1] += 1
+    if counters[5]:
+        counters[5] = 0
+        _sift_down(ht, hs, hv, counters[0], 0, time, seq, value)
+        return
+    i = counters[0]
+    counters[0] += 1
     while i > 0:
-        parent = (i - 1) >> 1
-        if not _before(ht, hs, i, parent):
+        parent = (i - 1) >> 2
+        if not (time < ht[parent] or (time == ht[parent] and seq < hs[parent])):
             break
-        _swap(ht, hs, hv, i, parent)
+        ht[i], hs[i], hv[i] = ht[parent], hs[parent], hv[parent]
         i = parent
+    ht[i], hs[i], hv[i] = time, seq, value
 
 
 @njit(cache=True)
-def _pop(ht, hs, hv, counters):  # pragma: no cover - compiled
-    size = counters[0] - 1
-    counters[0] = size
-    _swap(ht, hs, hv, 0, size)
-    i = 0
-    while True:
-        child = 2 * i + 1
-        if child >= size:
-            break
-        if child + 1 < size and _before(ht, hs, child + 1, child):
-            child += 1
-        if not _before(ht, hs, child, i):
-            break
-        _swap(ht, hs, hv, i, child)
-        i = child
-    return ht[size], hv[size]
+def _settle(ht, hs, hv, counters):  # pragma: no cover - compiled
+    """Remove the handled root event if no new event replaced it."""
+    if counters[5]:
+        counters[5] = 0
+        size = counters[0] - 1
+        counters[0] = size
+        if size > 0:
+            _sift_down(ht, hs, hv, size, 0, ht[size], hs[size], hv[size])
 
 
 @njit(cache=True)
@@ -332,7 +337,8 @@ def _advance(  # pragma: no cover - compiled
     while done < budget and counters[0] > 0:
         if ht[0] > until:
             break
-        now, value = _pop(ht, hs, hv, counters)
+        now, value = ht[0], hv[0]
+        counters[5] = 1  # the root is handled; the first push replaces it (_push)
         done += 1
         todo = 0  # buffers whose queue may move
         if value & 1:  # a message reaches its NIC's queue
@@ -343,6 +349,7 @@ def _advance(  # pragma: no cover - compiled
                 _next_request(
                     k, now, n, stream, gap, release, window, nic_delay, start, ht, hs, hv, counters
                 )
+                _settle(ht, hs, hv, counters)
                 continue
             if counters[2] == 0:
                 return -1  # the pool bound was wrong: refuse rather than corrupt state
@@ -448,6 +455,7 @@ def _advance(  # pragma: no cover - compiled
                     work[todo] = held
                     todo += 1
                 _push(ht, hs, hv, counters, arrive, 2 * p)
+        _settle(ht, hs, hv, counters)
         in_use = len(free) - counters[2]
         if in_use > counters[4]:
             counters[4] = in_use

@@ -29,13 +29,22 @@ import yaml
 from burstlake import catalog
 from burstlake.lake import Cluster, cluster_of, clusters, lake_path, write_table
 from burstlake.lake import run as lake_run
-from burstlake.replay import topologies, workloads
+from burstlake.replay import models, topologies, workloads
 from burstlake.replay.graph import Topology
 from burstlake.replay.policies import Policy, policy
 from burstlake.replay.workloads import Progress, ScenarioLimits
 from burstlake.schemas.replay import INPUTS
 
-KEYS = {"name", "description", "workload", "topology", "policies", "job_scores", "cluster"}
+KEYS = {
+    "name",
+    "description",
+    "workload",
+    "topology",
+    "model",
+    "policies",
+    "job_scores",
+    "cluster",
+}
 
 LIMITS = ScenarioLimits()
 SCENARIOS = resources.files(__package__).joinpath("scenarios")  # package data (pyproject.toml)
@@ -50,6 +59,7 @@ class Scenario:
     description: str = ""
     job_scores: bool = True
     cluster: str | None = None  # the lake's machine it replays; None: each machine in turn
+    model: models.Contention = models.DEFAULT  # the contention model (flow or packet)
 
 
 class _NoAliasLoader(yaml.SafeLoader):
@@ -117,6 +127,7 @@ def load(path: str | os.PathLike, limits: ScenarioLimits = LIMITS) -> Scenario:
         raise ValueError(f"{path}: policy labels must differ, got {labels}")
     try:
         cluster = check_cluster(spec.get("cluster"))
+        model = models.parse(spec.get("model"))
     except ValueError as err:
         raise ValueError(f"{path}: {err}") from None
     return Scenario(
@@ -127,6 +138,7 @@ def load(path: str | os.PathLike, limits: ScenarioLimits = LIMITS) -> Scenario:
         str(spec.get("description", "")),
         bool(spec.get("job_scores", True)),
         cluster,
+        model,
     )
 
 
@@ -181,11 +193,12 @@ def _replay(
     scenario: Scenario, kind: workloads.Kind, lake: Cluster, progress: Progress
 ) -> tuple[pa.Table, dict[str, list[pa.Table]]]:
     """Every policy's scores on one machine of the lake (and rows of further tables)."""
-    topology = topologies.build(scenario.topology, lake)
+    topology = topologies.build(scenario.topology, lake).with_contention(scenario.model)
     demand = kind.demand(scenario.workload, topology, lake)
     rows, extra = [], {}
     for each in scenario.policies:
         machine, work = each.apply(topology, demand)
+        machine = machine.with_contention(scenario.model)  # a policy may rebuild the machine
         result = kind.scores(scenario, machine, work, progress)
         scored = result if isinstance(result, workloads.Scored) else workloads.Scored(result)
         for score in scored.scores:
@@ -221,6 +234,7 @@ def _table(
             "value": [None if v is None or not np.isfinite(v) else float(v) for v in values],
             "unit": [r["unit"] for r in rows],
             "topology": [topology.name] * len(rows),
+            "model": [scenario.model.name] * len(rows),
             "window_start": [window[0]] * len(rows),
             "window_end": [window[1]] * len(rows),
             "computed_at": [now] * len(rows),

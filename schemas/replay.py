@@ -22,6 +22,7 @@ REPLAY_SCORES = TableSpec(
         ("value", pa.float64(), True),  # null when undefined (e.g. hops without a hop model)
         ("unit", pa.string(), True),
         ("topology", pa.string(), False),
+        ("model", pa.string(), True),  # the contention model: flow or packet (null: flow)
         ("window_start", TS, True),
         ("window_end", TS, True),
         ("computed_at", TS, False),

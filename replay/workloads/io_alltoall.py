@@ -17,7 +17,6 @@ import numpy as np
 
 from burstlake.replay import scores as sc
 from burstlake.replay import traffic as tr
-from burstlake.replay.events import simulate
 from burstlake.replay.graph import Topology
 from burstlake.replay.workloads import Kind, Progress, ScenarioLimits, number, register
 from burstlake.replay.workloads.benchmark import BenchmarkRuns
@@ -77,7 +76,7 @@ def comm_time(topology: Topology, nodes: np.ndarray, spec: dict, progress: Progr
     )
     traffic = tr.all_to_all(exchange, rng)
     routed = tr.requests(topology, [(traffic, nodes)])
-    timeline = simulate(routed.requests, topology.resources.capacity, progress)
+    timeline = topology.simulate(routed.requests, progress)
     return float(np.nanmax(timeline.end))
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from burstlake.replay import scores as sc
-from burstlake.replay.events import Requests, simulate
+from burstlake.replay.events import Requests
 from burstlake.replay.graph import Topology
 from burstlake.replay.solver import Paths
 from burstlake.replay.workloads import Kind, Progress, ScenarioLimits, register
@@ -100,7 +100,7 @@ def scores(scenario: Any, topology: Topology, _demand: Any, progress: Progress) 
             float(spec["request_bytes"]),
             float(spec["gap_s"]),
         )
-        timeline = simulate(requests, topology.resources.capacity, progress)
+        timeline = topology.simulate(requests, progress)
         out += sc.stream_scores(timeline, requests.size, suffix=f"_m{int(m)}")
     return [*out, sc.hops_score(topology)]
 

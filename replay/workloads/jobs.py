@@ -28,7 +28,6 @@ import numpy as np
 from burstlake.allocation import STRATEGIES, JobRequest, Placements, place_in_order
 from burstlake.replay import scores as sc
 from burstlake.replay import traffic as tr
-from burstlake.replay.events import simulate
 from burstlake.replay.graph import Topology
 from burstlake.replay.workloads import Kind, Progress, ScenarioLimits, known_keys, number, register
 
@@ -283,12 +282,11 @@ class Runs:
 
 def replay(topology: Topology, jobs: JobsDemand, progress: Progress = None) -> Runs:
     """Every job alone (baseline runs), then all together (the interference run)."""
-    capacity = topology.resources.capacity
 
     def run(chosen: list[Job]) -> tuple[tr.Routed, Any]:
         routed = tr.requests(topology, [(job.traffic, job.nodes) for job in chosen])
         window = np.array([job.throttle_window for job in chosen])[routed.job]
-        return routed, simulate(replace(routed.requests, window=window), capacity, progress)
+        return routed, topology.simulate(replace(routed.requests, window=window), progress)
 
     alone = [run([job])[1] for job in jobs.jobs]
     routed, shared = run(list(jobs.jobs))

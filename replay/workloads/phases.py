@@ -43,7 +43,7 @@ import pyarrow.compute as pc
 from burstlake.lake import Cluster, cluster_of
 from burstlake.machines import PRESETS
 from burstlake.replay import scores as sc
-from burstlake.replay.events import Requests, simulate
+from burstlake.replay.events import Requests
 from burstlake.replay.graph import Topology
 from burstlake.replay.workloads import (
     Kind,
@@ -156,18 +156,17 @@ class Phases:
         known = self.memo.get(id(topology))
         if known is not None and known[0] is topology:
             return known[1]
-        capacity = topology.resources.capacity
         times = []
         for i in range(len(self.phases)):
             requests, _ = self.requests(topology, only=i)
-            times.append(float(np.max(simulate(requests, capacity).end)))
+            times.append(float(np.max(topology.simulate(requests).end)))
         self.memo[id(topology)] = (topology, np.asarray(times))
         return self.memo[id(topology)][1]
 
     def io_times(self, topology: Topology, progress: Progress = None) -> np.ndarray:
         """T of each phase replayed together: from its start to its last byte."""
         requests, owner = self.requests(topology)
-        end = simulate(requests, topology.resources.capacity, progress).end
+        end = topology.simulate(requests, progress).end
         last = np.full(len(self.phases), -np.inf)
         np.maximum.at(last, owner, end)
         return last - np.asarray([p.start for p in self.phases])

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from burstlake.replay import scores as sc
-from burstlake.replay.events import Requests, simulate
+from burstlake.replay.events import Requests
 from burstlake.replay.graph import Topology
 from burstlake.replay.workloads import Progress
 from burstlake.replay.workloads.ior import requests_per_node
@@ -46,7 +46,7 @@ def write_time(
     requests = write_requests(topology, nodes, node_bytes, request_bytes)
     if not len(requests.stream):
         return 0.0
-    timeline = simulate(requests, topology.resources.capacity, progress)
+    timeline = topology.simulate(requests, progress)
     return float(np.nanmax(timeline.end))
 
 
