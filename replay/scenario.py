@@ -195,11 +195,12 @@ def _replay(
     """Every policy's scores on one machine of the lake (and rows of further tables)."""
     topology = topologies.build(scenario.topology, lake).with_contention(scenario.model)
     demand = kind.demand(scenario.workload, topology, lake)
+    given = workloads.Settings(scenario.workload, scenario.name, scenario.job_scores)
     rows, extra = [], {}
     for each in scenario.policies:
         machine, work = each.apply(topology, demand)
         machine = machine.with_contention(scenario.model)  # a policy may rebuild the machine
-        result = kind.scores(scenario, machine, work, progress)
+        result = kind.scores(given, machine, work, progress)
         scored = result if isinstance(result, workloads.Scored) else workloads.Scored(result)
         for score in scored.scores:
             rows.append({"policy": each.label, **score.__dict__})

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -72,3 +73,80 @@ def test_every_subcommand_cites_no_spec(capsys) -> None:
             parser.parse_args([name, "--help"])
         text = capsys.readouterr().out
         assert name in text and "SPEC" not in text, name
+
+
+REPLAY = PACKAGE / "replay"
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _nodes(tree: ast.AST, top_level_only: bool) -> Iterator[ast.AST]:
+    """Every node of ``tree``; with ``top_level_only`` none inside a function or class."""
+    if not top_level_only:
+        yield from ast.walk(tree)
+        return
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            yield node
+            stack.extend(ast.iter_child_nodes(node))
+
+
+def _replay_imports(top_level_only: bool) -> dict[str, set[str]]:
+    """Each module of burstlake.replay → the burstlake.replay modules it imports (``from m
+    import name`` counts as importing ``m.name`` when that is a module). ``top_level_only``:
+    leave out imports inside functions (the registries' ``_load``, lazy imports)."""
+    files = sorted(p for p in REPLAY.rglob("*.py"))
+    modules = {_module_name(p): p for p in files}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(), str(path))
+        found = set()
+        for node in _nodes(tree, top_level_only):
+            if isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                found.add(node.module)
+                found.update(f"{node.module}.{alias.name}" for alias in node.names)
+        graph[name] = {m for m in found if m in modules and m != name}
+    return graph
+
+
+def test_policies_and_workloads_never_import_each_other() -> None:
+    """They meet in burstlake.replay.demands (docs/design.md, "Demands"), at run time or
+    for types alone."""
+    graph = _replay_imports(top_level_only=False)
+    sides = ("burstlake.replay.policies", "burstlake.replay.workloads")
+    assert any(m.startswith(sides[0] + ".") for m in graph)  # the walk found the modules
+    assert any(m.startswith(sides[1] + ".") for m in graph)
+    crossing = [
+        f"{module} imports {target}"
+        for module, targets in graph.items()
+        for target in targets
+        for here, there in (sides, sides[::-1])
+        if (module == here or module.startswith(here + "."))
+        and (target == there or target.startswith(there + "."))
+    ]
+    assert crossing == []
+
+
+def test_replay_modules_import_without_circles() -> None:
+    """No circle among the module-level imports of burstlake.replay, type-only ones included
+    (a registry's ``_load`` imports its modules inside a function, after they are defined)."""
+    graph = _replay_imports(top_level_only=True)
+    done: set[str] = set()
+
+    def visit(module: str, path: tuple[str, ...]) -> list[str]:
+        if module in path:
+            return [" -> ".join((*path[path.index(module) :], module))]
+        if module in done:
+            return []
+        found = [c for target in sorted(graph[module]) for c in visit(target, (*path, module))]
+        done.add(module)
+        return found
+
+    assert [c for module in sorted(graph) for c in visit(module, ())] == []

@@ -8,11 +8,12 @@ import datetime as dt
 import numpy as np
 import pytest
 
+from burstlake.replay.demands import JobIndex, NodeDemand
 from burstlake.replay.intervals import IntervalReplay, Rows
 from burstlake.replay.scores import JobTime
 from burstlake.replay.solver import fill, max_min_rates, saturable
 from burstlake.replay.topologies import build
-from burstlake.replay.workloads.lake import JobIndex, NodeDemand, alone_time, unsaturable_jobs
+from burstlake.replay.workloads.lake import alone_time, unsaturable_jobs
 
 
 def tiny(ion: float = 100.0, node_link: float = 1000.0, storage: float = 1e6):

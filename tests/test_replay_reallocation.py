@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from burstlake.allocation import JobRequest
+from burstlake.replay.demands import History
 from burstlake.replay.policies import policy
-from burstlake.replay.policies.reallocation import Diversity, History, spread, traffic_groups
+from burstlake.replay.policies.reallocation import Diversity, spread, traffic_groups
 from burstlake.replay.topologies import build, forwarding
 from burstlake.replay.workloads import incremental
 

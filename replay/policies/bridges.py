@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from burstlake.replay.demands import Weighed
 from burstlake.replay.graph import Topology
 from burstlake.replay.policies import Apply, register
 
@@ -98,7 +99,7 @@ def _levels(topology: Topology) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def node_bytes(demand: Any, topology: Topology) -> np.ndarray:
     """Bytes each compute node moves in the workload's window (the load-aware weights)."""
-    if not hasattr(demand, "node_bytes"):
+    if not isinstance(demand, Weighed):
         raise ValueError(
             "policy bridge-load weighs nodes by their bytes: use a workload with per-node "
             "traffic (bridge_write or lake)"

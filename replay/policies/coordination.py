@@ -29,9 +29,9 @@ from typing import Any
 
 import numpy as np
 
+from burstlake.replay.demands import PhaseDemand, Phases, require
 from burstlake.replay.graph import Topology
 from burstlake.replay.policies import Apply, register
-from burstlake.replay.workloads.phases import PhaseDemand, Phases, require
 
 GRANULARITIES = ("request", "file")
 METRICS = ("cpu_time", "interference")

@@ -2,8 +2,9 @@
 strategy of :mod:`burstlake.allocation` — ``control`` and ``split`` (paper 002 §2.3),
 ``best-fit`` (Slurm, 004 §3.3.1), ``random-node`` and ``random-switch`` (000 §5.1).
 
-Any demand that can be placed implements :class:`Placeable`: the jobs to place, in start order,
-and the same demand with each job's traffic moved (by node index) to its new nodes. The groups
+Any demand that can be placed implements :class:`~burstlake.replay.demands.Placeable`: the
+jobs to place, in start order, and the same demand with each job's traffic moved (by node
+index) to its new nodes. The groups
 are the topology's (:meth:`~burstlake.replay.graph.Topology.groups`: leaf switches on a
 fat-tree, ION groups elsewhere). Each policy takes a ``seed`` setting (default 0).
 """
@@ -11,27 +12,14 @@ fat-tree, ION groups elsewhere). Each policy takes a ``seed`` setting (default 0
 from __future__ import annotations
 
 from functools import partial
-from typing import Any, Protocol, Self, runtime_checkable
+from typing import Any
 
 import numpy as np
 
-from burstlake.allocation import STRATEGIES, JobRequest, Placements, place_in_order
+from burstlake.allocation import STRATEGIES, JobRequest, place_in_order
+from burstlake.replay.demands import Placeable
 from burstlake.replay.graph import Topology
 from burstlake.replay.policies import Apply, register
-
-
-@runtime_checkable
-class Placeable(Protocol):
-    """A demand whose jobs a placement policy can move."""
-
-    def placement_jobs(self, topology: Topology) -> list[JobRequest]:
-        """The jobs to place: node counts, start and end times."""
-        ...
-
-    def placed(self, topology: Topology, placements: Placements) -> Self:
-        """The same demand with job i's traffic moved to ``placements.nodes[i]`` (by node
-        index), and later by the time it waited for them (``placements.start[i]``)."""
-        ...
 
 
 def seed_of(policy: str, seed: Any) -> int:

@@ -17,41 +17,24 @@ a free node) for the next optimizable job in the queue by its size, unless that 
 current job no more than Slurm's; (3) at least ``min_nodes_per_ion`` compute nodes per I/O
 node. The I/O nodes of a machine are its forwarding targets (``topology.ion_of``).
 
-A workload takes part by implementing the placement contract (``placement_jobs``, ``placed``)
-and :class:`Reallocatable` (what the allocator may know of each job before it starts).
+A workload takes part by implementing :class:`~burstlake.replay.demands.Reallocatable`: the
+placement contract (``placement_jobs``, ``placed``) and what the allocator may know of each job
+before it starts (``io_history``).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
 from burstlake.allocation import STRATEGIES, JobRequest, place_in_order
+from burstlake.replay.demands import History, Reallocatable
 from burstlake.replay.graph import Topology
 from burstlake.replay.policies import Apply, register
-from burstlake.replay.policies.placement import Placeable, seed_of
-
-
-@dataclass(frozen=True)
-class History:
-    """What the allocator knows of each job (index = position in ``placement_jobs``) from
-    jobs that ended before it starts: optimizable (§6.2) and, for applications with a
-    consistent distribution (§6.3), the predicted traffic share of each node_index."""
-
-    optimizable: np.ndarray
-    shares: list[np.ndarray | None]
-    available: list[np.ndarray | None] | None = None  # per job, nodes it may use (None: all)
-
-
-class Reallocatable(Placeable, Protocol):
-    """A demand whose jobs can be placed (the placement contract) and predicted."""
-
-    def io_history(self, topology: Topology, requests: list[JobRequest]) -> History:
-        """What the allocator may know of each job (index = position in ``requests``)."""
-        ...
+from burstlake.replay.policies.placement import seed_of
 
 
 @dataclass(frozen=True)
@@ -232,7 +215,7 @@ def _policy(name: str, traffic: bool, seed: Any, settings: dict[str, Any]) -> Ap
         raise ValueError(f"policy {name}: {err}") from None
 
     def apply(topology: Topology, demand: Any) -> tuple[Topology, Any]:
-        if not hasattr(demand, "io_history"):
+        if not isinstance(demand, Reallocatable):
             raise ValueError(
                 "reallocation policies need a workload whose jobs can be re-placed "
                 "(lake, incremental, io_alltoall)"

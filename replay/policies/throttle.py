@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from burstlake.replay.demands import Throttleable
 from burstlake.replay.graph import Topology
 from burstlake.replay.policies import Apply, register
 
@@ -25,7 +26,7 @@ def throttle(throttle_window: float) -> Apply:
         )
 
     def apply(topology: Topology, demand: Any) -> tuple[Topology, Any]:
-        if not hasattr(demand, "throttled"):
+        if not isinstance(demand, Throttleable):
             raise ValueError(
                 "policy throttle paces the I/O jobs of a jobs workload (source: jobs); "
                 "this workload has none"

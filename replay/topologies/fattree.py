@@ -251,14 +251,12 @@ def _build(
     return build(shape, capacities, servers, name)
 
 
-register(
-    "fattree",
-    Family(
-        settings=frozenset({"radix", "leaves", "taper", "server_leaves"}),
-        capacities=CAPACITY_KEYS,
-        check=_check,
-        build=_build,
-        link_latency=LINK_LATENCY,
-    ),
+FAMILY = Family(
+    settings=frozenset({"radix", "leaves", "taper", "server_leaves"}),
+    capacities=CAPACITY_KEYS,
+    check=_check,
+    build=_build,
+    link_latency=LINK_LATENCY,
 )
+register("fattree", FAMILY)
 preset("cab1296", "fattree", radix=36, leaves=72, taper=1.0)

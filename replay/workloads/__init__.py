@@ -1,8 +1,10 @@
 """Scenario workloads by name (docs/design.md, "Replay"): what a scenario replays, named by its
 ``workload: {source: ...}``. A workload module registers a :class:`Kind` with :func:`register`:
 the settings it takes, a check run before any work, the demand it builds (which the policies
-transform, ``apply(topology, demand)``) and the scores of one policy's replay. The engine and
-the scenario runner never change when a workload is added."""
+transform, ``apply(topology, demand)``; the demand types and contracts both sides share are in
+:mod:`burstlake.replay.demands`) and the scores of one policy's replay, given the
+:class:`Settings` it reads of the scenario. The engine and the scenario runner never change
+when a workload is added."""
 
 from __future__ import annotations
 
@@ -10,19 +12,14 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 
 from burstlake.lake import Cluster
+from burstlake.replay.demands import Progress
 from burstlake.replay.graph import Topology
-
-if TYPE_CHECKING:
-    from burstlake.replay.scenario import Scenario
-    from burstlake.replay.scores import Score
-
-Progress = Callable[[int], None] | None
-Lake = Cluster  # the one machine of the lake a scenario reads
+from burstlake.replay.scores import Score
 
 
 @dataclass(frozen=True)
@@ -66,6 +63,15 @@ def number(
     return parsed
 
 
+@dataclass(frozen=True)
+class Settings:
+    """What a workload's scores read of the scenario they replay."""
+
+    workload: dict  # the scenario's ``workload:`` mapping
+    scenario: str = ""  # its name (rows of further tables, e.g. delta_graph)
+    job_scores: bool = True  # also replay each job alone, for its slowdown (lake)
+
+
 def _no_window(_spec: dict) -> tuple[datetime | None, datetime | None]:
     return None, None
 
@@ -87,8 +93,9 @@ class Kind:
     - ``check(spec, limits)``: refuse bad settings in one line, before any work;
     - ``demand(spec, topology, lake)``: what every policy's ``apply`` receives (``lake``: the
       one machine of the lake the scenario replays, :class:`burstlake.lake.Cluster`);
-    - ``scores(scenario, topology, demand, progress)``: replay one policy's machine and demand
-      (a list of scores, or :class:`Scored` with rows for further tables);
+    - ``scores(given, topology, demand, progress)``: replay one policy's machine and demand
+      (``given``: :class:`Settings`; a list of scores, or :class:`Scored` with rows for
+      further tables);
     - ``window(spec)``: the time window the scores cover (written with them), if any;
     - ``reads_lake``: the demand comes from the lake's traces, so a lake holding several
       machines is replayed one machine at a time.
@@ -96,8 +103,8 @@ class Kind:
 
     keys: frozenset[str]
     check: Callable[[dict, ScenarioLimits], None]
-    demand: Callable[[dict, Topology, Lake], Any]
-    scores: Callable[[Scenario, Topology, Any, Progress], list[Score] | Scored]
+    demand: Callable[[dict, Topology, Cluster], Any]
+    scores: Callable[[Settings, Topology, Any, Progress], list[Score] | Scored]
     window: Callable[[dict], tuple[datetime | None, datetime | None]] = _no_window
     reads_lake: bool = False
 

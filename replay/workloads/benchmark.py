@@ -11,8 +11,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from burstlake.allocation import JobRequest, Placements
+from burstlake.replay.demands import History
 from burstlake.replay.graph import Topology
-from burstlake.replay.policies.reallocation import History
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import numpy as np
 
 from burstlake.replay import scores as sc
 from burstlake.replay.graph import Topology
-from burstlake.replay.workloads import Kind, Progress, ScenarioLimits, number, register
+from burstlake.replay.workloads import Kind, Progress, ScenarioLimits, Settings, number, register
 from burstlake.replay.workloads.ior import requests_per_node
 from burstlake.replay.workloads.writes import write_time
 
@@ -75,9 +75,9 @@ def check(workload: dict, limits: ScenarioLimits) -> None:
         )
 
 
-def scores(scenario: Any, topology: Topology, work: NodeBytes, progress: Progress) -> list:
+def scores(given: Settings, topology: Topology, work: NodeBytes, progress: Progress) -> list:
     """Write time, bridge-node load and busiest link, mean hops (003)."""
-    _size, request, *_ = settings(scenario.workload)
+    _size, request, *_ = settings(given.workload)
     nodes = np.arange(len(topology.nodes))
     seconds = write_time(topology, nodes, work.bytes, request, progress)
     return [

@@ -12,7 +12,7 @@ import numpy as np
 
 from burstlake.replay import scores as sc
 from burstlake.replay.graph import Topology
-from burstlake.replay.workloads import Kind, Progress, ScenarioLimits, number, register
+from burstlake.replay.workloads import Kind, Progress, ScenarioLimits, Settings, number, register
 from burstlake.replay.workloads.benchmark import BenchmarkRuns, first_ions
 from burstlake.replay.workloads.writes import node_counts, target_scores, write_time
 
@@ -61,9 +61,9 @@ def check(workload: dict, limits: ScenarioLimits) -> None:
         )
 
 
-def scores(scenario: Any, topology: Topology, work: BenchmarkRuns, progress: Progress) -> list:
+def scores(given: Settings, topology: Topology, work: BenchmarkRuns, progress: Progress) -> list:
     """Per run of m processes: the benchmark time and the load of the I/O nodes it used."""
-    _, _, request = settings(scenario.workload)
+    _, _, request = settings(given.workload)
     out = []
     for run in work.runs:
         m = len(run.nodes)

@@ -18,7 +18,7 @@ import numpy as np
 from burstlake.replay import scores as sc
 from burstlake.replay import traffic as tr
 from burstlake.replay.graph import Topology
-from burstlake.replay.workloads import Kind, Progress, ScenarioLimits, number, register
+from burstlake.replay.workloads import Kind, Progress, ScenarioLimits, Settings, number, register
 from burstlake.replay.workloads.benchmark import BenchmarkRuns
 from burstlake.replay.workloads.writes import node_counts, write_time
 
@@ -80,10 +80,10 @@ def comm_time(topology: Topology, nodes: np.ndarray, spec: dict, progress: Progr
     return float(np.nanmax(timeline.end))
 
 
-def scores(scenario: Any, topology: Topology, work: BenchmarkRuns, progress: Progress) -> list:
+def scores(given: Settings, topology: Topology, work: BenchmarkRuns, progress: Progress) -> list:
     """Per run of m processes: I/O time, communication time, their sum, and the mean hops
     between the run's nodes."""
-    spec = settings(scenario.workload)
+    spec = settings(given.workload)
     out = []
     for run in work.runs:
         m = len(run.nodes)

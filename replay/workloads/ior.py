@@ -11,7 +11,7 @@ from burstlake.replay import scores as sc
 from burstlake.replay.events import Requests
 from burstlake.replay.graph import Topology
 from burstlake.replay.solver import Paths
-from burstlake.replay.workloads import Kind, Progress, ScenarioLimits, register
+from burstlake.replay.workloads import Kind, Progress, ScenarioLimits, Settings, register
 
 # The settings where the scenario leaves them out (paper 004 §7.2.1).
 DEFAULTS = {
@@ -88,9 +88,9 @@ def check(workload: dict, limits: ScenarioLimits) -> None:
         )
 
 
-def scores(scenario: Any, topology: Topology, _demand: Any, progress: Progress) -> list[sc.Score]:
+def scores(given: Settings, topology: Topology, _demand: Any, progress: Progress) -> list[sc.Score]:
     """Aggregate bandwidth and request latency for each node count m (Fig. 13a)."""
-    spec = spec_of(scenario.workload)
+    spec = spec_of(given.workload)
     out = []
     for m in spec["nodes"]:
         requests = ior(

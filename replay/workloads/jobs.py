@@ -29,7 +29,15 @@ from burstlake.allocation import STRATEGIES, JobRequest, Placements, place_in_or
 from burstlake.replay import scores as sc
 from burstlake.replay import traffic as tr
 from burstlake.replay.graph import Topology
-from burstlake.replay.workloads import Kind, Progress, ScenarioLimits, known_keys, number, register
+from burstlake.replay.workloads import (
+    Kind,
+    Progress,
+    ScenarioLimits,
+    Settings,
+    known_keys,
+    number,
+    register,
+)
 
 # Each kind's settings where a job leaves them out: 000 §5's representative MPI job (4 KB every
 # 500 μs) and checkpoint I/O (4 MB requests back to back), 1,000 scored requests after 50
@@ -96,8 +104,8 @@ class Job:
 
 @dataclass(frozen=True)
 class JobsDemand:
-    """The jobs of a ``jobs`` workload; placeable (:class:`~burstlake.replay.policies.placement.
-    Placeable`) and throttleable."""
+    """The jobs of a ``jobs`` workload: :class:`~burstlake.replay.demands.Placeable` and
+    :class:`~burstlake.replay.demands.Throttleable`."""
 
     jobs: tuple[Job, ...]
 
@@ -317,7 +325,7 @@ def job_scores(jobs: JobsDemand, runs: Runs) -> list[sc.Score]:
     return [*out, sc.interference_factor_sum(factors)]
 
 
-def scores(scenario: Any, topology: Topology, work: JobsDemand, progress: Progress) -> list:
+def scores(_given: Settings, topology: Topology, work: JobsDemand, progress: Progress) -> list:
     return job_scores(work, replay(topology, work, progress))
 
 

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -17,46 +15,15 @@ from numba import njit
 
 from burstlake.lake import Cluster, cluster_of
 from burstlake.replay import scores as sc
+from burstlake.replay.demands import JobIndex, NodeDemand
 from burstlake.replay.graph import Topology
 from burstlake.replay.intervals import IntervalReplay, Rows
 from burstlake.replay.solver import saturable
-from burstlake.replay.workloads import Kind, Progress, ScenarioLimits, lake_jobs, register
-from burstlake.replay.workloads.lake_jobs import JOB_KEY, job_labels, run_keyed
+from burstlake.replay.workloads import Kind, Progress, ScenarioLimits, Settings, lake_jobs, register
+from burstlake.replay.workloads.lake_jobs import JOB_KEY, LakeDemand, job_labels, run_keyed
 
 US = 1_000_000
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class NodeDemand:
-    """Bytes (read + write) per node and interval; interval t starts at ``start + t·interval_s``.
-
-    ``job[r]`` is the index in ``jobs.job_ids`` of the job holding row r's node then, or -1.
-    """
-
-    rows: Rows
-    interval_s: float
-    start: datetime
-    job: np.ndarray
-    jobs: JobIndex
-    lake: Cluster | None = field(default=None, compare=False, repr=False)  # read by io_history
-
-    @property
-    def intervals(self) -> int:
-        return int(self.rows.t.max()) + 1 if len(self.rows) else 0
-
-    # The lake's jobs re-placed (placement contract; 004 §6.4): burstlake.replay.workloads.lake_jobs
-    def placement_jobs(self, topology: Topology) -> list:
-        return lake_jobs.requests(self)
-
-    def placed(self, topology: Topology, placements: Any) -> NodeDemand:
-        return lake_jobs.placed(self, topology, placements)
-
-    def io_history(self, topology: Topology, requests: list) -> Any:
-        return lake_jobs.history(self, requests)
-
-    def node_bytes(self, topology: Topology) -> np.ndarray:
-        return np.bincount(self.rows.node, weights=self.rows.bytes, minlength=len(topology.nodes))
 
 
 def lake_demand(
@@ -64,9 +31,9 @@ def lake_demand(
     topology: Topology,
     start: datetime | None = None,
     end: datetime | None = None,
-) -> NodeDemand:
+) -> LakeDemand:
     """The ``node_io`` traffic of [start, end) on ``topology``'s nodes, sorted by interval, of
-    one machine of the lake (a path: the lake's only machine)."""
+    one machine of the lake (a path: the lake's only machine); its jobs can be re-placed."""
     lake = cluster_of(lake)
     condition = pc.field("ts").is_valid()
     if start is not None:
@@ -95,7 +62,7 @@ def lake_demand(
     del t, node, traffic, order
     jobs = job_index(lake, topology, origin, interval_s)
     start_dt = pa.scalar(origin, pa.timestamp("us", tz="UTC")).as_py()
-    return NodeDemand(rows, float(interval_s), start_dt, jobs.lookup(rows.node, rows.t), jobs, lake)
+    return LakeDemand(rows, float(interval_s), start_dt, jobs.lookup(rows.node, rows.t), jobs, lake)
 
 
 @njit(cache=True)
@@ -133,39 +100,6 @@ def _node_indices(names: pa.ChunkedArray, topology: Topology) -> np.ndarray:
         )
     codes = np.asarray([lookup[n] for n in dictionary], dtype=np.int64)
     return codes[encoded.indices.to_numpy()]
-
-
-@dataclass(frozen=True)
-class JobIndex:
-    """Which job held a node in an interval: allocations sorted by (node, first interval)."""
-
-    node: np.ndarray
-    begin: np.ndarray  # first interval of the allocation
-    end: np.ndarray  # first interval after it
-    job: np.ndarray
-    job_ids: tuple[str, ...]
-    node_index: np.ndarray | None = None  # the node's position in the job's allocation
-
-    def lookup(self, node: np.ndarray, t: np.ndarray, after_end: bool = False) -> np.ndarray:
-        """Index into ``job_ids`` per (node, interval), -1 if none. With ``after_end`` an
-        interval after the job's end still counts as the job's (its backlog drains then)."""
-        if not len(self.node) or not len(node):
-            return np.full(len(node), -1, dtype=np.int64)
-        first = np.searchsorted(self.node, np.arange(max(self.node[-1], node.max()) + 2))
-        return _lookup(first, self.begin, self.end, self.job, node, t, after_end)
-
-
-@njit(cache=True)
-def _lookup(first, begin, end, job, node, t, after_end):  # pragma: no cover - compiled
-    """:meth:`JobIndex.lookup`: per row, the last allocation of its node begun by ``t``
-    (the node's allocations are ``first[node]:first[node + 1]``, by begin)."""
-    out = np.full(len(node), -1, np.int64)
-    for i in range(len(node)):
-        lo, hi = first[node[i]], first[node[i] + 1]
-        at = lo + np.searchsorted(begin[lo:hi], t[i], side="right") - 1
-        if at >= lo and (after_end or t[i] < end[at]):
-            out[i] = job[at]
-    return out
 
 
 def job_index(lake: Cluster, topology: Topology, origin: int, interval_s: int) -> JobIndex:
@@ -209,7 +143,7 @@ def _utc(value) -> datetime | None:
 
 
 def interval_scores(
-    scenario: Any, topology: Topology, demand: NodeDemand, progress: Progress
+    given: Settings, topology: Topology, demand: NodeDemand, progress: Progress
 ) -> list[sc.Score]:
     """Interval replay of the trace (lane 0), and of every job alone (lane job + 1)."""
     loads = sc.IonLoad(topology)
@@ -219,7 +153,7 @@ def interval_scores(
         owner = demand.jobs.lookup(solved.node, solved.t, after_end=True)
         shared.add(owner, solved.t, solved.demand)
     out = [*loads.scores(demand.interval_s), *sc.busiest_node_ions(demand.rows, topology)]
-    if scenario.job_scores:
+    if given.job_scores:
         out += sc.job_scores(shared, alone_time(topology, demand, progress), demand.interval_s)
     return [*out, sc.hops_score(topology), *lake_jobs.placement_scores(topology, demand)]
 

@@ -1,5 +1,6 @@
-"""The lake's jobs as placeable jobs (docs/design.md, "Placement"; paper 004 §6): what the
-lake workload's :class:`~burstlake.replay.workloads.lake.NodeDemand` needs to be re-placed.
+"""The lake's jobs as placeable jobs (docs/design.md, "Placement"; paper 004 §6): the lake
+workload's demand, :class:`LakeDemand`, is its :class:`~burstlake.replay.demands.NodeDemand`
+whose jobs can be re-placed (:class:`~burstlake.replay.demands.Reallocatable`).
 
 - :func:`requests`: every job with its node count and run (interval units × interval_s,
   seconds from the replay's start), numbered like ``jobs.job_ids``;
@@ -15,8 +16,7 @@ lake workload's :class:`~burstlake.replay.workloads.lake.NodeDemand` needs to be
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pyarrow as pa
@@ -26,11 +26,8 @@ from burstlake.allocation import JobRequest, Placements
 from burstlake.jobs.metrics.divergence import divergence_of
 from burstlake.jobs.metrics.settings import MetricSettings
 from burstlake.replay import scores as sc
+from burstlake.replay.demands import History, NodeDemand
 from burstlake.replay.graph import Topology
-from burstlake.replay.policies.reallocation import History
-
-if TYPE_CHECKING:
-    from burstlake.replay.workloads.lake import NodeDemand
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +55,21 @@ def job_labels(table: pa.Table) -> list[str]:
         label = f"{job_id}@{cluster}" if cluster is not None else job_id
         labels.append(label if run is None or run == LAST_RUN else f"{label}#{run}")
     return labels
+
+
+@dataclass(frozen=True)
+class LakeDemand(NodeDemand):
+    """The lake's node-interval demand with the placement contract (004 §6.4): its jobs by
+    :func:`requests`, moved by :func:`placed`, predicted by :func:`history`."""
+
+    def placement_jobs(self, topology: Topology) -> list[JobRequest]:
+        return requests(self)
+
+    def placed(self, topology: Topology, placements: Placements) -> LakeDemand:
+        return placed(self, topology, placements)
+
+    def io_history(self, topology: Topology, requests: list[JobRequest]) -> History:
+        return history(self, requests)
 
 
 def _ranks(demand: NodeDemand) -> np.ndarray:

@@ -31,8 +31,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -43,13 +42,14 @@ import pyarrow.compute as pc
 from burstlake.lake import Cluster, cluster_of
 from burstlake.machines import PRESETS
 from burstlake.replay import scores as sc
-from burstlake.replay.events import Requests
+from burstlake.replay.demands import REQUEST_BYTES, Phase, PhaseDemand, Phases, require
 from burstlake.replay.graph import Topology
 from burstlake.replay.workloads import (
     Kind,
     Progress,
     ScenarioLimits,
     Scored,
+    Settings,
     known_keys,
     number,
     register,
@@ -60,144 +60,9 @@ from burstlake.replay.workloads.lake_jobs import JOB_KEY
 log = logging.getLogger(__name__)
 LIMITS = ScenarioLimits()
 
-# The settings where a scenario leaves them out.
-REQUEST_BYTES = 64.0e6  # one request of one node (an MPI-IO collective buffer, 001 §IV-B)
-PHASE_KEYS = {"app", "nodes", "bytes_per_node", "start", "files"}
+PHASE_KEYS = {"app", "nodes", "bytes_per_node", "start", "files"}  # of one phases[] entry
 SWEEP_POINTS = 2_000  # at most this many dt values in one sweep
 DELTA_TABLE = "delta_graph"
-
-
-@dataclass(frozen=True)
-class Phase:
-    """One application's I/O phase: N = ``len(nodes)`` compute nodes (indices on the topology)
-    each write ``bytes_per_node`` in ``files`` equal files from ``start`` (seconds)."""
-
-    app: str
-    nodes: np.ndarray
-    bytes_per_node: float
-    start: float = 0.0
-    files: int = 1
-
-    @property
-    def n(self) -> int:
-        return len(self.nodes)
-
-
-@dataclass(frozen=True)
-class Phases:
-    """Phases meeting on one machine (a scenario, one point of a sweep, a window of the lake),
-    with the strategy's schedule once a policy gave one: ``release[i][r]`` is the time before
-    which round r of phase i is not issued (-inf: no constraint)."""
-
-    phases: tuple[Phase, ...]
-    request_bytes: float = REQUEST_BYTES
-    release: tuple[np.ndarray, ...] | None = None
-    alone: np.ndarray | None = None  # T_alone per phase, when a policy already replayed them
-    dt: float | None = None  # the sweep point, if any
-    memo: dict = field(default_factory=dict, compare=False, repr=False)
-
-    def rounds(self, i: int) -> np.ndarray:
-        """Request size of each round of phase i: each file cut in ``request_bytes`` pieces."""
-        phase = self.phases[i]
-        per_file = phase.bytes_per_node / phase.files
-        pieces = max(1, math.ceil(per_file / self.request_bytes - 1e-9))
-        sizes = np.full(pieces, min(self.request_bytes, per_file))
-        sizes[-1] = per_file - sizes[0] * (pieces - 1)
-        return np.tile(sizes, phase.files)
-
-    def file_ends(self, i: int) -> np.ndarray:
-        """Whether round r of phase i ends a file (where a file-grained phase may pause)."""
-        per_file = len(self.rounds(i)) // self.phases[i].files
-        return (np.arange(len(self.rounds(i))) + 1) % per_file == 0
-
-    def requests(self, topology: Topology, only: int | None = None) -> tuple[Requests, np.ndarray]:
-        """Every phase's requests on ``topology`` (or phase ``only``, from time 0, without
-        releases: the phase alone); and the phase of each request. Node j of a phase is one
-        stream of its rounds."""
-        chosen = range(len(self.phases)) if only is None else [only]
-        parts: list[tuple[np.ndarray, ...]] = []
-        streams = 0
-        for i in chosen:
-            phase, rounds = self.phases[i], self.rounds(i)
-            count, n = len(rounds), phase.n
-            gap = np.zeros(count)
-            gap[0] = 0.0 if only is not None else phase.start
-            release = np.full(count, -np.inf)
-            if only is None and self.release is not None:
-                release = np.asarray(self.release[i], dtype=float)
-            parts.append(
-                (
-                    streams + np.repeat(np.arange(n), count),
-                    np.tile(rounds, n),
-                    np.tile(gap, n),
-                    np.tile(release, n),
-                    np.full(n * count, i),
-                    np.repeat(phase.nodes, count),
-                )
-            )
-            streams += n
-        stream, size, gap, release, owner, node = (
-            np.concatenate(c) for c in zip(*parts, strict=True)
-        )
-        requests = Requests(
-            stream=stream.astype(np.int64),
-            size=size,
-            gap=gap,
-            paths=topology.io_paths().take(node.astype(np.int64)),
-            release=release,
-        )
-        return requests, owner.astype(np.int64)
-
-    def alone_times(self, topology: Topology) -> np.ndarray:
-        """T_alone of each phase: the phase replayed alone on the machine (001 §II-C);
-        computed once per machine."""
-        if self.alone is not None:
-            return self.alone
-        known = self.memo.get(id(topology))
-        if known is not None and known[0] is topology:
-            return known[1]
-        times = []
-        for i in range(len(self.phases)):
-            requests, _ = self.requests(topology, only=i)
-            times.append(float(np.max(topology.simulate(requests).end)))
-        self.memo[id(topology)] = (topology, np.asarray(times))
-        return self.memo[id(topology)][1]
-
-    def io_times(self, topology: Topology, progress: Progress = None) -> np.ndarray:
-        """T of each phase replayed together: from its start to its last byte."""
-        requests, owner = self.requests(topology)
-        end = topology.simulate(requests, progress).end
-        last = np.full(len(self.phases), -np.inf)
-        np.maximum.at(last, owner, end)
-        return last - np.asarray([p.start for p in self.phases])
-
-    @property
-    def weights(self) -> np.ndarray:
-        return np.asarray([p.n for p in self.phases], dtype=float)
-
-
-@dataclass(frozen=True)
-class PhaseDemand:
-    """What the coordination policies transform: one :class:`Phases` per case (one, or one per
-    dt of a sweep), the cores behind each node (for CPU-hours), and the I/O times of the
-    phases as they ran (lake phases only)."""
-
-    cases: tuple[Phases, ...]
-    cores_per_node: float = 1.0
-    as_ran: np.ndarray | None = None
-    sweep: bool = False
-
-    def map(self, change: Callable[[Phases], Phases]) -> PhaseDemand:
-        return replace(self, cases=tuple(change(case) for case in self.cases))
-
-
-def require(demand: Any, user: str) -> PhaseDemand:
-    """``demand`` as phases, or a one-line error for ``user`` (e.g. ``policy fcfs``)."""
-    if not isinstance(demand, PhaseDemand):
-        raise ValueError(
-            f"{user} works on I/O phases: use it with workload source phases or lake_phases"
-        )
-    return demand
 
 
 def proportional_sharing(
@@ -385,7 +250,7 @@ def replay_case(case: Phases, topology: Topology, progress: Progress = None) -> 
     return CaseScores(case.io_times(topology, progress), case.alone_times(topology))
 
 
-def scores(scenario: Any, topology: Topology, work: Any, progress: Progress) -> Scored:
+def scores(given: Settings, topology: Topology, work: Any, progress: Progress) -> Scored:
     """Per phase T, T_alone, I; per scenario Σ N·T (CPU-hours) and Σ I (001 §II-C, §IV-D).
     A sweep gives the per-dt points (``delta_graph``) and the scores summed over its dt."""
     work = require(work, "the phases scores")
@@ -404,7 +269,7 @@ def scores(scenario: Any, topology: Topology, work: Any, progress: Progress) -> 
         sc.Score(f"{metric}_sweep_sum", float(sum(t[k].value for t in totals)), unit)
         for k, (metric, unit) in enumerate(sc.COORDINATION_TOTALS)
     ]
-    return Scored(out, {DELTA_TABLE: delta_rows(scenario.name, work, results)})
+    return Scored(out, {DELTA_TABLE: delta_rows(given.scenario, work, results)})
 
 
 def delta_rows(scenario: str, work: PhaseDemand, results: list[CaseScores]) -> pa.Table:
@@ -496,7 +361,9 @@ def _lake_check(workload: dict, _limits: ScenarioLimits) -> None:
     cores_per_node(workload, None)
 
 
-def lake_scores(scenario: Any, topology: Topology, work: Any, progress: Progress) -> list[sc.Score]:
+def lake_scores(
+    _given: Settings, topology: Topology, work: Any, progress: Progress
+) -> list[sc.Score]:
     """The window's phases replayed under the policy: Σ N·T in CPU-hours and Σ I, beside the
     same figures for the phases as they ran in the trace (T = their duration)."""
     work = require(work, "the phases scores")
