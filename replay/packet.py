@@ -243,7 +243,7 @@ class _State:
         )
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _sift_down(ht, hs, hv, size, i, time, seq, value):  # pragma: no cover - compiled
     """Place event (time, seq, value) in the 4-ary heap from the hole at ``i`` downwards."""
     while True:
@@ -261,7 +261,7 @@ def _sift_down(ht, hs, hv, size, i, time, seq, value):  # pragma: no cover - com
     ht[i], hs[i], hv[i] = time, seq, value
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _push(ht, hs, hv, counters, time, value):  # pragma: no cover - compiled
     """Add an event; ties run in insertion order. The first event pushed while handling
     another takes the handled event's place at the root (one sift instead of two)."""
@@ -282,7 +282,7 @@ def _push(ht, hs, hv, counters, time, value):  # pragma: no cover - compiled
     ht[i], hs[i], hv[i] = time, seq, value
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _settle(ht, hs, hv, counters):  # pragma: no cover - compiled
     """Remove the handled root event if no new event replaced it."""
     if counters[5]:

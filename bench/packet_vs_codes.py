@@ -1,0 +1,192 @@
+"""The packet model against CODES on paper 000's own setting (§3.1, §3.2, §5.1), both run here,
+one after the other, in one process tree each (wall, CPU, events, peak memory).
+
+The setting, the same for both: a 3-level fat-tree of 36-port switches (1,296 nodes, 12.5 GB/s
+links, 60 ns router delay, 4 KiB packets, 64 KiB buffers per port), static D-mod-k routing,
+72 I/O servers on leaves 34, 35, 70, 71 (isolated-target), 612 MPI clients sending 4 KiB to a
+random partner 500 µs × U(0.95, 1.05) after the previous message completed, 612 I/O clients
+writing 4 MiB requests back to back round robin over the servers; latencies of the messages
+sent after 5 ms and delivered by 20 ms. CODES' fat-tree model reads ``soft_delay`` but never
+applies it, so burstlake runs with ``nic_delay: 0`` here (its default, 1 µs, is the NIC
+overhead paper 000's configuration names).
+
+CODES is the peer (``../shared/peers/codes``: ``build.sh ROSS_SRC CODES_SRC PREFIX``); point
+``BURSTLAKE_CODES`` at that PREFIX. Without it only burstlake's side runs, and the result says
+so. ``BURSTLAKE_BENCH_SEED`` sets the seed of both (default 12345, CODES' default).
+
+Results: ``bench/results/packet_vs_codes.json``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from pathlib import Path
+
+from bench import measure, python_step, write_result
+
+SERVER_LEAVES = [34, 35, 70, 71]
+WARMUP_S, END_S = 5e-3, 20e-3
+CASES = {  # name: (placement, jobs in the run)
+    "rn-mpi": ("random-node", ("mpi",)),
+    "rn-io": ("random-node", ("io",)),
+    "rn-both": ("random-node", ("mpi", "io")),
+    "rs-mpi": ("random-switch", ("mpi",)),
+    "rs-both": ("random-switch", ("mpi", "io")),
+}
+CODES_MODE = {("mpi",): 0, ("io",): 1, ("mpi", "io"): 2}
+
+RUN = """
+import json, time
+import numpy as np
+from burstlake.replay import traffic as tr
+from burstlake.replay.events import Requests
+from burstlake.replay.packet import PacketSettings, simulate
+from burstlake.replay.solver import Paths
+from burstlake.replay.topologies import build
+from burstlake.replay.workloads import jobs
+
+topology = build({{"name": "cab1296", "server_leaves": {leaves}}})
+settings = PacketSettings(nic_delay=0.0)
+tiny = Requests(np.zeros(1, dtype=np.int64), np.ones(1), np.zeros(1), Paths.from_lists([[0]]))
+simulate(tiny, np.ones(1), settings)  # compile, or load Numba's cached code
+spec = {{"seed": {seed}, "placement": "{placement}", "jobs": [
+    {{"name": "mpi", "kind": "mpi", "nodes": 612, "message_bytes": 4096, "interval_s": 5e-4,
+     "messages": 45, "warmup": 0}},
+    {{"name": "io", "kind": "io", "nodes": 612, "request_bytes": 4194304, "interval_s": 0,
+     "requests": 16, "warmup": 0}},
+]}}
+demand = jobs.demand(spec, topology)
+chosen = [job for job in demand.jobs if job.name in {kinds}]
+routed = tr.requests(topology, [(job.traffic, job.nodes) for job in chosen])
+t0, c0 = time.perf_counter(), time.process_time()
+timeline = simulate(routed.requests, topology.resources.capacity, settings, until={end})
+wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+kept = (timeline.start >= {warmup}) & np.isfinite(timeline.end)
+out = {{"simulate_wall_s": wall, "simulate_cpu_s": cpu, "events": timeline.events,
+        "peak_packets": timeline.peak_packets}}
+for kind in {kinds}:
+    lat = (timeline.end - timeline.start)[kept & (routed.requests.kind == kind)] * 1e6
+    out[kind] = {{"n": int(len(lat)), "mean_us": float(lat.mean()),
+                  "p50_us": float(np.percentile(lat, 50)), "p99_us": float(np.percentile(lat, 99)),
+                  "max_us": float(lat.max())}}
+print(json.dumps(out))
+"""
+
+CODES_LINE = re.compile(r"IOMPI (MPI-latency|IO-request-latency): n=(\d+) mean_us=([\d.]+).*?"
+                        r"p50_us=([\d.]+).*?p99_us=([\d.]+) max_us=([\d.]+)")  # fmt: skip
+EVENTS = re.compile(r"Net Events Processed\s+(\d+)")
+
+
+def burstlake_case(placement: str, kinds: tuple[str, ...], seed: int) -> dict:
+    code = RUN.format(
+        leaves=SERVER_LEAVES,
+        seed=seed,
+        placement=placement,
+        kinds=list(kinds),
+        end=END_S,
+        warmup=WARMUP_S,
+    )
+    return python_step(code)
+
+
+def codes_case(prefix: Path, placement: str, kinds: tuple[str, ...], seed: int) -> dict:
+    """One case of the CODES driver (sequential mode), as ``run.sh`` runs it."""
+    binary = prefix / "bin" / "model-net-io-mpi-fattree"
+    config = prefix / "ft3-k36-n1296-static.conf"
+    ns = 1e9
+    options = [
+        "--synch=1",
+        f"--warmup={WARMUP_S * ns:.0f}",
+        f"--end={END_S * ns:.0f}",
+        "--mpi_size=4096",
+        "--mpi_interval=500000",
+        "--io_size=4194304",
+        "--io_interval=0",
+        f"--placement={int(placement == 'random-switch')}",
+        f"--mode={CODES_MODE[kinds]}",
+        f"--seed={seed}",
+        f"--server_leaves={','.join(map(str, SERVER_LEAVES))}",
+    ]
+    with tempfile.TemporaryDirectory() as work:
+        step = measure([str(binary), *options, "--", str(config)], cwd=work)
+    out: dict = {"wall_s": step.wall_s, "cpu_s": step.cpu_s, "peak_rss_mb": step.peak_mb}
+    found = EVENTS.search(step.stdout)
+    out["events"] = int(found.group(1)) if found else None
+    for match in CODES_LINE.finditer(step.stdout):
+        kind = "mpi" if match.group(1) == "MPI-latency" else "io"
+        n, mean, p50, p99, top = match.groups()[1:]
+        out[kind] = {
+            "n": int(n),
+            "mean_us": float(mean),
+            "p50_us": float(p50),
+            "p99_us": float(p99),
+            "max_us": float(top),
+        }
+    return out
+
+
+def slowdowns(cases: dict) -> dict:
+    """Mean MPI slowdown under each placement, I/O slowdown, max MPI latency over alone."""
+
+    def mean(case: str, kind: str) -> float:
+        return cases[case][kind]["mean_us"]
+
+    return {
+        "random_node_mpi_slowdown": mean("rn-both", "mpi") / mean("rn-mpi", "mpi"),
+        "random_switch_mpi_slowdown": mean("rs-both", "mpi") / mean("rs-mpi", "mpi"),
+        "io_slowdown": mean("rn-both", "io") / mean("rn-io", "io"),
+        "max_mpi_latency_over_alone_mean": cases["rn-both"]["mpi"]["max_us"]
+        / mean("rn-mpi", "mpi"),
+    }
+
+
+def main() -> Path:
+    seed = int(os.environ.get("BURSTLAKE_BENCH_SEED", "12345"))
+    prefix = os.environ.get("BURSTLAKE_CODES")
+    peer = Path(prefix) if prefix else None
+    if peer is not None and not (peer / "bin" / "model-net-io-mpi-fattree").exists():
+        raise SystemExit(f"BURSTLAKE_CODES={peer}: no bin/model-net-io-mpi-fattree there")
+    ours, theirs = {}, {}
+    for name, (placement, kinds) in CASES.items():
+        print(f"  {name}: burstlake", flush=True)
+        ours[name] = burstlake_case(placement, kinds, seed)
+        if peer is not None:
+            print(f"  {name}: CODES", flush=True)
+            theirs[name] = codes_case(peer, placement, kinds, seed)
+    result: dict = {"seed": seed, "burstlake": ours, "burstlake_shape": slowdowns(ours)}
+    if peer is None:
+        result["codes"] = "not run: set BURSTLAKE_CODES to a CODES build (shared/peers/codes)"
+        return write_result("packet_vs_codes", result)
+    shape = slowdowns(theirs)
+    ratio = ours["rn-both"]["simulate_wall_s"], theirs["rn-both"]["wall_s"]
+    result |= {
+        "codes": theirs,
+        "codes_shape": shape,
+        "codes_version": "ROSS 9b6ccb18, CODES a5958cfa + shared/peers/codes patch, sequential",
+        "speedup_rn_both_wall": ratio[1] / ratio[0],
+        "speedup_rn_both_cpu": theirs["rn-both"]["cpu_s"] / ours["rn-both"]["simulate_cpu_s"],
+        "goals": {
+            "random_node_within_35pct_of_codes": abs(
+                result["burstlake_shape"]["random_node_mpi_slowdown"]
+                / shape["random_node_mpi_slowdown"]
+                - 1
+            )
+            <= 0.35,
+            "random_switch_at_most_2x": result["burstlake_shape"]["random_switch_mpi_slowdown"]
+            <= 2,
+            "io_slowdown_1_to_1_15": 1.0 <= result["burstlake_shape"]["io_slowdown"] <= 1.15,
+            "max_mpi_at_least_100x_alone": result["burstlake_shape"][
+                "max_mpi_latency_over_alone_mean"
+            ]
+            >= 100,
+            "ten_times_faster_than_codes": ratio[1] / ratio[0] >= 10,
+            "peak_memory_under_2gb": max(c["step_peak_rss_mb"] for c in ours.values()) < 2048,
+        },
+    }
+    return write_result("packet_vs_codes", result)
+
+
+if __name__ == "__main__":
+    print(main())
