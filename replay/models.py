@@ -19,12 +19,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from burstlake.replay import events, packet
-
-if TYPE_CHECKING:
-    from burstlake.replay.graph import Topology
 
 Progress = Callable[[int], None] | None
 
@@ -53,8 +50,10 @@ class Contention:
         return self.model.name
 
     def simulate(
-        self, topology: Topology, requests: events.Requests, progress: Progress = None
+        self, topology: Any, requests: events.Requests, progress: Progress = None
     ) -> events.Timeline:
+        """Replay ``requests`` on ``topology`` (a :class:`~burstlake.replay.graph.Topology`,
+        which imports this module, so it is not named here)."""
         return self.model.run(topology, requests, self.settings, progress)
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from burstlake.replay.events import Requests, simulate as flow_simulate
+from burstlake.replay.events import Requests
+from burstlake.replay.events import simulate as flow_simulate
 from burstlake.replay.packet import PacketSettings, simulate
 from burstlake.replay.solver import Paths
 

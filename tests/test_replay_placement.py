@@ -289,18 +289,38 @@ def test_splits_cost_more_as_s_grows_on_a_tapered_tree() -> None:
 # --- scenarios ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_example_scenario_through_the_cli(lake, capsys) -> None:
+    # the scheduled example, under the packet model (about a minute): paper 000 §5.1-5.2's
+    # shapes at its reduced size
     path = SCENARIOS / "placement_fattree.yaml"
     assert main(["replay", "--lake", str(lake), "--scenario", str(path)]) == 0
     assert "spread+random-switch" in capsys.readouterr().out
     rows = sql(
         lake,
-        "SELECT policy, value FROM replay_scores WHERE metric = 'mpi_slowdown' ORDER BY policy",
+        "SELECT policy, value, model FROM replay_scores WHERE metric = 'mpi_slowdown'",
     ).to_pylist()
-    assert {r["policy"] for r in rows} == {
+    slowdown = {r["policy"]: r["value"] for r in rows}
+    assert set(slowdown) == {
         "given", "random-switch", "spread-target", "random-target", "spread+random-switch"
     }  # fmt: skip
-    assert all(r["value"] >= 0.99 for r in rows)
+    assert {r["model"] for r in rows} == {"packet"}
+    assert all(v >= 0.99 for v in slowdown.values())
+    assert slowdown["given"] >= 3 * slowdown["random-switch"]  # 000 §5.1
+    assert slowdown["spread-target"] < slowdown["given"]  # 000 §5.2
+
+
+@pytest.mark.slow
+def test_throttle_example_cuts_mpi_latency_at_a_small_checkpoint_cost(lake) -> None:
+    # 000 §5.3 under the packet model: a 3 ms window, just above the ~2.2 ms mean request
+    # time, at least halves the mean MPI latency for at most 30 % more checkpoint time
+    assert main(["replay", "--lake", str(lake), "--scenario",
+                 str(SCENARIOS / "throttle_fattree.yaml")]) == 0  # fmt: skip
+    rows = sql(lake, "SELECT policy, metric, value FROM replay_scores").to_pylist()
+    got = {(r["policy"], r["metric"]): r["value"] for r in rows}
+    mpi = got["unthrottled", "mpi_latency_mean"] / got["window_3ms", "mpi_latency_mean"]
+    cost = got["window_3ms", "io_completion_time"] / got["unthrottled", "io_completion_time"]
+    assert mpi >= 2.0 and cost <= 1.30, (mpi, cost)
 
 
 def test_every_shipped_example_loads() -> None:
