@@ -1,10 +1,13 @@
-"""The full paper-000 placement scenario (docs/design.md, "Placement"; paper 000 §3, §5.1): on
-the ``cab1296`` fat-tree an MPI job (612 nodes, 4 KB to a random partner 500 μs after the last
-message completed) and a checkpoint I/O job (612 clients, 4 MB requests back to back, Lustre
-round robin over the 72 servers), 1,000 scored requests per client after 50 warm-up ones
-(``BURSTLAKE_BENCH_REQUESTS`` to change), random-node placement and isolated-target servers.
-One what-if = the jobs' demand, each job's baseline run, the interference run and the scores,
-through the ``jobs`` workload exactly as a scenario runs it. The goal: under 5 minutes.
+"""The paper-000 placement study at full size under the packet model (docs/design.md,
+"Placement"; paper 000 §3, §5.1, §5.2), through ``burstlake replay`` exactly as a user runs it:
+on the ``cab1296`` fat-tree (servers on leaves 34, 35, 70, 71, as the CODES driver of
+``bench/packet_vs_codes.py``) an MPI job (612 nodes, 4 KiB to a random partner 500 µs after the
+last message completed) and a checkpoint I/O job (612 clients, 4 MiB requests back to back,
+Lustre round robin over the 72 servers), over about CODES' 20 ms window: 10 warm-up and 30
+scored messages per MPI client, 1 warm-up and 6 scored requests per I/O client
+(``BURSTLAKE_BENCH_REQUESTS`` scales the I/O requests, e.g. 1000 for the paper's run of about
+2.7 s simulated). Every placement and server policy, each with both baseline runs and the
+interference run. The goal: under 5 minutes, with a progress bar.
 
 Results: ``bench/results/placement.json``.
 """
@@ -12,57 +15,87 @@ Results: ``bench/results/placement.json``.
 from __future__ import annotations
 
 import os
-import platform
+import sys
+import tempfile
 from pathlib import Path
 
-from bench import python_step, write_result
+import yaml
 
-RUN = """
-import json, resource, time
-from burstlake.replay.events import Requests, simulate
-from burstlake.replay.solver import Paths
-from burstlake.replay.topologies import build
-from burstlake.replay.workloads import jobs
-import numpy as np
+from bench import measure, write_result
+from burstlake.catalog import sql
 
-per_client = {requests}
-spec = {{"seed": 0, "placement": "random-node", "jobs": [
-    {{"name": "mpi", "kind": "mpi", "nodes": 612, "messages": per_client}},
-    {{"name": "io", "kind": "io", "nodes": 612, "requests": per_client}},
-]}}
-w0 = time.perf_counter()
-topology = build({{"name": "cab1296"}})
-tiny = Requests(np.zeros(1, dtype=np.int64), np.ones(1), np.zeros(1), Paths.from_lists([[0]]))
-simulate(tiny, topology.resources.capacity)  # compile, or load Numba's cached code
-t0 = time.perf_counter()
-demand = jobs.demand(spec, topology)
-t1 = time.perf_counter()
-runs = jobs.replay(topology, demand)
-t2 = time.perf_counter()
-scores = {{s.metric: s.value for s in jobs.job_scores(demand, runs)}}
-t3 = time.perf_counter()
-print(json.dumps({{
-    "requests_interference_run": len(runs.routed.job),
-    "events_interference_run": runs.shared.events,
-    "events_baseline_runs": sum(a.events for a in runs.alone),
-    "setup_s": t0 - w0, "demand_s": t1 - t0, "replay_s": t2 - t1, "scores_s": t3 - t2,
-    "what_if_s": t3 - t0,
-    "scores": scores,
-    "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-}}))
-"""
+POLICIES = [
+    "given",
+    {"name": "random-switch", "seed": 1},
+    "spread-target",
+    {"name": "random-target", "seed": 1},
+    {
+        "name": "combine",
+        "label": "spread+random-switch",
+        "policies": ["spread-target", "random-switch"],
+    },
+]
+
+
+def scenario(requests: int) -> dict:
+    messages = max(30, round(requests * 2.7e-3 / 5e-4))  # MPI keeps talking while I/O runs
+    return {
+        "name": "placement_full",
+        "workload": {
+            "source": "jobs",
+            "seed": 12345,
+            "placement": "random-node",
+            "jobs": [
+                {
+                    "name": "mpi",
+                    "kind": "mpi",
+                    "nodes": 612,
+                    "message_bytes": 4096,
+                    "interval_s": 5e-4,
+                    "messages": messages,
+                    "warmup": 10,
+                },
+                {
+                    "name": "io",
+                    "kind": "io",
+                    "nodes": 612,
+                    "request_bytes": 4194304,
+                    "interval_s": 0,
+                    "requests": requests,
+                    "warmup": 1,
+                },
+            ],
+        },
+        "topology": {"name": "cab1296", "server_leaves": [34, 35, 70, 71]},
+        "model": "packet",
+        "policies": POLICIES,
+    }
 
 
 def main() -> Path:
-    requests = int(os.environ.get("BURSTLAKE_BENCH_REQUESTS", "1000"))
-    run = python_step(RUN.format(requests=requests))
-    load = os.getloadavg()
+    requests = int(os.environ.get("BURSTLAKE_BENCH_REQUESTS", "6"))
+    burstlake = str(Path(sys.executable).with_name("burstlake"))
+    with tempfile.TemporaryDirectory() as work:
+        path = Path(work) / "placement_full.yaml"
+        path.write_text(yaml.safe_dump(scenario(requests)))
+        lake = Path(work) / "lake"
+        step = measure([burstlake, "replay", "--lake", str(lake), "--scenario", str(path)])
+        rows = sql(
+            lake,
+            "SELECT policy, metric, value FROM replay_scores WHERE metric IN "
+            "('mpi_slowdown', 'io_slowdown', 'mpi_latency_mean', 'mpi_latency_max', "
+            "'mpi_baseline_latency_mean', 'io_completion_time')",
+        ).to_pylist()
+    scores: dict[str, dict[str, float]] = {}
+    for row in rows:
+        scores.setdefault(row["policy"], {})[row["metric"]] = row["value"]
     result = {
-        "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
-        "load_average_after": load,
-        "requests_per_client": requests,
-        "run": run,
-        "goal_under_300s": run["what_if_s"] < 300,
+        "io_requests_per_client": requests,
+        "wall_s": step.wall_s,
+        "cpu_s": step.cpu_s,
+        "peak_rss_mb": step.peak_mb,
+        "scores": scores,
+        "goal_under_300s": step.wall_s < 300,
     }
     return write_result("placement", result)
 

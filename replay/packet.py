@@ -133,6 +133,12 @@ def simulate(
     window = np.zeros(n) if requests.window is None else np.asarray(requests.window)
     packets = np.maximum(1, np.ceil(size / settings.packet_bytes)).astype(np.int64)
 
+    # a resource that some route enters after another one leaves a switch (or a server) and
+    # pays router_delay; one that only ever starts a route is a NIC's injection link
+    leaves_switch = np.zeros(len(capacity))
+    later = np.ones(len(paths.indices), dtype=bool)
+    later[paths.indptr[:-1][paths.lengths > 0]] = False
+    leaves_switch[paths.indices[later]] = 1.0
     buffers = len(capacity) * channels
     used = np.unique(buffer_of_entry)
     streams = int(np.count_nonzero(np.r_[True, stream[1:] != stream[:-1]])) if n else 0
@@ -155,6 +161,7 @@ def simulate(
         paths.indices,
         buffer_of_entry,
         capacity,
+        leaves_switch,
         settings.packet_bytes,
         settings.buffer_bytes,
         settings.router_delay,
@@ -207,14 +214,19 @@ class _State:
         self.head = np.full(buffers, -1, np.int64)  # queue of packets waiting for the buffer
         self.tail = np.full(buffers, -1, np.int64)
         self.link_free = np.zeros(links)  # when each resource finishes its admitted packets
+        self.f_head = np.full(links, -1, np.int64)  # each resource's packets in flight, FIFO
+        self.f_tail = np.full(links, -1, np.int64)
         self.p_req = np.zeros(pool, np.int64)
         self.p_hop = np.zeros(pool, np.int64)  # route entry offset; -1: not yet cut at the NIC
         self.p_bytes = np.zeros(pool)
+        self.p_time = np.zeros(pool)  # when the packet reaches the end of its resource
         self.p_next = np.full(pool, -1, np.int64)
         self.free = np.arange(pool - 1, -1, -1, dtype=np.int64)  # stack of free packet ids
-        self.ht = np.zeros(pool + n + 1)  # event heap: time, insertion number, value
-        self.hs = np.zeros(pool + n + 1, np.int64)
-        self.hv = np.zeros(pool + n + 1, np.int64)
+        # event heap (time, insertion number, value): a resource's first packet in flight
+        # (2r), a message reaching its NIC (2k + 1)
+        self.ht = np.zeros(links + n + 1)
+        self.hs = np.zeros(links + n + 1, np.int64)
+        self.hv = np.zeros(links + n + 1, np.int64)
         self.work = np.zeros(pool + buffers + 1, np.int64)  # buffers to retry after a credit
         # heap size, insertions, free-stack size, events, deepest pool use, root handled
         self.counters = np.array([0, 0, pool, 0, 0, 0], np.int64)
@@ -230,9 +242,12 @@ class _State:
             self.head,
             self.tail,
             self.link_free,
+            self.f_head,
+            self.f_tail,
             self.p_req,
             self.p_hop,
             self.p_bytes,
+            self.p_time,
             self.p_next,
             self.free,
             self.ht,
@@ -252,9 +267,9 @@ def _sift_down(ht, hs, hv, size, i, time, seq, value):  # pragma: no cover - com
             break
         best = child
         for c in range(child + 1, min(child + 4, size)):
-            if ht[c] < ht[best] or (ht[c] == ht[best] and hs[c] < hs[best]):
+            if ht[c] < ht[best] or (ht[c] == ht[best] and hv[c] < hv[best]):
                 best = c
-        if not (ht[best] < time or (ht[best] == time and hs[best] < seq)):
+        if not (ht[best] < time or (ht[best] == time and hv[best] < value)):
             break
         ht[i], hs[i], hv[i] = ht[best], hs[best], hv[best]
         i = best
@@ -275,7 +290,7 @@ def _push(ht, hs, hv, counters, time, value):  # pragma: no cover - compiled
     counters[0] += 1
     while i > 0:
         parent = (i - 1) >> 2
-        if not (time < ht[parent] or (time == ht[parent] and seq < hs[parent])):
+        if not (time < ht[parent] or (time == ht[parent] and value < hv[parent])):
             break
         ht[i], hs[i], hv[i] = ht[parent], hs[parent], hv[parent]
         i = parent
@@ -306,6 +321,7 @@ def _advance(  # pragma: no cover - compiled
     indices,
     buffer_of_entry,
     capacity,
+    leaves_switch,
     packet_bytes,
     buffer_bytes,
     router_delay,
@@ -320,9 +336,12 @@ def _advance(  # pragma: no cover - compiled
     head,
     tail,
     link_free,
+    f_head,
+    f_tail,
     p_req,
     p_hop,
     p_bytes,
+    p_time,
     p_next,
     free,
     ht,
@@ -364,15 +383,22 @@ def _advance(  # pragma: no cover - compiled
             tail[b] = p
             work[todo] = b
             todo += 1
-        else:  # a packet reaches the end of its current resource
-            p = value >> 1
+        else:  # the first packet in flight on resource r reaches its end
+            r = value >> 1
+            p = f_head[r]
+            f_head[r] = p_next[p]
+            if f_head[r] < 0:
+                f_tail[r] = -1
+            else:  # the next one on r arrives later (FIFO, so its time is not earlier)
+                _push(ht, hs, hv, counters, p_time[f_head[r]], 2 * r)
             k = p_req[p]
             entry = indptr[k] + p_hop[p]
             released = buffer_of_entry[entry]
             if entry + 1 == indptr[k + 1]:  # delivered: the last buffer drains at once
                 occupancy[released] -= p_bytes[p]
-                work[todo] = released
-                todo += 1
+                if head[released] >= 0:
+                    work[todo] = released
+                    todo += 1
                 delivered[k] += p_bytes[p]
                 arrived[k] += 1
                 free[counters[2]] = p
@@ -448,13 +474,21 @@ def _advance(  # pragma: no cover - compiled
                 leave = max(now, link_free[r])
                 link_free[r] = leave + nbytes / capacity[r]
                 arrive = link_free[r]
+                arrive += router_delay * leaves_switch[r]
+                p_time[p] = arrive
+                p_next[p] = -1
+                if f_tail[r] < 0:
+                    f_head[r] = p
+                    _push(ht, hs, hv, counters, arrive, 2 * r)
+                else:
+                    p_next[f_tail[r]] = p
+                f_tail[r] = p
                 if p_hop[p] > 0:
-                    arrive += router_delay
                     held = buffer_of_entry[entry - 1]
                     occupancy[held] -= nbytes
-                    work[todo] = held
-                    todo += 1
-                _push(ht, hs, hv, counters, arrive, 2 * p)
+                    if head[held] >= 0:  # someone waits for the credit
+                        work[todo] = held
+                        todo += 1
         _settle(ht, hs, hv, counters)
         in_use = len(free) - counters[2]
         if in_use > counters[4]:
