@@ -415,4 +415,10 @@ def test_interference_notebook_draws_every_figure(lake, tmp_path) -> None:
     assert not [o for o in outputs if o.output_type == "error"]
     assert sum("image/png" in o.get("data", {}) for o in outputs) == 4
     text = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
-    assert "spread-target    MPI 1.000x" in text and "1224 compute nodes" in text
+    assert "1278 compute nodes" in text and "random-switch    MPI" in text
+    slowdown = {
+        line.split()[0]: float(line.rsplit("slowdown ", 1)[1].rstrip("x"))
+        for line in text.splitlines()
+        if line.startswith(("flow ", "packet "))
+    }
+    assert slowdown["packet"] > 2 * slowdown["flow"]  # buffers back up into MPI's links
