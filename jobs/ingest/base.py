@@ -48,7 +48,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from burstlake import catalog
+from burstlake import catalog, paths
 from burstlake import lake as lakes
 from burstlake.lake import (
     ContributionWriter,
@@ -448,8 +448,10 @@ def ingest_file(
     report with ``error`` set; it never raises for bad input.
     """
     file = Path(os.path.abspath(path))
-    if not file.is_file():
-        return FileReport(source.name, str(file), "-", error="no such file")
+    found = paths.kind(file)
+    if found != "a regular file":  # /dev/zero is not read forever, nor called missing
+        error = found if found == "no such file" else f"{found}, not a regular file"
+        return FileReport(source.name, str(file), "-", error=error)
     report = FileReport(source.name, str(file), content_id(file))
     root = lake_path(lake)
     report.same_as = _landed_as(root, report)
