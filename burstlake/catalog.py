@@ -20,6 +20,7 @@ import contextlib
 import logging
 import os
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
@@ -43,6 +44,7 @@ from burstlake.schemas import REGISTRY, TableSpec
 log = logging.getLogger(__name__)
 
 CATALOG = "catalog.duckdb"
+STREAM_ROWS = 65_536  # rows per batch of a streamed query result
 META = "_burstlake_versions"  # table name -> Delta version each view reads
 
 
@@ -184,6 +186,36 @@ def sql(
     files its views read, within a memory limit (``memory``, e.g. ``4GB`` or ``25%``; default
     :data:`burstlake.readonly.DEFAULT_MEMORY` of the RAM) and ``threads``.
     """
+    with _read_only(lake, query, memory, threads) as result:
+        return result.read_all()
+
+
+def sql_head(
+    lake: str | os.PathLike | None,
+    query: str,
+    rows: int,
+    memory: str | None = None,
+    threads: int | None = None,
+) -> tuple[pa.Table, int]:
+    """The first ``rows`` rows of :func:`sql`'s result and how many rows it has, streamed: one
+    batch is held at a time, never the whole result (``SELECT * FROM range(2e9)`` counts)."""
+    kept: list[pa.RecordBatch] = []
+    total = 0
+    with _read_only(lake, query, memory, threads) as result:
+        for batch in result:
+            if total < rows:
+                kept.append(batch.slice(0, rows - total))
+            total += batch.num_rows
+        head = pa.Table.from_batches(kept, schema=result.schema)
+    return head, total
+
+
+@contextlib.contextmanager
+def _read_only(
+    lake: str | os.PathLike | None, query: str, memory: str | None, threads: int | None
+) -> Iterator[pa.RecordBatchReader]:
+    """The result of one read-only query, streamed (see :func:`sql`); DuckDB errors as one-line
+    ValueErrors."""
     readonly.check(query)
     readonly.memory_limit(memory)  # a bad setting is refused before any work
     root = lake_path(lake).resolve()
@@ -192,7 +224,7 @@ def sql(
         versions = con.execute(f'SELECT name, version FROM "{META}"').fetchall()
         files = [f for name, v in versions if v is not None for f in table_files(root, name, v)]
         readonly.lock(con, readonly.lake_files(root, files), memory, threads)
-        return con.execute(query).fetch_arrow_table()
+        yield con.execute(query).fetch_record_batch(STREAM_ROWS)
     except duckdb.Error as err:
         raise ValueError(readonly.describe_error(err, memory)) from err
     finally:

@@ -34,7 +34,7 @@ log = logging.getLogger(__name__)
 READ = duckdb.StatementType.SELECT
 EXPLAIN = duckdb.StatementType.EXPLAIN
 ALLOWED = "one SELECT (or WITH ... SELECT, EXPLAIN [ANALYZE] SELECT, DESCRIBE, SHOW, SUMMARIZE)"
-DEFAULT_MEMORY = "50%"  # of the machine's RAM; docs/design.md, "Command line"
+DEFAULT_MEMORY = "25%"  # of the machine's RAM; docs/design.md, "Command line"
 # Table functions a query may call: they read data or describe the database. Any other (e.g.
 # ``enable_logging``, ``checkpoint``, ``copy_database``, ``import_database``, ``query`` whose SQL
 # is a string the check cannot see) is refused; tests/test_sql_readonly.py lists DuckDB's table
@@ -186,13 +186,13 @@ def lock(
     threads: int | None = None,
 ) -> None:
     """Restrict ``con`` to reading ``files`` (module docstring), within ``memory`` (see
-    :func:`memory_limit`) and ``threads`` (default: DuckDB's, one per core)."""
+    :func:`memory_limit`) and ``threads`` (default: one per core)."""
     if threads is not None and threads < 1:
         raise ValueError(f"threads must be at least 1, got {threads}")
     quoted = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
     for setting in (
         f"SET memory_limit = '{memory_limit(memory)}'",
-        *([f"SET threads = {int(threads)}"] if threads else []),
+        f"SET threads = {int(threads or os.cpu_count() or 1)}",
         "SET temp_directory = ''",  # no spilling: the limit is the limit
         "SET autoinstall_known_extensions = false",
         "SET autoload_known_extensions = false",

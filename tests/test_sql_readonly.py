@@ -231,7 +231,7 @@ def test_a_bad_memory_limit_is_refused(lake_with_rows, setting, capsys):
 def test_memory_limit_default_is_a_share_of_ram(monkeypatch):
     monkeypatch.delenv("BURSTLAKE_SQL_MEMORY", raising=False)
     ram_mib = (readonly.os.sysconf("SC_PAGE_SIZE") * readonly.os.sysconf("SC_PHYS_PAGES")) >> 20
-    assert readonly.memory_limit() == f"{ram_mib // 2}MiB"
+    assert readonly.memory_limit() == f"{ram_mib // 4}MiB"
     monkeypatch.setenv("BURSTLAKE_SQL_MEMORY", "2GiB")
     assert readonly.memory_limit() == "2GiB"
     assert readonly.memory_limit("25%") == f"{ram_mib // 4}MiB"
@@ -240,3 +240,11 @@ def test_memory_limit_default_is_a_share_of_ram(monkeypatch):
 def test_threads_must_be_positive(lake_with_rows, capsys):
     assert main(["sql", "--lake", str(lake_with_rows), "--threads", "0", "SELECT 1"]) == 2
     assert "threads must be at least 1" in capsys.readouterr().err
+
+
+def test_a_large_result_is_streamed_not_held(lake_with_rows, capsys):
+    """30 M rows (240 MB held whole) under a 100 MB limit: counted batch by batch, the first
+    rows printed."""
+    args = ["sql", "--lake", str(lake_with_rows), "--memory-limit", "100MB", "--max-rows", "2"]
+    assert main([*args, "SELECT * FROM range(30000000)"]) == 0
+    assert "(30000000 rows, 2 shown)" in capsys.readouterr().out

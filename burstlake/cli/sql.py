@@ -24,7 +24,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--memory-limit",
         default=None,
         help="most memory the query may use: a size (4GB, 512MiB) or a share of the RAM (25%%) "
-        "(default: $BURSTLAKE_SQL_MEMORY, else 50%%)",
+        "(default: $BURSTLAKE_SQL_MEMORY, else 25%%)",
     )
     parser.add_argument(
         "--threads",
@@ -37,10 +37,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from burstlake.catalog import sql
+    from burstlake.catalog import sql_head
 
-    table = sql(args.lake, args.query, args.memory_limit, args.threads)
-    shown = table.slice(0, args.max_rows)
+    shown, total = sql_head(args.lake, args.query, args.max_rows, args.memory_limit, args.threads)
     rows = list(zip(*(column.to_pylist() for column in shown.columns), strict=True))
-    print(format_table(table.column_names, rows, table.num_rows))
+    print(format_table(shown.column_names, rows, total))
     return 0
