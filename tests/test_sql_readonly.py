@@ -119,6 +119,9 @@ def test_every_wrapper_of_every_write_is_refused(
         "SELECT * FROM query('SELECT 1 AS one')",  # SQL as text: not checked, so refused
         "SELECT * FROM (SELECT 1) WHERE 1 IN (SELECT 1 FROM checkpoint())",
         "SELECT * FROM main.force_checkpoint()",
+        "EXPLAIN ANALYZE SELECT * FROM enable_logging(storage = 'file', storage_path = 'l')",
+        "WITH a AS (SELECT * FROM checkpoint()) SELECT * FROM a",
+        "SELECT (SELECT count(*) FROM copy_database('memory', 'memory')) AS n",
         "PRAGMA enable_profiling",
         "CHECKPOINT",
         "",
