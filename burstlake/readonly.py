@@ -1,21 +1,25 @@
 """Read-only SQL on the lake (docs/design.md, "The lake"; issue 25): which statements a query on
 the lake may be, and a DuckDB connection that can read the lake's data files and nothing else.
 
-Two locks, either enough alone against the writes seen so far:
+Two locks:
 
 - the statement, classified by DuckDB's own parser (:func:`duckdb.extract_statements`): exactly
   one ``SELECT`` (which covers ``WITH ... SELECT``, ``FROM``-first, ``VALUES``, a ``PIVOT`` with
   an ``IN`` list, ``DESCRIBE``, ``SHOW``, ``SUMMARIZE`` and ``PRAGMA show_*``), or ``EXPLAIN``
   / ``EXPLAIN ANALYZE`` of such a statement (the explained statement is classified the same
-  way: ``EXPLAIN ANALYZE`` runs it). ``COPY``, ``EXPORT``, ``ATTACH``, ``INSTALL``, ``LOAD``,
-  ``CREATE``, ``SET``, ``CALL`` ... are refused, bare or wrapped;
+  way: ``EXPLAIN ANALYZE`` runs it), calling only table functions that read (found in DuckDB's
+  parse tree, ``json_serialize_sql``). ``COPY``, ``EXPORT``, ``ATTACH``, ``INSTALL``, ``LOAD``,
+  ``CREATE``, ``SET``, ``CALL``, ``enable_logging()``, ``checkpoint()`` ... are refused, bare
+  or wrapped;
 - the connection: the catalog opened read-only, external access off, the only files it may
   open are the Parquet files its views read (``allowed_paths``, files and not folders, so no
   new file can be made, in the lake or anywhere), extensions neither installed nor loaded,
   no spilling to disk, its configuration locked; a memory limit and a thread count.
 
-DuckDB has no read-only mode for files it is allowed to open: a ``COPY ... (USE_TMP_FILE
-false)`` onto an allowed data file would overwrite it, if one ever passed the first lock.
+The second lock alone stops every write the hostile sweep made (a ``COPY`` writes a scratch
+file first, and ``_delta_log`` files are not allowed). DuckDB has no read-only mode for the
+files it may open, though: a ``COPY ... (USE_TMP_FILE false)`` onto a data file would
+overwrite it if it ever passed the first lock.
 """
 
 from __future__ import annotations
