@@ -179,7 +179,9 @@ def test_the_connection_itself_cannot_make_a_file(lake_with_rows, tmp_path):
     try:
         readonly.lock(con, files, "1GB", 1)
         before = _state(root)
-        for target in (root / "node_io" / "new.parquet", root / "_delta_log.json", tmp_path / "x"):
+        data = table_files(root, "node_io")[0]  # COPY writes a scratch file beside it first
+        log = root / "node_io" / "_delta_log" / "00000000000000000099.json"
+        for target in (data, root / "node_io" / "new.parquet", log, tmp_path / "x"):
             with pytest.raises(duckdb.PermissionException):
                 con.execute(f"COPY (SELECT 1 AS x) TO '{target}'")
         with pytest.raises(duckdb.Error):
