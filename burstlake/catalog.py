@@ -20,11 +20,13 @@ import contextlib
 import logging
 import os
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
 import pyarrow as pa
 
+from burstlake import readonly
 from burstlake.lake import (
     DAY,
     Cluster,
@@ -34,6 +36,7 @@ from burstlake.lake import (
     clean_leftovers,
     lake_path,
     read_versions,
+    table_files,
     table_layout,
 )
 from burstlake.schemas import REGISTRY, TableSpec
@@ -41,6 +44,7 @@ from burstlake.schemas import REGISTRY, TableSpec
 log = logging.getLogger(__name__)
 
 CATALOG = "catalog.duckdb"
+STREAM_ROWS = 65_536  # rows per batch of a streamed query result
 META = "_burstlake_versions"  # table name -> Delta version each view reads
 
 
@@ -169,40 +173,60 @@ def connect(
     return con
 
 
-# What a query on the lake may be: reads only. DESCRIBE, SHOW, SUMMARIZE and PRAGMA show_*
-# parse as SELECT; COPY, ATTACH, INSERT, CREATE, SET, CALL, LOAD, ... are refused.
-READ_STATEMENTS = frozenset({duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN})
-
-
-def sql(lake: str | os.PathLike | None, query: str) -> pa.Table:
+def sql(
+    lake: str | os.PathLike | None,
+    query: str,
+    memory: str | None = None,
+    threads: int | None = None,
+) -> pa.Table:
     """Run one read-only SQL query on the lake's catalog and return the result as Arrow.
 
-    The query cannot damage the lake or look beyond it: it must be one SELECT (or EXPLAIN), and
-    the connection may read files only inside the lake folder, with its configuration locked.
+    The query cannot damage the lake or look beyond it (:mod:`burstlake.readonly`): it must be
+    one SELECT (or EXPLAIN of one, DESCRIBE, SHOW), and the connection may open only the data
+    files its views read, within a memory limit (``memory``, e.g. ``4GB`` or ``25%``; default
+    :data:`burstlake.readonly.DEFAULT_MEMORY` of the RAM) and ``threads``.
     """
-    try:
-        statements = duckdb.extract_statements(query)
-    except duckdb.Error as err:
-        raise ValueError(str(err).splitlines()[0]) from err
-    if len(statements) != 1:
-        raise ValueError(f"one query at a time, got {len(statements)} statements")
-    if statements[0].type not in READ_STATEMENTS:
-        raise ValueError(
-            f"the lake is read-only here: {statements[0].type.name} statements are refused "
-            "(write through burstlake ingest, metrics or replay)"
-        )
+    with _read_only(lake, query, memory, threads) as result:
+        return result.read_all()
+
+
+def sql_head(
+    lake: str | os.PathLike | None,
+    query: str,
+    rows: int,
+    memory: str | None = None,
+    threads: int | None = None,
+) -> tuple[pa.Table, int]:
+    """The first ``rows`` rows of :func:`sql`'s result and how many rows it has, streamed: one
+    batch is held at a time, never the whole result (``SELECT * FROM range(2e9)`` counts)."""
+    kept: list[pa.RecordBatch] = []
+    total = 0
+    with _read_only(lake, query, memory, threads) as result:
+        for batch in result:
+            if total < rows:
+                kept.append(batch.slice(0, rows - total))
+            total += batch.num_rows
+        head = pa.Table.from_batches(kept, schema=result.schema)
+    return head, total
+
+
+@contextlib.contextmanager
+def _read_only(
+    lake: str | os.PathLike | None, query: str, memory: str | None, threads: int | None
+) -> Iterator[pa.RecordBatchReader]:
+    """The result of one read-only query, streamed (see :func:`sql`); DuckDB errors as one-line
+    ValueErrors."""
+    readonly.check(query)
+    readonly.memory_limit(memory)  # a bad setting is refused before any work
     root = lake_path(lake).resolve()
     con = connect(root)
     try:
-        # The views name their files relative to the lake (so a moved lake reads its own);
-        # those relative folders are the lake's own tables.
-        folders = [f"{root}/", *(f"{p.name}/" for p in root.iterdir() if p.is_dir())]
-        con.execute(f"SET allowed_directories = [{', '.join(map(_quote, folders))}]")
-        con.execute("SET enable_external_access = false")
-        con.execute("SET lock_configuration = true")
-        return con.execute(query).fetch_arrow_table()
+        versions = con.execute(f'SELECT name, version FROM "{META}"').fetchall()
+        files = [f for name, v in versions if v is not None for f in table_files(root, name, v)]
+        readonly.lock(con, readonly.lake_files(root, files), memory, threads)
+        yield con.execute(query).fetch_record_batch(STREAM_ROWS)
     except duckdb.Error as err:
-        raise ValueError(str(err).splitlines()[0]) from err
+        raise ValueError(readonly.describe_error(err, memory)) from err
     finally:
         con.close()
 

@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 
 from burstlake import lake as lake_io
+from burstlake import paths
 
 log = logging.getLogger(__name__)
 
@@ -385,11 +386,8 @@ def write(lake: str | os.PathLike | None, out: str | os.PathLike | None = None) 
     root = lake_io.lake_path(lake)
     if not root.is_dir():
         raise FileNotFoundError(f"no lake at {root}")
-    target = Path(out) if out is not None else root / "report.html"
-    target.parent.mkdir(parents=True, exist_ok=True)
+    target = paths.output_file(out if out is not None else root / "report.html")
     text = render(root)
-    partial = target.with_name(f".{target.name}.partial")
-    partial.write_text(text, encoding="utf-8")
-    partial.replace(target)
+    paths.write_text(target, text)
     log.info("report written to %s (%d kB)", target, len(text) // 1024)
     return target

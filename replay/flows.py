@@ -19,10 +19,12 @@ from pathlib import Path
 
 import numpy as np
 
+from burstlake.paths import input_file
 from burstlake.replay.events import Requests, simulate
 from burstlake.replay.solver import Paths
 
 log = logging.getLogger(__name__)
+MAX_FILE_BYTES = 1 << 30  # read whole: a flow file of 10 M flows is about 0.7 GB
 
 
 @dataclass(frozen=True)
@@ -38,11 +40,20 @@ class FlowSet:
 
 def load(path: str | Path) -> FlowSet:
     """Read and check a flow file; a ValueError names the file and the flow or link at fault."""
-    path = Path(path)
+    path = input_file(path, "flow file")
+    size = path.stat().st_size
+    if size > MAX_FILE_BYTES:
+        raise ValueError(f"{path}: {size} bytes; a flow file is at most {MAX_FILE_BYTES}")
     try:
         document = json.loads(path.read_text(), object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as err:
         raise ValueError(f"{path}: not JSON ({err})") from None
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path}: not UTF-8 text (byte {err.start})") from None
+    except RecursionError:
+        raise ValueError(
+            f"{path}: JSON nested too deeply to read (a flow file is two levels deep)"
+        ) from None
     except ValueError as err:  # a key given twice
         raise ValueError(f"{path}: {err}") from None
     try:
@@ -106,6 +117,20 @@ def parse(document: object) -> FlowSet:
         np.asarray(sizes, dtype=np.float64),
         np.asarray(starts, dtype=np.float64),
     )
+
+
+def result(finish: np.ndarray, wall: float) -> dict:
+    """The JSON document of a run: ``finish`` per flow, ``null`` for a flow that never
+    finishes in a double's range, with its reason in ``unfinished`` (JSON has no Infinity)."""
+    done = np.isfinite(finish)
+    return {
+        "finish": [float(f) if ok else None for f, ok in zip(finish, done, strict=True)],
+        "unfinished": {
+            str(k): "its finish time is beyond 1.8e308 s (size / bandwidth overflows)"
+            for k in np.flatnonzero(~done)
+        },
+        "wall_s": wall,
+    }
 
 
 def finish_times(flows: FlowSet) -> tuple[np.ndarray, float]:

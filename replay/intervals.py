@@ -25,6 +25,7 @@ from burstlake.replay.solver import max_min_rates
 SERVED_TOLERANCE = 1e-9  # unserved below this fraction of the demand counts as served
 CHUNK_ROWS = 1_000_000
 DRAIN_SPAN = 256  # intervals per drain chunk after the trace ends
+KEY_SPACE = 1 << 62  # lanes × intervals × nodes of one replay: its keys are int64
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,13 @@ class IntervalReplay:
         """Final results chunk by chunk, then the drain of what is left after the last row."""
         if len(rows) and np.any(np.diff(rows.t) < 0):
             raise ValueError("interval replay needs rows sorted by interval")
+        if len(rows):  # a chunk's keys: (lane, interval in the chunk, node) in one int64
+            lanes, span = int(rows.lane.max()) + 1, int(rows.t[-1]) - int(rows.t[0]) + 2
+            if lanes * span * max(self.nodes, 1) >= KEY_SPACE:
+                raise ValueError(
+                    f"interval replay of {lanes} lanes × {span} intervals × {self.nodes} nodes "
+                    f"is beyond {KEY_SPACE:.2e} keys: replay a narrower window"
+                )
         carry = Rows(*(np.zeros(0, dtype=d) for d in (np.int64, np.int64, np.int64, float)))
         for start, end, chunk in self._chunks(rows):
             solved, carry = self._chunk(chunk, carry, start, end)

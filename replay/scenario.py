@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 import yaml
 
-from burstlake import catalog
+from burstlake import catalog, paths
 from burstlake.lake import Cluster, cluster_of, clusters, lake_path, write_table
 from burstlake.lake import run as lake_run
 from burstlake.replay import models, topologies, workloads
@@ -121,7 +121,10 @@ def load(path: str | os.PathLike, limits: ScenarioLimits = LIMITS) -> Scenario:
         raise ValueError(f"{path}: {err}") from None
     if not spec["policies"]:
         raise ValueError(f"{path}: list at least one policy to compare")
-    policies = tuple(policy(entry) for entry in spec["policies"])
+    try:
+        policies = tuple(policy(_files_beside(entry, path)) for entry in spec["policies"])
+    except ValueError as err:
+        raise ValueError(f"{path}: {err}") from None
     labels = [p.label for p in policies]
     if len(set(labels)) != len(labels):
         raise ValueError(f"{path}: policy labels must differ, got {labels}")
@@ -140,6 +143,17 @@ def load(path: str | os.PathLike, limits: ScenarioLimits = LIMITS) -> Scenario:
         cluster,
         model,
     )
+
+
+def _files_beside(entry: object, scenario: Path) -> object:
+    """A policy entry whose ``path`` setting names a file relative to the scenario's folder
+    (not the working directory) and is refused unless it is one."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("path"), str):
+        return entry
+    given = Path(entry["path"]).expanduser()
+    where = given if given.is_absolute() else scenario.parent / given
+    paths.input_file(where, f"policy {entry.get('name')}: path")
+    return {**entry, "path": str(where)}
 
 
 def check_cluster(cluster: object) -> str | None:

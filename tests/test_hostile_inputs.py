@@ -44,6 +44,7 @@ PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 8
 LATIN1 = "caf\xe9"  # 'café' in Latin-1: byte 0xE9 is not UTF-8
 UNUSABLE = "unusable"  # the file as a whole: exit 1, one stderr line, one 'whole file' row
 SAME = "same"  # same bytes as a file already landed: a no-op with a message
+SAME_REFUSED = "same-refused"  # same bytes as a file refused: refused again, nothing logged
 
 
 # ---------------------------------------------------------------- inputs of each source
@@ -166,7 +167,8 @@ class Case:
     for Darshan), what each file's accounting must be, the problems it must report, and what
     must land.
 
-    ``accounts``: per file, (records_in, landed, quarantined), :data:`UNUSABLE` or :data:`SAME`.
+    ``accounts``: per file, (records_in, landed, quarantined), :data:`UNUSABLE`, :data:`SAME`
+    or :data:`SAME_REFUSED`.
     ``problems``: (file, location, part of the reason), exactly the file's quarantine rows.
     ``lands``: (SQL over the lake, expected rows) for the good records.
     """
@@ -242,6 +244,16 @@ CASES = [
         {"s-empty.json": "{}"},
         {"s-empty.json": UNUSABLE},
         (("s-empty.json", "whole file", "JSON without a 'jobs' list"),),
+    ),
+    # the same empty bytes under another name: refused again (exit 1, one stderr line), never
+    # 'same content as s-void.sacct, already landed' with exit 0 (issue 25)
+    Case(
+        "slurm",
+        "empty",
+        "blank-lines-copied",
+        {"s-void.sacct": b"\n\n\n", "s-void-copy.json": b"\n\n\n"},
+        {"s-void.sacct": UNUSABLE, "s-void-copy.json": SAME_REFUSED},
+        (("s-void.sacct", "whole file", "empty file: no sacct header line"),),
     ),
     # the last line is cut mid-record: the two before it land
     Case(
@@ -680,6 +692,29 @@ CASES = [
         (),
         _nodes("td1"),
     ),
+    # one node on two lines that disagree: neither is trusted, both quarantined (issue 25)
+    Case(
+        "topology",
+        "duplicate",
+        "conflicting-rows",
+        {"t-conflict.csv": csv_topology("tc1", "tc2") + "tc1,c9,ion0\n"},
+        {"t-conflict.csv": (3, 1, 2)},
+        (
+            ("t-conflict.csv", "line 2", "conflicts with line 4"),
+            ("t-conflict.csv", "line 4", "conflicts with line 2 (cabinet 'c9' vs 'c0')"),
+        ),
+        _nodes("tc2"),
+    ),
+    # one node on two identical lines: the repeat is a duplicate, the node lands once
+    Case(
+        "topology",
+        "duplicate",
+        "repeated-row",
+        {"t-repeat.csv": csv_topology("tr1", "tr2", "tr1")},
+        {"t-repeat.csv": (3, 2, 1)},
+        (("t-repeat.csv", "line 4", "duplicate of line 2"),),
+        _nodes("tr1", "tr2"),
+    ),
     # node te2 in both files: the later file's row replaces the earlier one, never two rows
     Case(
         "topology",
@@ -848,6 +883,8 @@ def runs(tmp_path_factory) -> Callable[[str], Run]:
 def _account_line(path: Path, account: tuple[int, int, int] | str, copy_of: Path | None) -> str:
     if account == SAME:
         return f"{path}: same content as {copy_of}, already landed: nothing to do"
+    if account == SAME_REFUSED:
+        return f"{path}: same content as {copy_of}, refused: "
     if account == UNUSABLE:
         return f"{path}: 1 records in, 0 landed, 1 quarantined — unusable: "
     records, landed, quarantined = account
@@ -868,8 +905,12 @@ def test_hostile_input(case: Case, runs) -> None:
     for path, account in zip(paths, case.accounts.values(), strict=True):
         expected = _account_line(path, account, paths[0])
         assert sum(line.startswith(expected) for line in out_lines) == 1, expected
-        if account == SAME:
+        if account in (SAME, SAME_REFUSED):
             assert path.name not in log  # a no-op: nothing landed, nothing logged twice
+            refused = f"burstlake ingest {case.source}: {path}: "
+            assert sum(line.startswith(refused) for line in run.err.splitlines()) == (
+                account == SAME_REFUSED
+            )
             continue
         row = log[path.name]
         counts = (row["records_in"], row["landed"], row["quarantined"])

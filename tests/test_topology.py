@@ -70,24 +70,37 @@ def test_malformed_truncated_and_duplicated_records_are_quarantined(lake, tmp_pa
     bad = tmp_path / "bad.csv"
     bad.write_text(
         text + "cn011,cab1,ion1,sw1,one,0,e\n"  # row not an integer
-        "cn001,cab9,ion9,sw9,9,9,f\n"  # duplicate node
+        "cn001,cab9,ion9,sw9,9,9,f\n"  # the same node elsewhere: contradicts line 3
         "cn012,,ion1,sw1,1,1,g\n"  # cabinet missing: fails the GX suite
         "cn013,cab1,io"  # truncated last line
     )
     [report] = _ingest(lake, bad)
-    assert (report.records_in, report.landed, report.quarantined) == (8, 4, 4)
+    assert (report.records_in, report.landed, report.quarantined) == (8, 3, 5)
+    conflict = (
+        "conflicts with line 3 (cabinet 'cab9' vs 'cab0', ion 'ion9' vs 'ion0', switch 'sw9' "
+        "vs 'sw0'): both quarantined"
+    )
     assert _quarantine(lake) == [
+        ("line 3", "conflicts with line 7"),
         ("line 6", "malformed record: invalid literal for int() with base 10: 'one'"),
-        ("line 7", "duplicate of line 3"),
+        ("line 7", conflict),
         ("line 8", "topology: failed expect_column_values_to_not_be_null(column=cabinet)"),
         ("line 9", "malformed record: 3 fields, header has 7"),
     ]
     assert sorted(read_table(lake, "topology").column("node").to_pylist()) == [
-        "cn001",
         "cn002",
         "cn003",
         "cn010",
     ]
+
+
+def test_a_line_repeated_is_a_duplicate_and_the_node_lands_once(lake, tmp_path):
+    text = (FIXTURES / "small.csv").read_text()
+    again = tmp_path / "again.csv"
+    again.write_text(text + text.splitlines()[1] + "\n")
+    [report] = _ingest(lake, again)
+    assert (report.records_in, report.landed, report.quarantined) == (5, 4, 1)
+    assert _quarantine(lake) == [("line 6", "duplicate of line 2")]
 
 
 @pytest.mark.parametrize(

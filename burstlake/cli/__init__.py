@@ -10,6 +10,7 @@ import argparse
 import importlib
 import sys
 
+MESSAGE_LIMIT = 400  # characters of an error line
 COMMANDS = ("ingest", "synth", "metrics", "replay", "flows", "report", "sql", "lake", "demo")
 
 
@@ -48,6 +49,13 @@ def check_lake(args: argparse.Namespace) -> None:
         print(f"burstlake: no lake at {text}; starting a new one", file=sys.stderr)
 
 
+def one_line(err: BaseException, limit: int = MESSAGE_LIMIT) -> str:
+    """An error as the one line a user reads: its lines joined, cut at ``limit`` characters
+    (a library's multi-line message, such as a YAML or DuckDB parser's, never spills)."""
+    text = " ".join(str(err).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="burstlake",
@@ -66,7 +74,10 @@ def main(argv: list[str] | None = None) -> int:
         check_lake(args)
         return int(args.handler(args) or 0)
     except (ValueError, OSError) as err:  # bad input, missing file, full disk, read-only lake
-        print(f"burstlake {args.command}: {err}", file=sys.stderr)
+        print(f"burstlake {args.command}: {one_line(err)}", file=sys.stderr)
+        return 2
+    except MemoryError:
+        print(f"burstlake {args.command}: out of memory", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -16,8 +15,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "§3: SimGrid's max-min network model with zero latency). "
         'Input JSON: {"links": '
         '{"name": bytes_per_s, ...}, "flows": [{"route": ["name", ...], "size": bytes, '
-        '"start": seconds}, ...]}. Output JSON: "finish" (seconds, one per flow, input order) '
-        'and "wall_s" (solver seconds).',
+        '"start": seconds}, ...]}. Output JSON: "finish" (seconds, one per flow, input '
+        'order; null for a flow whose finish overflows, its reason under "unfinished") and '
+        '"wall_s" (solver seconds).',
     )
     parser.add_argument("file", help="flow file (JSON)")
     parser.add_argument("--out", default=None, help="write the result here instead of stdout")
@@ -25,12 +25,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from burstlake.replay.flows import finish_times, load
+    from burstlake import paths
+    from burstlake.replay.flows import finish_times, load, result
 
-    finish, wall = finish_times(load(args.file))
-    text = json.dumps({"finish": finish.tolist(), "wall_s": wall})
     if args.out:
-        Path(args.out).write_text(text + "\n")
+        paths.output_file(args.out)  # refused before the work
+    finish, wall = finish_times(load(args.file))
+    text = json.dumps(result(finish, wall), allow_nan=False)
+    if args.out:
+        paths.write_text(args.out, text + "\n")
     else:
         print(text)
     return 0

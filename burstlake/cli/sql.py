@@ -14,22 +14,32 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="run SQL on the lake (DuckDB)",
         description="Run one read-only SQL query on the lake's DuckDB catalog and print the "
         "result. Every lake table is a view: jobs, job_nodes, node_io, topology, quarantine, "
-        "... Only SELECT (and EXPLAIN, DESCRIBE, SUMMARIZE) runs, and only on the lake's own "
-        "files.",
+        "... Only one read-only statement runs (SELECT, WITH ... SELECT, EXPLAIN [ANALYZE] of a "
+        "SELECT, DESCRIBE, SHOW, SUMMARIZE), reading only the lake's data files, within a "
+        "memory limit.",
     )
     parser.add_argument("query", help='e.g. "SELECT count(*) FROM jobs"')
     parser.add_argument("--max-rows", type=int, default=40, help="rows to print (default 40)")
+    parser.add_argument(
+        "--memory-limit",
+        default=None,
+        help="most memory the query may use: a size (4GB, 512MiB) or a share of the RAM (25%%) "
+        "(default: $BURSTLAKE_SQL_MEMORY, else 25%%)",
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="threads the query may use (default: one per core)",
+    )
     add_lake_argument(parser, existing=True)
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from burstlake.catalog import sql
+    from burstlake.catalog import sql_head
 
-    if not args.query.strip():
-        raise ValueError('empty query: give one SQL statement, e.g. "SELECT count(*) FROM jobs"')
-    table = sql(args.lake, args.query)
-    shown = table.slice(0, args.max_rows)
+    shown, total = sql_head(args.lake, args.query, args.max_rows, args.memory_limit, args.threads)
     rows = list(zip(*(column.to_pylist() for column in shown.columns), strict=True))
-    print(format_table(table.column_names, rows, table.num_rows))
+    print(format_table(shown.column_names, rows, total))
     return 0

@@ -48,7 +48,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from burstlake import catalog
+from burstlake import catalog, paths
 from burstlake import lake as lakes
 from burstlake.lake import (
     ContributionWriter,
@@ -63,6 +63,7 @@ from burstlake.schemas import spec
 from burstlake.validate import node_keys, validate
 
 RECORD = "_record"
+WHOLE_FILE = "whole file"  # the quarantine location of a file refused as a whole
 CONTRIBUTION = "_contribution"
 log = logging.getLogger(__name__)
 
@@ -202,6 +203,8 @@ class FileReport:
         return [f"  {metric}: {describe_traffic(parts)}" for metric, parts in self.traffic.items()]
 
     def line(self) -> str:
+        if self.same_as and self.error:
+            return f"{self.file}: same content as {self.same_as}, refused: {self.error}"
         if self.same_as:
             return f"{self.file}: same content as {self.same_as}, already landed: nothing to do"
         text = (
@@ -366,6 +369,18 @@ def _landed_as(lake: Path, report: FileReport) -> str | None:
     return next((f for f in rows.to_pylist() if f != report.file), None)
 
 
+def _refused_as(lake: Path, file: str) -> str | None:
+    """Why ``file`` was refused as a whole (its 'whole file' quarantine row), if it was: a
+    copy of an unusable file is unusable too, not 'already landed' (issue 25)."""
+    rows = read_table(
+        lake,
+        "quarantine",
+        ["reason"],
+        filter=(pc.field("file") == file) & (pc.field("location") == WHOLE_FILE),
+    ).column("reason")
+    return rows[0].as_py() if len(rows) else None
+
+
 def _json_options(options: Mapping[str, Any]) -> dict[str, Any]:
     plain = (str, int, float, bool, type(None))
     return {k: v for k, v in options.items() if isinstance(v, plain)}
@@ -448,13 +463,16 @@ def ingest_file(
     report with ``error`` set; it never raises for bad input.
     """
     file = Path(os.path.abspath(path))
-    if not file.is_file():
-        return FileReport(source.name, str(file), "-", error="no such file")
+    found = paths.kind(file)
+    if found != "a regular file":  # /dev/zero is not read forever, nor called missing
+        error = found if found == "no such file" else f"{found}, not a regular file"
+        return FileReport(source.name, str(file), "-", error=error)
     report = FileReport(source.name, str(file), content_id(file))
     root = lake_path(lake)
     report.same_as = _landed_as(root, report)
     if report.same_as:
-        log.info("%s: same content as %s, already landed", file, report.same_as)
+        report.error = _refused_as(root, report.same_as)
+        log.info("%s: same content as %s, %s", file, report.same_as, report.error or "landed")
         return report
     context = replace(context or ParseContext(), lake=root, source_id=report.source_id)
     with _serial(root, source):
@@ -494,7 +512,7 @@ def _land(
         writers = _writers(root, source, report.source_id)
         report.error = str(err)
         report.records_in, report.quarantined = 1, 1
-        rejects = [Reject("whole file", None, str(err))]
+        rejects = [Reject(WHOLE_FILE, None, str(err))]
         writers["quarantine"].write(_quarantine_rows(report, rejects))
     except BaseException:
         for writer in writers.values():

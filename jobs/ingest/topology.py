@@ -164,7 +164,8 @@ def _records(lines: list[str | Reject]) -> Iterator[tuple[int, str, dict | Excep
 
 def parse(path: Path, context: ParseContext) -> Iterator[Batch]:
     """Parse one topology file into a single batch of ``topology`` rows."""
-    rows, rejects, origins, first_line = [], [], {}, {}
+    rows, rejects, origins = {}, [], {}
+    conflicts: dict[tuple, list[int]] = {}  # a node's first line -> the lines that contradict it
     records = 0
     for record in _records(_lines(path)):
         records += 1
@@ -176,19 +177,34 @@ def parse(path: Path, context: ParseContext) -> Iterator[Batch]:
             rejects.append(Reject(f"line {number}", line, f"malformed record: {row}"))
             continue
         row["cluster"] = record_cluster(context.options, row.get("cluster"))
-        key = (row["cluster"], row["node"])
-        if key in first_line:
-            rejects.append(Reject(f"line {number}", line, f"duplicate of line {first_line[key]}"))
-            continue
         if context.options.get("ion_per_cabinet") and not row.get("ion"):
             row["ion"] = f"ion-{row['cabinet']}"
-        first_line[key] = number
+        key = (row["cluster"], row["node"])
+        if key in rows:
+            first = rows[key][RECORD]
+            if {**row, RECORD: first} == rows[key]:
+                rejects.append(Reject(f"line {number}", line, f"duplicate of line {first}"))
+            else:
+                rejects.append(Reject(f"line {number}", line, _conflict(rows[key], row, first)))
+                conflicts.setdefault(key, []).append(number)
+            continue
         origins[number] = (f"line {number}", line)
-        rows.append({**row, RECORD: number})
+        rows[key] = {**row, RECORD: number}
+    for key, later in conflicts.items():  # no line of a contradicted node is trusted
+        first = rows.pop(key)[RECORD]
+        listed = ", ".join(map(str, later))
+        rejects.append(Reject(*origins.pop(first), f"conflicts with line {listed}"))
     context.progress(path.stat().st_size)
     schema = spec("topology").schema.append(pa.field(RECORD, pa.int64()))
-    table = pa.Table.from_pylist(rows, schema=schema)
+    table = pa.Table.from_pylist(list(rows.values()), schema=schema)
     yield Batch({"topology": table}, records=records, rejects=rejects, origins=origins)
+
+
+def _conflict(first: dict, row: dict, line: int) -> str:
+    """Why two lines of one node contradict each other: the fields that differ."""
+    fields = [f for f in row if f != RECORD and row.get(f) != first.get(f)]
+    shown = ", ".join(f"{f} {row.get(f)!r} vs {first.get(f)!r}" for f in fields[:3])
+    return f"conflicts with line {line} ({shown}): both quarantined"
 
 
 def unknown_nodes(lake: str | os.PathLike | None) -> dict[str, list[str]]:

@@ -19,10 +19,20 @@ from burstlake.replay.demands import JobIndex, NodeDemand
 from burstlake.replay.graph import Topology
 from burstlake.replay.intervals import IntervalReplay, Rows
 from burstlake.replay.solver import saturable
-from burstlake.replay.workloads import Kind, Progress, ScenarioLimits, Settings, lake_jobs, register
+from burstlake.replay.workloads import (
+    Kind,
+    Progress,
+    ScenarioLimits,
+    Settings,
+    lake_jobs,
+    number,
+    register,
+)
 from burstlake.replay.workloads.lake_jobs import JOB_KEY, LakeDemand, job_labels, run_keyed
 
 US = 1_000_000
+MAX_INTERVALS = 1 << 31  # first to last row; about 680 years of 10 s intervals
+SPARSE = 8  # intervals per row above which rows are sorted by comparison, not counting
 log = logging.getLogger(__name__)
 
 
@@ -31,9 +41,15 @@ def lake_demand(
     topology: Topology,
     start: datetime | None = None,
     end: datetime | None = None,
+    max_intervals: int = MAX_INTERVALS,
 ) -> LakeDemand:
     """The ``node_io`` traffic of [start, end) on ``topology``'s nodes, sorted by interval, of
-    one machine of the lake (a path: the lake's only machine); its jobs can be re-placed."""
+    one machine of the lake (a path: the lake's only machine); its jobs can be re-placed.
+
+    Interval 0 is the first interval holding a row (on the window's grid when it has a start),
+    so memory follows the rows, never the window (issue 25): a 200-year window over a day of
+    rows costs a day. Rows spanning more than ``max_intervals`` intervals, first to last, are
+    refused in one line."""
     lake = cluster_of(lake)
     condition = pc.field("ts").is_valid()
     if start is not None:
@@ -49,10 +65,24 @@ def lake_demand(
     if interval_s <= 0:
         raise ValueError(f"node_io has a non-positive interval_s ({interval_s})")
     ts = table["ts"].cast(pa.int64()).to_numpy()
-    origin = int(ts.min()) if start is None else round(start.timestamp() * US)
+    step = interval_s * US
+    origin, last = int(ts.min()), int(ts.max())
+    if start is not None:  # the first interval holding data, on the window's grid
+        grid = round(start.timestamp() * US)
+        origin = grid + (origin - grid) // step * step
+    span = (last - origin) // step + 1
+    if span > max_intervals:
+        first_at, last_at = (
+            pa.scalar(v, pa.timestamp("us", tz="UTC")).as_py() for v in (origin, last)
+        )
+        raise ValueError(
+            f"the node_io rows to replay span {span} intervals of {interval_s} s ({first_at} to "
+            f"{last_at}); at most {max_intervals} are replayed: narrow the window, or raise "
+            "the workload's max_intervals"
+        )
     t = ts - origin
     del ts
-    t //= interval_s * US
+    t //= step
     node = _node_indices(table["node"], topology)
     traffic = pc.add(pc.fill_null(table["read_bytes"], 0), pc.fill_null(table["write_bytes"], 0))
     traffic = traffic.to_numpy().astype(np.float64)
@@ -65,10 +95,18 @@ def lake_demand(
     return LakeDemand(rows, float(interval_s), start_dt, jobs.lookup(rows.node, rows.t), jobs, lake)
 
 
+def _interval_order(t: np.ndarray, node: np.ndarray, nodes: int) -> np.ndarray:
+    """The rows by interval, then node, ties in row order (``np.lexsort((node, t))``): two
+    counting sorts when the rows fill their intervals, else a comparison sort, so memory
+    follows the rows and not the time they span."""
+    if len(t) and int(t.max()) > SPARSE * len(t):
+        return np.lexsort((node, t))
+    return _counting_orders(t, node, nodes)
+
+
 @njit(cache=True)
-def _interval_order(t, node, nodes):  # pragma: no cover - compiled
-    """The rows by interval, then node, ties in row order: ``np.lexsort((node, t))`` as two
-    stable counting sorts (t >= 0, 0 <= node < nodes)."""
+def _counting_orders(t, node, nodes):  # pragma: no cover - compiled
+    """:func:`_interval_order` as two stable counting sorts (t >= 0, 0 <= node < nodes)."""
     by_node = _counting_order(np.arange(len(t)), node, nodes)
     return _counting_order(by_node, t, t.max() + 1 if len(t) else 0)
 
@@ -210,16 +248,24 @@ def unsaturable_jobs(topology: Topology, demand: NodeDemand) -> np.ndarray:
 
 def _check(workload: dict, _limits: ScenarioLimits) -> None:
     window_bounds(workload.get("window"))
+    _max_intervals(workload)
+
+
+def _max_intervals(workload: dict) -> int:
+    """The workload's ``max_intervals`` (default :data:`MAX_INTERVALS`): the most intervals,
+    first row to last, a replay of the lake's traces may span."""
+    value = workload.get("max_intervals", MAX_INTERVALS)
+    return int(number("workload lake: max_intervals", value, low=1, integer=True))
 
 
 KIND = register(
     "lake",
     Kind(
-        keys=frozenset({"window"}),
+        keys=frozenset({"window", "max_intervals"}),
         check=_check,
         reads_lake=True,
         demand=lambda spec, topology, lake: lake_demand(
-            lake, topology, *window_bounds(spec.get("window"))
+            lake, topology, *window_bounds(spec.get("window")), _max_intervals(spec)
         ),
         scores=interval_scores,
         window=lambda spec: window_bounds(spec.get("window")),

@@ -1,0 +1,227 @@
+"""Read-only SQL on the lake (docs/design.md, "The lake"; issue 25): which statements a query on
+the lake may be, and a DuckDB connection that can read the lake's data files and nothing else.
+
+Two locks:
+
+- the statement, classified by DuckDB's own parser (:func:`duckdb.extract_statements`): exactly
+  one ``SELECT`` (which covers ``WITH ... SELECT``, ``FROM``-first, ``VALUES``, a ``PIVOT`` with
+  an ``IN`` list, ``DESCRIBE``, ``SHOW``, ``SUMMARIZE`` and ``PRAGMA show_*``), or ``EXPLAIN``
+  / ``EXPLAIN ANALYZE`` of such a statement (the explained statement is classified the same
+  way: ``EXPLAIN ANALYZE`` runs it), calling only table functions that read (found in DuckDB's
+  parse tree, ``json_serialize_sql``). ``COPY``, ``EXPORT``, ``ATTACH``, ``INSTALL``, ``LOAD``,
+  ``CREATE``, ``SET``, ``CALL``, ``enable_logging()``, ``checkpoint()`` ... are refused, bare
+  or wrapped;
+- the connection: the catalog opened read-only, external access off, the only files it may
+  open are the Parquet files its views read (``allowed_paths``, files and not folders, so no
+  new file can be made, in the lake or anywhere), extensions neither installed nor loaded,
+  no spilling to disk, its configuration locked; a memory limit and a thread count.
+
+The second lock alone stops every write the hostile sweep made (a ``COPY`` writes a scratch
+file first, and ``_delta_log`` files are not allowed). DuckDB has no read-only mode for the
+files it may open, though: a ``COPY ... (USE_TMP_FILE false)`` onto a data file would
+overwrite it if it ever passed the first lock.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import duckdb
+
+log = logging.getLogger(__name__)
+
+READ = duckdb.StatementType.SELECT
+EXPLAIN = duckdb.StatementType.EXPLAIN
+ALLOWED = "one SELECT (or WITH ... SELECT, EXPLAIN [ANALYZE] SELECT, DESCRIBE, SHOW, SUMMARIZE)"
+DEFAULT_MEMORY = "25%"  # of the machine's RAM; docs/design.md, "Command line"
+# Table functions a query may call: they read data or describe the database. Any other (e.g.
+# ``enable_logging``, ``checkpoint``, ``copy_database``, ``import_database``, ``query`` whose SQL
+# is a string the check cannot see) is refused; tests/test_sql_readonly.py lists DuckDB's table
+# functions, so a new one is classified when DuckDB is upgraded.
+READ_FUNCTION_PREFIXES = ("read_", "duckdb_", "parquet_", "pragma_", "show")
+READ_FUNCTIONS = frozenset(
+    {
+        "arrow_scan",
+        "arrow_scan_dumb",
+        "collations",
+        "database_list",
+        "database_size",
+        "extension_versions",
+        "functions",
+        "generate_series",
+        "glob",
+        "histogram",
+        "histogram_values",
+        "icu_calendar_names",
+        "json_each",
+        "json_tree",
+        "metadata_info",
+        "pandas_scan",
+        "pg_timezone_names",
+        "platform",
+        "python_map_function",
+        "query_table",
+        "range",
+        "repeat",
+        "repeat_row",
+        "seq_scan",
+        "sniff_csv",
+        "storage_info",
+        "summary",
+        "table_info",
+        "test_all_types",
+        "test_vector_types",
+        "unnest",
+        "user_agent",
+        "version",
+        "which_secret",
+    }
+)
+_MEMORY = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(%|[KMGT]i?B|B)\s*", re.IGNORECASE)
+
+
+def _one_line(err: Exception) -> str:
+    return " ".join(str(err).split("\n")[0].split())
+
+
+def check(query: str) -> None:
+    """ValueError (one line) unless ``query`` is one read-only statement (module docstring)."""
+    if not query.strip():
+        raise ValueError('empty query: give one SQL statement, e.g. "SELECT count(*) FROM jobs"')
+    try:
+        statements = duckdb.extract_statements(query)
+    except duckdb.Error as err:
+        raise ValueError(_one_line(err)) from err
+    kinds = [s.type.name for s in statements]
+    if len(statements) != 1:
+        if all(s.type == READ for s in statements):
+            raise ValueError(f"one query at a time, got {len(statements)} statements")
+        raise ValueError(
+            f"the lake is read-only here: the query runs {len(statements)} statements "
+            f"({', '.join(kinds)}), refused; allowed: {ALLOWED}"
+        )
+    statement = statements[0]
+    if statement.type == EXPLAIN:
+        try:
+            check(_explained(statement.query))
+        except ValueError as err:
+            raise ValueError(f"EXPLAIN of a statement that is refused: {err}") from None
+    elif statement.type != READ:
+        raise ValueError(
+            f"the lake is read-only here: {statement.type.name} statements are refused "
+            f"(write through burstlake ingest, metrics or replay); allowed: {ALLOWED}"
+        )
+    else:
+        for name in _table_functions(statement.query):
+            if name not in READ_FUNCTIONS and not name.startswith(READ_FUNCTION_PREFIXES):
+                raise ValueError(
+                    f"the lake is read-only here: table function {name}() is refused (it "
+                    "changes the database's state or runs SQL given as text)"
+                )
+
+
+def _table_functions(select: str) -> Iterator[str]:
+    """The table functions a SELECT calls, anywhere in DuckDB's parse tree of it."""
+    with duckdb.connect() as con:
+        tree = json.loads(con.execute("SELECT json_serialize_sql(?)", [select]).fetchone()[0])
+    if tree.get("error"):
+        raise ValueError(f"not a query that can be checked: {tree.get('error_message')}")
+    stack: list[object] = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if node.get("type") == "TABLE_FUNCTION":
+                yield str(node["function"]["function_name"]).lower()
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+
+
+def _explained(text: str) -> str:
+    """The statement an ``EXPLAIN [ANALYZE | (options)]`` statement explains, found with
+    DuckDB's tokenizer (comments and spacing anywhere)."""
+    tokens = duckdb.tokenize(text)
+    keyword = duckdb.token_type.keyword
+    words = [(at, kind, _word(text, at)) for at, kind in tokens]
+    k = 1 if words and words[0][2] == "EXPLAIN" else 0
+    if k < len(words) and words[k][1] == keyword and words[k][2] in ("ANALYZE", "ANALYSE"):
+        k += 1
+    elif k < len(words) and words[k][2] == "(":
+        depth = 0
+        while k < len(words):
+            depth += {"(": 1, ")": -1}.get(words[k][2], 0)
+            k += 1
+            if depth == 0:
+                break
+    return text[words[k][0] :] if 0 < k < len(words) else ""
+
+
+def _word(text: str, at: int) -> str:
+    match = re.match(r"[A-Za-z_]+|.", text[at:])
+    return match.group(0).upper() if match else ""
+
+
+def memory_limit(setting: str | None = None) -> str:
+    """The memory limit of a query, as DuckDB takes it: ``setting`` (``4GB``, ``512MiB`` or a
+    share of the machine's RAM, ``25%``), else ``$BURSTLAKE_SQL_MEMORY``, else
+    :data:`DEFAULT_MEMORY`. A ValueError names what is wrong."""
+    text = setting or os.environ.get("BURSTLAKE_SQL_MEMORY") or DEFAULT_MEMORY
+    match = _MEMORY.fullmatch(text)
+    if not match or float(match.group(1)) <= 0:
+        raise ValueError(f"memory limit {text!r}: give a size such as 4GB, 512MiB or 25%")
+    amount, unit = float(match.group(1)), match.group(2)
+    if unit != "%":
+        return f"{match.group(1)}{unit.upper().replace('IB', 'iB')}"
+    if amount > 100:
+        raise ValueError(f"memory limit {text!r}: a share of the RAM is at most 100%")
+    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return f"{max(int(ram * amount / 100) >> 20, 64)}MiB"
+
+
+def lock(
+    con: duckdb.DuckDBPyConnection,
+    files: Iterable[str],
+    memory: str | None = None,
+    threads: int | None = None,
+) -> None:
+    """Restrict ``con`` to reading ``files`` (module docstring), within ``memory`` (see
+    :func:`memory_limit`) and ``threads`` (default: one per core)."""
+    if threads is not None and threads < 1:
+        raise ValueError(f"threads must be at least 1, got {threads}")
+    quoted = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
+    for setting in (
+        f"SET memory_limit = '{memory_limit(memory)}'",
+        f"SET threads = {int(threads or os.cpu_count() or 1)}",
+        "SET temp_directory = ''",  # no spilling: the limit is the limit
+        "SET autoinstall_known_extensions = false",
+        "SET autoload_known_extensions = false",
+        f"SET allowed_paths = [{quoted}]",
+        "SET allowed_directories = []",
+        "SET enable_external_access = false",
+        "SET lock_configuration = true",
+    ):
+        con.execute(setting)
+
+
+def describe_error(err: duckdb.Error, memory: str | None = None) -> str:
+    """A DuckDB error as one line; running out of memory says which limit and how to raise it."""
+    if isinstance(err, duckdb.OutOfMemoryException):
+        return (
+            f"the query needs more than the memory limit of {memory_limit(memory)} "
+            "(raise it with --memory-limit or $BURSTLAKE_SQL_MEMORY, or aggregate more): "
+            f"{_one_line(err)}"
+        )
+    return _one_line(err)
+
+
+def lake_files(root: Path, files: Iterable[Path]) -> list[str]:
+    """Each data file as the views name it (relative to the lake) and absolute."""
+    out = []
+    for f in files:
+        out += [str(f.relative_to(root)), str(f)]
+    return out
