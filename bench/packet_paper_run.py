@@ -1,0 +1,54 @@
+"""Paper 000's own run length on the packet model (§3.3: 1,000 requests per client): the
+random-node case of ``bench/packet_vs_codes.py`` (612 MPI + 612 I/O clients on ``cab1296``,
+servers on leaves 34, 35, 70, 71) until every I/O client wrote 1,000 requests of 4 MiB, about
+2.7 s simulated and billions of packet hops. Measures wall and CPU time, events per second and
+peak memory (which follows packets in flight, not packets sent). ``BURSTLAKE_BENCH_REQUESTS``
+sets the requests per I/O client (default 1000).
+
+Results: ``bench/results/packet_paper_run.json``.
+"""
+
+from __future__ import annotations
+
+import os
+
+from bench import python_step, write_result
+
+RUN = """
+import json, time
+import numpy as np
+from burstlake.replay import traffic as tr
+from burstlake.replay.packet import PacketSettings, simulate
+from burstlake.replay.topologies import build
+from burstlake.replay.workloads import jobs
+
+requests = {requests}
+topology = build({{"name": "cab1296", "server_leaves": [34, 35, 70, 71]}})
+spec = {{"seed": 12345, "placement": "random-node", "jobs": [
+    {{"name": "mpi", "kind": "mpi", "nodes": 612, "message_bytes": 4096, "interval_s": 5e-4,
+     "messages": max(1, round(requests * 2.7e-3 / 5e-4)), "warmup": 10}},
+    {{"name": "io", "kind": "io", "nodes": 612, "request_bytes": 4194304, "interval_s": 0,
+     "requests": requests, "warmup": 0}},
+]}}
+demand = jobs.demand(spec, topology)
+routed = tr.requests(topology, [(job.traffic, job.nodes) for job in demand.jobs])
+t0, c0 = time.perf_counter(), time.process_time()
+timeline = simulate(routed.requests, topology.resources.capacity, PacketSettings(nic_delay=0.0))
+wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+mpi = (routed.requests.kind == "mpi") & ~routed.warmup
+print(json.dumps({{
+    "requests_per_io_client": requests, "simulated_s": float(np.nanmax(timeline.end)),
+    "events": timeline.events, "simulate_wall_s": wall, "simulate_cpu_s": cpu,
+    "events_per_cpu_s": timeline.events / cpu, "peak_packets": timeline.peak_packets,
+    "mpi_latency_mean_us": float(timeline.latency[mpi].mean() * 1e6),
+}}))
+"""
+
+
+def main():
+    requests = int(os.environ.get("BURSTLAKE_BENCH_REQUESTS", "1000"))
+    return write_result("packet_paper_run", python_step(RUN.format(requests=requests)))
+
+
+if __name__ == "__main__":
+    print(main())
