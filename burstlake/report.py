@@ -299,8 +299,11 @@ def scenario_sections(lake: Path) -> list[Section]:
         )
         head = "".join(f"<th>{html.escape(p)}</th>" for p in policies)
         topology = ", ".join(sorted(frame.topology.unique()))
+        model = ", ".join(sorted(frame.model.dropna().unique())) if "model" in frame else ""
         caption = (
-            f"Scenario <b>{html.escape(str(scenario) + on)}</b> on {html.escape(topology)}: each "
+            f"Scenario <b>{html.escape(str(scenario) + on)}</b> on {html.escape(topology)}, "
+            f'{html.escape(model or "flow")} contention model (docs/design.md, "Contention '
+            'models"): each '
             "panel compares the policies on one score (ION shares and loads as in paper 004 "
             "§7.4 and Fig. 15; slowdowns, latencies and interference factors as in papers 000 "
             "§5 and 001 §IV)."
