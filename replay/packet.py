@@ -52,6 +52,7 @@ from numba import njit
 from burstlake.replay.events import Requests, Timeline
 
 EVENTS_PER_CALL = 2_000_000  # compiled events between two progress reports
+FIRST, LAST = 1, 2  # bits of a route entry's place: its route's first, its route's last
 
 
 @dataclass(frozen=True)
@@ -139,11 +140,21 @@ def simulate(
     later = np.ones(len(paths.indices), dtype=bool)
     later[paths.indptr[:-1][paths.lengths > 0]] = False
     leaves_switch[paths.indices[later]] = 1.0
+    # where each route entry sits in its route: FIRST (from a NIC), LAST (to the sink)
+    place = np.zeros(len(paths.indices), np.int8)
+    lengths = paths.lengths
+    place[paths.indptr[:-1][lengths > 0]] |= FIRST
+    place[paths.indptr[1:][lengths > 0] - 1] |= LAST
     buffers = len(capacity) * channels
     used = np.unique(buffer_of_entry)
     streams = int(np.count_nonzero(np.r_[True, stream[1:] != stream[:-1]])) if n else 0
     # every packet holds one buffer (full packets fill it, each message has one short packet)
     pool = len(used) * int(settings.buffer_bytes // settings.packet_bytes) + 2 * streams + 16
+    if max(n, buffers, pool, len(paths.indices)) >= 2**31:
+        raise ValueError(
+            f"packet model: {n:,} requests over {buffers:,} buffers is beyond one replay "
+            "(ids are 32-bit); replay a shorter window"
+        )
     state = _State(n, buffers, len(capacity), pool)
     first = np.flatnonzero(np.r_[True, stream[1:] != stream[:-1]]) if n else np.zeros(0, np.int64)
     for k in first:
@@ -158,8 +169,9 @@ def simulate(
         window,
         packets,
         paths.indptr,
-        paths.indices,
-        buffer_of_entry,
+        paths.indices.astype(np.int32),
+        buffer_of_entry.astype(np.int32),
+        place,
         capacity,
         leaves_switch,
         settings.packet_bytes,
@@ -211,17 +223,17 @@ class _State:
         self.arrived = np.zeros(n, np.int64)  # packets of the request delivered
         self.injected = np.zeros(n, np.int64)  # packets of the request cut at its NIC
         self.occupancy = np.zeros(buffers)  # bytes charged to each buffer
-        self.head = np.full(buffers, -1, np.int64)  # queue of packets waiting for the buffer
-        self.tail = np.full(buffers, -1, np.int64)
+        self.head = np.full(buffers, -1, np.int32)  # queue of packets waiting for the buffer
+        self.tail = np.full(buffers, -1, np.int32)
         self.link_free = np.zeros(links)  # when each resource finishes its admitted packets
-        self.f_head = np.full(links, -1, np.int64)  # each resource's packets in flight, FIFO
-        self.f_tail = np.full(links, -1, np.int64)
-        self.p_req = np.zeros(pool, np.int64)
-        self.p_hop = np.zeros(pool, np.int64)  # route entry offset; -1: not yet cut at the NIC
+        self.f_head = np.full(links, -1, np.int32)  # each resource's packets in flight, FIFO
+        self.f_tail = np.full(links, -1, np.int32)
+        self.p_req = np.zeros(pool, np.int32)
+        self.p_entry = np.zeros(pool, np.int32)  # its route entry; -1: not yet cut at the NIC
         self.p_bytes = np.zeros(pool)
         self.p_time = np.zeros(pool)  # when the packet reaches the end of its resource
-        self.p_next = np.full(pool, -1, np.int64)
-        self.free = np.arange(pool - 1, -1, -1, dtype=np.int64)  # stack of free packet ids
+        self.p_next = np.full(pool, -1, np.int32)
+        self.free = np.arange(pool - 1, -1, -1, dtype=np.int32)  # stack of free packet ids
         # event heap (time, insertion number, value): a resource's first packet in flight
         # (2r), a message reaching its NIC (2k + 1)
         self.ht = np.zeros(links + n + 1)
@@ -245,7 +257,7 @@ class _State:
             self.f_head,
             self.f_tail,
             self.p_req,
-            self.p_hop,
+            self.p_entry,
             self.p_bytes,
             self.p_time,
             self.p_next,
@@ -320,6 +332,7 @@ def _advance(  # pragma: no cover - compiled
     indptr,
     indices,
     buffer_of_entry,
+    place,
     capacity,
     leaves_switch,
     packet_bytes,
@@ -339,7 +352,7 @@ def _advance(  # pragma: no cover - compiled
     f_head,
     f_tail,
     p_req,
-    p_hop,
+    p_entry,
     p_bytes,
     p_time,
     p_next,
@@ -374,7 +387,7 @@ def _advance(  # pragma: no cover - compiled
                 return -1  # the pool bound was wrong: refuse rather than corrupt state
             counters[2] -= 1
             p = free[counters[2]]
-            p_req[p], p_hop[p], p_next[p] = k, -1, -1
+            p_req[p], p_entry[p], p_next[p] = k, -1, -1
             b = buffer_of_entry[indptr[k]]
             if tail[b] < 0:
                 head[b] = p
@@ -392,9 +405,9 @@ def _advance(  # pragma: no cover - compiled
             else:  # the next one on r arrives later (FIFO, so its time is not earlier)
                 _push(ht, hs, hv, counters, p_time[f_head[r]], 2 * r)
             k = p_req[p]
-            entry = indptr[k] + p_hop[p]
+            entry = p_entry[p]
             released = buffer_of_entry[entry]
-            if entry + 1 == indptr[k + 1]:  # delivered: the last buffer drains at once
+            if place[entry] & LAST:  # delivered: the last buffer drains at once
                 occupancy[released] -= p_bytes[p]
                 if head[released] >= 0:
                     work[todo] = released
@@ -421,7 +434,7 @@ def _advance(  # pragma: no cover - compiled
                         counters,
                     )
             else:  # wait for room in the next buffer, holding this one
-                p_hop[p] += 1
+                p_entry[p] += 1
                 p_next[p] = -1
                 b = buffer_of_entry[entry + 1]
                 if tail[b] < 0:
@@ -439,7 +452,7 @@ def _advance(  # pragma: no cover - compiled
             while head[b] >= 0:
                 p = head[b]
                 k = p_req[p]
-                if p_hop[p] < 0:  # cut the NIC's next packet of the message
+                if p_entry[p] < 0:  # cut the NIC's next packet of the message
                     nbytes = size[k] - injected[k] * packet_bytes
                     if nbytes > packet_bytes:
                         nbytes = packet_bytes
@@ -448,14 +461,14 @@ def _advance(  # pragma: no cover - compiled
                 if occupancy[b] + nbytes > buffer_bytes and occupancy[b] > 0.0:
                     break
                 occupancy[b] += nbytes
-                if p_hop[p] < 0:
+                if p_entry[p] < 0:
                     injected[k] += 1
                     if injected[k] < packets[k]:  # the rest of the message stays first in line
                         if counters[2] == 0:
                             return -1
                         counters[2] -= 1
                         q = free[counters[2]]
-                        p_req[q], p_hop[q], p_next[q] = k, -1, p_next[p]
+                        p_req[q], p_entry[q], p_next[q] = k, -1, p_next[p]
                         head[b] = q
                         if tail[b] == p:
                             tail[b] = q
@@ -463,13 +476,13 @@ def _advance(  # pragma: no cover - compiled
                         head[b] = p_next[p]
                         if head[b] < 0:
                             tail[b] = -1
-                    p_hop[p] = 0
+                    p_entry[p] = indptr[k]
                     p_bytes[p] = nbytes
                 else:
                     head[b] = p_next[p]
                     if head[b] < 0:
                         tail[b] = -1
-                entry = indptr[k] + p_hop[p]
+                entry = p_entry[p]
                 r = indices[entry]
                 leave = max(now, link_free[r])
                 link_free[r] = leave + nbytes / capacity[r]
@@ -483,7 +496,7 @@ def _advance(  # pragma: no cover - compiled
                 else:
                     p_next[f_tail[r]] = p
                 f_tail[r] = p
-                if p_hop[p] > 0:
+                if not place[entry] & FIRST:
                     held = buffer_of_entry[entry - 1]
                     occupancy[held] -= nbytes
                     if head[held] >= 0:  # someone waits for the credit
