@@ -310,6 +310,18 @@ def _push(ht, hs, hv, counters, time, value):  # pragma: no cover - compiled
 
 
 @njit(cache=True, inline="always")
+def _append(head, tail, p_next, queue, p):  # pragma: no cover - compiled
+    """Put packet ``p`` last in ``queue`` (a buffer's waiting packets, a resource's packets
+    in flight): a packet is in one queue at a time, so one ``p_next`` links them all."""
+    p_next[p] = -1
+    if tail[queue] < 0:
+        head[queue] = p
+    else:
+        p_next[tail[queue]] = p
+    tail[queue] = p
+
+
+@njit(cache=True, inline="always")
 def _settle(ht, hs, hv, counters):  # pragma: no cover - compiled
     """Remove the handled root event if no new event replaced it."""
     if counters[5]:
@@ -387,13 +399,9 @@ def _advance(  # pragma: no cover - compiled
                 return -1  # the pool bound was wrong: refuse rather than corrupt state
             counters[2] -= 1
             p = free[counters[2]]
-            p_req[p], p_entry[p], p_next[p] = k, -1, -1
+            p_req[p], p_entry[p] = k, -1
             b = buffer_of_entry[indptr[k]]
-            if tail[b] < 0:
-                head[b] = p
-            else:
-                p_next[tail[b]] = p
-            tail[b] = p
+            _append(head, tail, p_next, b, p)
             work[todo] = b
             todo += 1
         else:  # the first packet in flight on resource r reaches its end
@@ -435,13 +443,8 @@ def _advance(  # pragma: no cover - compiled
                     )
             else:  # wait for room in the next buffer, holding this one
                 p_entry[p] += 1
-                p_next[p] = -1
                 b = buffer_of_entry[entry + 1]
-                if tail[b] < 0:
-                    head[b] = p
-                else:
-                    p_next[tail[b]] = p
-                tail[b] = p
+                _append(head, tail, p_next, b, p)
                 work[todo] = b
                 todo += 1
         # admit waiting packets wherever room appeared; each admission frees the buffer its
@@ -489,13 +492,9 @@ def _advance(  # pragma: no cover - compiled
                 arrive = link_free[r]
                 arrive += router_delay * leaves_switch[r]
                 p_time[p] = arrive
-                p_next[p] = -1
-                if f_tail[r] < 0:
-                    f_head[r] = p
+                if f_tail[r] < 0:  # r's first packet in flight: the heap holds its arrival
                     _push(ht, hs, hv, counters, arrive, 2 * r)
-                else:
-                    p_next[f_tail[r]] = p
-                f_tail[r] = p
+                _append(f_head, f_tail, p_next, r, p)
                 if not place[entry] & FIRST:
                     held = buffer_of_entry[entry - 1]
                     occupancy[held] -= nbytes
