@@ -53,9 +53,7 @@ def figures_of_merit(scenario: Scenario) -> Table:
         scores = {s.metric: s.value for s in jobs.job_scores(work, jobs.replay(machine, work))}
         apps: dict[str, list[float]] = {}
         for job in work.jobs:
-            apps.setdefault(application(job.name), []).append(
-                scores[f"{job.name}_figure_of_merit"]
-            )
+            apps.setdefault(application(job.name), []).append(scores[f"{job.name}_figure_of_merit"])
         out[chosen.label] = {app: float(np.mean(v)) for app, v in apps.items()}
     return out
 

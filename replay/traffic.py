@@ -201,27 +201,32 @@ def application(
     exchange: Exchange, pattern: str, collective_bytes: float, rng: np.random.Generator
 ) -> Traffic:
     """An application of 002 Table 1 (AMG, UMT, pF3D): every round a compute phase of
-    ``exchange.interval_s`` (the gap after the previous round's messages completed), then its
+    ``exchange.interval_s`` (the gap after the previous round's messages completed, the same
+    on every rank), then its
     point-to-point exchange among tasks, ``halo`` (both ring neighbours: AMG's and UMT's large
     point-to-point messages) or ``all-to-all`` (pF3D's transposes), plus, when
     ``collective_bytes`` > 0, a small collective: ``collective_bytes`` between every two of
     the job's nodes (their tasks combined on the node first)."""
     if pattern not in PATTERNS:
-        raise ValueError(f"application pattern must be one of {', '.join(PATTERNS)}, got {pattern!r}")
+        raise ValueError(
+            f"application pattern must be one of {', '.join(PATTERNS)}, got {pattern!r}"
+        )
     main = (nearest_neighbour if pattern == "halo" else all_to_all)(exchange, rng)
-    if collective_bytes <= 0 or exchange.nodes < 2:
-        return replace(main, kind="application")
-    leaders = replace(exchange, ranks_per_node=1, mapping="block", message_bytes=collective_bytes)
-    parts = (main, all_to_all(leaders, rng))
-    offset = int(main.stream.max()) + 1
-    return Traffic(
-        kind="application",
-        stream=np.concatenate([main.stream, parts[1].stream + offset]),
-        **{
-            name: np.concatenate([getattr(part, name) for part in parts])
-            for name in ("src", "dst", "size", "gap", "warmup")
-        },
-    )
+    parts = [main]
+    if collective_bytes > 0 and exchange.nodes > 1:
+        leaders = replace(
+            exchange, ranks_per_node=1, mapping="block", message_bytes=collective_bytes
+        )
+        collective = all_to_all(leaders, rng)
+        parts.append(replace(collective, stream=collective.stream + int(main.stream.max()) + 1))
+    joined = {
+        name: np.concatenate([getattr(part, name) for part in parts])
+        for name in ("stream", "src", "dst", "size", "warmup")
+    }
+    # bulk-synchronous: every rank computes the same phase, no jitter (000 §3.3's is for its
+    # MPI benchmark), so a job's messages of one round go out together
+    gap = np.full(len(joined["stream"]), float(exchange.interval_s))
+    return Traffic(kind="application", gap=gap, **joined)
 
 
 @dataclass(frozen=True)

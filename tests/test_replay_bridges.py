@@ -136,9 +136,10 @@ def test_reassignment_on_mira512_speeds_one_jobs_write_with_bgq_links() -> None:
 
 
 def test_with_every_node_writing_the_flow_model_shows_only_the_torus_gain() -> None:
-    """Under the flow model (no buffers), every node writes 4 GB. Reassignment lowers the mean hops (4.5 → 3.0) and the busiest
-    torus link (192 → 128 GB), but the 64 nodes of each bridge node still send 256 GB over its
-    2 GB/s bridge link: 128 s either way (the spread of bridge-node load is 1.0 either way). The
+    """Under the flow model (no buffers), every node writes 4 GB. Reassignment lowers the mean
+    hops (4.5 → 3.0) and the busiest torus link (192 → 128 GB), but the 64 nodes of each bridge
+    node still send 256 GB over its 2 GB/s bridge link: 128 s either way (the spread of
+    bridge-node load is 1.0 either way). The
     torus sets the time only with I/O links above BG/Q's (bridge links 8 GB/s, IONs 16 GB/s:
     192 GB vs 128 GB over a 2 GB/s torus link = 96 → 64 s)."""
     every = {"bytes_per_node": 4 * GB, "request_bytes": 4 * GB}

@@ -237,9 +237,7 @@ def shape_from(name: str, settings: Mapping[str, Any]) -> FatTreeShape:
         raise ValueError(f"topology {name}: taper must be a number > 0, got {taper!r}")
     hosts = settings.get("hosts_per_leaf", radix // 2)
     if isinstance(hosts, bool) or not isinstance(hosts, int) or hosts < 1:
-        raise ValueError(
-            f"topology {name}: hosts_per_leaf must be an integer ≥ 1, got {hosts!r}"
-        )
+        raise ValueError(f"topology {name}: hosts_per_leaf must be an integer ≥ 1, got {hosts!r}")
     shape = FatTreeShape(radix, leaves, float(taper), hosts)
     if shape.down + shape.up > radix:
         raise ValueError(
@@ -316,6 +314,4 @@ FAMILY = Family(
 )
 register("fattree", FAMILY)
 preset("cab1296", "fattree", radix=36, leaves=72, taper=1.0)
-preset(
-    "quartz186", "fattree", radix=48, leaves=6, taper=0.5, hosts_per_leaf=32, service_nodes=6
-)
+preset("quartz186", "fattree", radix=48, leaves=6, taper=0.5, hosts_per_leaf=32, service_nodes=6)
