@@ -11,8 +11,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from burstlake.replay.scenario import Scenario
-from burstlake.replay.topologies import build
-from burstlake.replay.workloads import jobs
+from burstlake.replay.scenario import scores as scenario_scores
 
 # 002 Table 2, block mapping (percent change of the figure of merit from Control)
 PAPER_TABLE2_BLOCK = {
@@ -33,6 +32,7 @@ PAPER_TABLE3 = {
     "random": {"amg": 4.9, "umt": 1.2, "pf3d": 2.5},
 }
 
+FIGURE_OF_MERIT = "_figure_of_merit"  # a job's score: <job>_figure_of_merit
 Table = dict[str, dict[str, float]]  # policy label → application → value
 
 
@@ -43,18 +43,14 @@ def application(job: str) -> str:
 
 def figures_of_merit(scenario: Scenario) -> Table:
     """Each application's figure of merit (1/s, the mean over its jobs) under each policy of a
-    ``jobs`` scenario, replayed under the scenario's contention model."""
-    topology = build(scenario.topology).with_contention(scenario.model)
-    demand = jobs.demand(scenario.workload, topology)
+    ``jobs`` scenario."""
     out: Table = {}
-    for chosen in scenario.policies:
-        machine, work = chosen.apply(topology, demand)
-        machine = machine.with_contention(scenario.model)
-        scores = {s.metric: s.value for s in jobs.job_scores(work, jobs.replay(machine, work))}
+    for label, scores in scenario_scores(scenario).items():
         apps: dict[str, list[float]] = {}
-        for job in work.jobs:
-            apps.setdefault(application(job.name), []).append(scores[f"{job.name}_figure_of_merit"])
-        out[chosen.label] = {app: float(np.mean(v)) for app, v in apps.items()}
+        for metric, value in scores.items():
+            if metric.endswith(FIGURE_OF_MERIT):
+                apps.setdefault(application(metric[: -len(FIGURE_OF_MERIT)]), []).append(value)
+        out[label] = {app: float(np.mean(v)) for app, v in apps.items()}
     return out
 
 
