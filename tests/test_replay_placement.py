@@ -391,7 +391,8 @@ def test_jobs_that_do_not_fit_are_refused(lake, tmp_path) -> None:
 
 @pytest.mark.slow
 def test_interference_notebook_draws_every_figure(lake, tmp_path) -> None:
-    """The placement notebook (000 Figs. 3, 5, 9-11 style; 002 splits) runs top to bottom."""
+    """The interconnect notebook (000 Figs. 3, 5, 9-11 style; 002 Tables 2-3; 003 bridge
+    nodes) runs top to bottom."""
     import nbformat
 
     from burstlake.jobs.metrics.notebook import render_notebook
@@ -400,6 +401,7 @@ def test_interference_notebook_draws_every_figure(lake, tmp_path) -> None:
     cells = nbformat.read(out, as_version=4).cells
     outputs = [o for c in cells if c.cell_type == "code" for o in c.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
-    assert sum("image/png" in o.get("data", {}) for o in outputs) == 4
+    assert sum("image/png" in o.get("data", {}) for o in outputs) == 5
     text = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
     assert "spread-target    MPI 1.000x" in text and "1224 compute nodes" in text
+    assert "002 Table 3" in text and "% lower; 003: 60 % average" in text
