@@ -1,8 +1,9 @@
 """Paper 002 (Taffet et al., SC17) on the ``quartz186`` partition: the shipped
 ``split_tapered`` (block task mapping) and ``split_tapered_cyclic`` scenarios, six 30-node
 AMG-, UMT- and pF3D-like applications under Control, 2-, 3-, 6-way splits and random
-placement. Reports each application's figure of merit against Control (002 Table 2) and cyclic
-against block (002 Table 3), ours beside the paper's, whichever way they fall.
+placement, and ``split_bully`` (each split 2 ways beside MPIBW-like bullies). Reports each
+application's figure of merit against Control (002 Table 2, with its "Bully MPIBW" row) and
+cyclic against block (002 Table 3), ours beside the paper's, whichever way they fall.
 
 Results: ``bench/results/split_apps.json``.
 """
@@ -22,6 +23,8 @@ block = splits.figures_of_merit(load(SCENARIOS / "split_tapered.yaml"))
 t1 = time.perf_counter()
 cyclic = splits.figures_of_merit(load(SCENARIOS / "split_tapered_cyclic.yaml"))
 t2 = time.perf_counter()
+bully = splits.figures_of_merit(load(SCENARIOS / "split_bully.yaml"))
+t3 = time.perf_counter()
 print(json.dumps({
     "table2_block": splits.versus_control(block),
     "table2_cyclic": splits.versus_control(cyclic),
@@ -29,7 +32,9 @@ print(json.dumps({
     "paper_table2_block": splits.PAPER_TABLE2_BLOCK,
     "paper_table2_cyclic": splits.PAPER_TABLE2_CYCLIC,
     "paper_table3": splits.PAPER_TABLE3,
-    "block_s": t1 - t0, "cyclic_s": t2 - t1,
+    "bully_mpibw_block": splits.versus_control(bully)["split2"],
+    "paper_bully_mpibw": splits.PAPER_BULLY_MPIBW,
+    "block_s": t1 - t0, "cyclic_s": t2 - t1, "bully_s": t3 - t2,
 }))
 """
 

@@ -25,6 +25,11 @@ PAPER_TABLE2_CYCLIC = {
     "split6": {"amg": -0.3, "umt": -0.3, "pf3d": -0.7},
     "random": {"amg": -0.2, "umt": -0.4, "pf3d": -1.7},
 }
+# 002 Table 2, "Bully MPIBW" (each application split 2 ways beside the bully), per mapping
+PAPER_BULLY_MPIBW = {
+    "block": {"amg": 0.1, "umt": -0.3, "pf3d": 0.4},
+    "cyclic": {"amg": -0.3, "umt": 0.0, "pf3d": 0.2},
+}
 # 002 Table 3: percent by which cyclic beat block
 PAPER_TABLE3 = {
     "control": {"amg": 3.5, "umt": 1.5, "pf3d": 9.8},
