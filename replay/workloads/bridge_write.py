@@ -98,7 +98,7 @@ def check(workload: dict, limits: ScenarioLimits) -> None:
 def scores(given: Settings, topology: Topology, work: NodeBytes, progress: Progress) -> list:
     """Write time, bridge-node load, messages through and sent by bridge nodes, busiest link,
     mean hops (003)."""
-    *_, request, _writers, _layout, ranks = settings(given.workload)
+    _size, request, _writers, _layout, ranks = settings(given.workload)
     nodes, rank_bytes = ranks_of(work, ranks)
     seconds = write_time(topology, nodes, rank_bytes, request, progress)
     messages = [requests_per_node(b, request) if b > 0 else 0 for b in rank_bytes.tolist()]
