@@ -203,23 +203,47 @@ def run(scenario: Scenario, lake: str | os.PathLike | None, progress: Progress =
     return pa.concat_tables(tables)
 
 
-def _replay(
-    scenario: Scenario, kind: workloads.Kind, lake: Cluster, progress: Progress
-) -> tuple[pa.Table, dict[str, list[pa.Table]]]:
-    """Every policy's scores on one machine of the lake (and rows of further tables)."""
+def _scored(
+    scenario: Scenario, kind: workloads.Kind, lake: Cluster | None, progress: Progress
+) -> tuple[Topology, list[tuple[str, workloads.Scored]]]:
+    """The machine and each policy's label and scores on it (``lake``: None for a scenario
+    that reads no lake), under the scenario's contention model."""
     topology = topologies.build(scenario.topology, lake).with_contention(scenario.model)
     demand = kind.demand(scenario.workload, topology, lake)
     given = workloads.Settings(scenario.workload, scenario.name, scenario.job_scores)
-    rows, extra = [], {}
+    out = []
     for each in scenario.policies:
         machine, work = each.apply(topology, demand)
         machine = machine.with_contention(scenario.model)  # a policy may rebuild the machine
         result = kind.scores(given, machine, work, progress)
         scored = result if isinstance(result, workloads.Scored) else workloads.Scored(result)
+        out.append((each.label, scored))
+    return topology, out
+
+
+def scores(scenario: Scenario, progress: Progress = None) -> dict[str, dict[str, float | None]]:
+    """Each policy's scores (label → metric → value) of a scenario that reads no lake, written
+    nowhere: what notebooks, benchmarks and tests compare with a paper's figures."""
+    kind = workloads.kind(scenario.workload["source"])
+    if kind.reads_lake or topologies.reads_lake(scenario.topology):
+        raise ValueError(f"scenario {scenario.name} reads a lake: replay it with run()")
+    return {
+        label: {score.metric: score.value for score in scored.scores}
+        for label, scored in _scored(scenario, kind, None, progress)[1]
+    }
+
+
+def _replay(
+    scenario: Scenario, kind: workloads.Kind, lake: Cluster, progress: Progress
+) -> tuple[pa.Table, dict[str, list[pa.Table]]]:
+    """Every policy's scores on one machine of the lake (and rows of further tables)."""
+    rows, extra = [], {}
+    topology, scored_policies = _scored(scenario, kind, lake, progress)
+    for label, scored in scored_policies:
         for score in scored.scores:
-            rows.append({"policy": each.label, **score.__dict__})
+            rows.append({"policy": label, **score.__dict__})
         for name, part in scored.tables.items():
-            labels = pa.array([each.label] * part.num_rows, pa.string())
+            labels = pa.array([label] * part.num_rows, pa.string())
             extra.setdefault(name, []).append(part.append_column("policy", labels))
     table = _table(scenario, lake.name, topology, rows, kind.window(scenario.workload))
     return table, {

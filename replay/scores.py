@@ -244,6 +244,40 @@ def bridge_io_scores(topology: Topology, node_bytes: np.ndarray) -> list[Score]:
     ]
 
 
+def bridge_message_scores(
+    topology: Topology, nodes: np.ndarray, messages: np.ndarray
+) -> list[Score]:
+    """003's network counters: the messages routed *through* a bridge node (I/O of nodes it
+    does not serve, passing its router on the way to another bridge node; mean per bridge
+    node), and the spread of the messages each bridge node *sends*: to its ION for the nodes
+    it serves plus on along the torus for the others (standard deviation over the mean, as
+    003's 0.09 → 0.02). ``messages[k]`` is what node ``nodes[k]`` writes. None where the
+    router does not say which nodes a route passes (no torus)."""
+    passes = getattr(topology.router, "passes", None)
+    if passes is None:
+        return [
+            Score("bridge_messages_through_mean", None, "messages"),
+            Score("bridge_messages_sent_sd", None, "sd/mean"),
+        ]
+    bridge_of = {int(n): b for b, n in enumerate(topology.router.bridge_node)}
+    nodes = np.asarray(nodes, dtype=np.int64)
+    messages = np.asarray(messages, dtype=np.float64)
+    through = np.zeros(len(topology.ions))
+    for node, count in zip(nodes.tolist(), messages.tolist(), strict=True):
+        if count:
+            for here in passes(node, int(topology.ion_of[node])):
+                if here in bridge_of:
+                    through[bridge_of[here]] += count
+    sent = through + np.bincount(
+        topology.ion_of[nodes], weights=messages, minlength=len(topology.ions)
+    )
+    mean = sent.mean() if len(sent) else 0.0
+    return [
+        Score("bridge_messages_through_mean", float(through.mean()), "messages"),
+        Score("bridge_messages_sent_sd", float(sent.std() / mean) if mean else None, "sd/mean"),
+    ]
+
+
 PAIR_SAMPLE = 64  # nodes of a job whose pairwise routes are counted (evenly spaced)
 
 
@@ -301,7 +335,7 @@ def interference_scores(
     """One job's scores: its transfer latencies in the interference run and the baseline run
     (the job alone, 000 §3.3), the slowdown of the mean latency, the interference factor
     I = T / T_alone of its completion time T (001 §II.C; the checkpoint time of an I/O job,
-    000 §5.3) and the bytes it moved."""
+    000 §5.3), its figure of merit 1/T (002 §2.1, as for pF3D) and the bytes it moved."""
     mean, alone = (float(v.mean()) if len(v) else None for v in (latency, latency_alone))
     factor = float(interference_factors(completion, completion_alone)) if completion_alone else None
     return [
@@ -311,6 +345,7 @@ def interference_scores(
         Score(f"{job}_completion_time", completion, "s"),
         Score(f"{job}_baseline_completion_time", completion_alone, "s"),
         Score(f"{job}_interference_factor", factor, "x"),
+        Score(f"{job}_figure_of_merit", 1.0 / completion if completion > 0 else None, "1/s"),
         Score(f"{job}_bytes", moved, "bytes"),
     ]
 

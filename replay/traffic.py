@@ -1,6 +1,7 @@
 """Synthetic traffic generators (docs/design.md, "Placement"): the MPI and I/O jobs of paper 000
-§3.2 and the nearest-neighbour and all-to-all exchanges of paper 002, as request streams for the
-event-driven replay (:func:`burstlake.replay.events.simulate`).
+§3.2, the nearest-neighbour and all-to-all exchanges of paper 002 and its applications (compute
+phases between halo or all-to-all exchanges and small collectives, 002 Table 1), as request
+streams for the event-driven replay (:func:`burstlake.replay.events.simulate`).
 
 A generator describes one job's traffic by *rank* — the position of a node in the job — so a
 placement moves the job without touching its traffic; :func:`requests` routes several jobs on
@@ -15,7 +16,7 @@ requests) is the engine's ``Requests.window``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -191,6 +192,41 @@ def all_to_all(exchange: Exchange, rng: np.random.Generator) -> Traffic:
     src, dst = np.divmod(np.arange(exchange.tasks**2), exchange.tasks)
     keep = src != dst
     return exchange.traffic("all-to-all", src[keep], dst[keep], rng)
+
+
+PATTERNS = ("halo", "all-to-all")  # an application's point-to-point exchange (002 Table 1)
+
+
+def application(
+    exchange: Exchange, pattern: str, collective_bytes: float, rng: np.random.Generator
+) -> Traffic:
+    """An application of 002 Table 1 (AMG, UMT, pF3D): every round a compute phase of
+    ``exchange.interval_s`` (the gap after the previous round's messages completed, the same
+    on every rank), then its
+    point-to-point exchange among tasks, ``halo`` (both ring neighbours: AMG's and UMT's large
+    point-to-point messages) or ``all-to-all`` (pF3D's transposes), plus, when
+    ``collective_bytes`` > 0, a small collective: ``collective_bytes`` between every two of
+    the job's nodes (their tasks combined on the node first)."""
+    if pattern not in PATTERNS:
+        raise ValueError(
+            f"application pattern must be one of {', '.join(PATTERNS)}, got {pattern!r}"
+        )
+    main = (nearest_neighbour if pattern == "halo" else all_to_all)(exchange, rng)
+    parts = [main]
+    if collective_bytes > 0 and exchange.nodes > 1:
+        leaders = replace(
+            exchange, ranks_per_node=1, mapping="block", message_bytes=collective_bytes
+        )
+        collective = all_to_all(leaders, rng)
+        parts.append(replace(collective, stream=collective.stream + int(main.stream.max()) + 1))
+    joined = {
+        name: np.concatenate([getattr(part, name) for part in parts])
+        for name in ("stream", "src", "dst", "size", "warmup")
+    }
+    # bulk-synchronous: every rank computes the same phase, no jitter (000 §3.3's is for its
+    # MPI benchmark), so a job's messages of one round go out together
+    gap = np.full(len(joined["stream"]), float(exchange.interval_s))
+    return Traffic(kind="application", gap=gap, **joined)
 
 
 @dataclass(frozen=True)

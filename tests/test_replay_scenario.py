@@ -15,6 +15,7 @@ from burstlake.cli import main
 from burstlake.lake import write_table
 from burstlake.machines import machine
 from burstlake.replay.scenario import load, run
+from burstlake.replay.scenario import scores as policy_scores
 
 T0 = dt.datetime(2018, 1, 1, tzinfo=dt.UTC)
 SCENARIOS = Path(__file__).resolve().parents[1] / "replay" / "scenarios"
@@ -285,3 +286,16 @@ def test_remapping_on_a_synthesized_tianhe1a_lake(lake) -> None:
     for label in ("block", "cyclic"):
         assert s[label, "bytes_served"] == pytest.approx(total, rel=1e-9)
         assert 0 < s[label, "jobs_with_io"] <= written["jobs"]
+
+
+def test_scores_without_a_lake_match_run_and_refuse_a_lake_scenario(lake) -> None:
+    """``scores`` gives each policy's scores of a scenario that reads no lake, as ``run``
+    writes them; a scenario that reads the lake is refused in one line."""
+    scenario = load(SCENARIOS / "bridges_mira512.yaml")
+    got = policy_scores(scenario)
+    written = run(scenario, lake).to_pylist()
+    assert {(r["policy"], r["metric"]): r["value"] for r in written} == pytest.approx(
+        {(label, metric): value for label, row in got.items() for metric, value in row.items()}
+    )
+    with pytest.raises(ValueError, match="scenario realloc_lake reads a lake: replay it with run"):
+        policy_scores(load(SCENARIOS / "realloc_lake.yaml"))

@@ -29,6 +29,17 @@ def same_machine(a: Topology, b: Topology) -> None:
     ("preset", "family"),
     [
         ("cab1296", {"name": "fattree", "radix": 36, "leaves": 72, "taper": 1.0}),
+        (
+            "quartz186",
+            {
+                "name": "fattree",
+                "radix": 48,
+                "leaves": 6,
+                "taper": 0.5,
+                "hosts_per_leaf": 32,
+                "service_nodes": 6,
+            },
+        ),
         ("mira512", {"name": "torus", "dims": [4, 4, 4, 4, 2], "nodes_per_bridge": 64}),
         ("tiny", {"name": "forwarding", "nodes": 256, "nodes_per_ion": 16}),
         (
@@ -53,6 +64,24 @@ def test_a_preset_is_its_family_with_its_parameters(preset, family) -> None:
         assert hops.tolist() == given.route_hops().tolist()
 
 
+def test_quartz186_is_002s_partition() -> None:
+    """002 §2.2: 48-port leaves with 31 compute nodes, 1 service node and 16 uplinks (2:1
+    taper), the 6 leaves sharing the same second-level switches (one pod: no core links),
+    100 Gb/s = 12.5 GB/s links."""
+    q = build({"name": "quartz186"})
+    shape = fattree.shape_of(q)
+    assert (shape.down, shape.up, shape.leaves, shape.pods) == (32, 16, 6, 1)
+    assert len(q.nodes) == 186 and len(q.ions) == 6
+    assert np.bincount(q.groups()).tolist() == [31] * 6  # compute nodes per leaf
+    assert q.router.server_host.tolist() == [31, 63, 95, 127, 159, 191]  # each leaf's last port
+    uplinks = [n for n in q.resources.names if n.startswith("l0>")]
+    assert len(uplinks) == 16 and not any(n.startswith("a0.0>c") for n in q.resources.names)
+    assert set(q.resources.capacity.tolist()) == {12.5e9}
+    # across leaves: host up, leaf up, aggregation down, host down (D-mod-k: uplink d mod 16)
+    route = q.router.route(0, 31)  # compute node 31 is host 32, the first of leaf 1
+    assert [q.resources.names[r] for r in route] == ["up:h0", "l0>a0.0", "a0.0>l1", "down:h32"]
+
+
 def test_a_family_with_parameters_by_hand() -> None:
     """radix 4, 8 leaves: 2 host ports per leaf (16 hosts), pods of 2 leaves; the servers
     fill the first leaf of the first four pods (leaves 0, 2, 4, 6: hosts 0, 1, 4, 5, ...)."""
@@ -70,7 +99,9 @@ def test_a_family_with_parameters_by_hand() -> None:
 
 def test_names_list_families_and_presets() -> None:
     assert {"fattree", "torus", "forwarding", "lake"} <= set(topologies.names())
-    assert {"cab1296", "mira512", "tianhe1a", "cs19", "tiny"} <= set(topologies.names())
+    assert {"cab1296", "quartz186", "mira512", "tianhe1a", "cs19", "tiny"} <= set(
+        topologies.names()
+    )
     assert topologies.reads_lake({"name": "lake"})
     assert not topologies.reads_lake({"name": "tianhe1a"})
 
@@ -84,6 +115,21 @@ def test_names_list_families_and_presets() -> None:
         ({"name": "cab1296", "taper": "half"}, "taper must be a number > 0"),
         ({"name": "fattree", "server_leaves": []}, "server_leaves must be a list of leaf numbers"),
         ({"name": "fattree", "server_leaves": "0"}, "server_leaves must be a list of leaf numbers"),
+        ({"name": "fattree", "hosts_per_leaf": 0}, "hosts_per_leaf must be an integer ≥ 1, got 0"),
+        ({"name": "fattree", "hosts_per_leaf": 2.5}, "hosts_per_leaf must be an integer ≥ 1"),
+        ({"name": "fattree", "hosts_per_leaf": True}, "hosts_per_leaf must be an integer ≥ 1"),
+        (
+            {"name": "quartz186", "hosts_per_leaf": 40},
+            "topology quartz186: 40 host ports and 20 uplinks .* do not fit a 48-port leaf",
+        ),
+        ({"name": "quartz186", "taper": 1.0}, "32 host ports and 32 uplinks"),
+        ({"name": "quartz186", "service_nodes": 0}, "service_nodes must be an integer in 1..191"),
+        ({"name": "quartz186", "service_nodes": "6"}, "service_nodes must be an integer"),
+        ({"name": "quartz186", "service_nodes": 192}, "service_nodes must be an integer in 1..191"),
+        (
+            {"name": "quartz186", "server_leaves": [0]},
+            "give server_leaves or service_nodes, not both",
+        ),
         ({"name": "forwarding"}, "topology forwarding: nodes must be an integer ≥ 1, got None"),
         ({"name": "forwarding", "nodes": 8, "nodes_per_ion": True}, "nodes_per_ion must be"),
         (

@@ -18,7 +18,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "topology-aware contention simulator, print a metric × policy comparison and write "
         "the scores to the lake's replay_scores table. Example scenarios ship in "
         "burstlake/replay/scenarios/ (ion_remap.yaml, ior_cs19.yaml, placement_fattree.yaml, "
-        "throttle_fattree.yaml, split_tapered.yaml, realloc_lake.yaml, realloc_incremental.yaml, "
+        "throttle_fattree.yaml, split_tapered.yaml, split_tapered_cyclic.yaml, split_bully.yaml, "
+        "realloc_lake.yaml, realloc_incremental.yaml, "
         "realloc_alltoall.yaml, bridges_mira512.yaml, bridges_mira512_all.yaml, "
         "calciom_pair.yaml, calciom_sizes.yaml: I/O "
         "phases coordinated as in paper 001, whose sweeps also fill the delta_graph table).",

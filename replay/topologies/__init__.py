@@ -1,6 +1,7 @@
 """Topologies by name (docs/design.md, "Topologies"): a scenario's ``topology:`` names a
 *family* with its parameters (``{name: fattree, radix: 36, leaves: 72}``) or a *preset*, a
-parameter set of a family (``cab1296``, ``mira512``, ``tianhe1a``, ``cs19``, ``tiny``).
+parameter set of a family (``cab1296``, ``quartz186``, ``mira512``, ``tianhe1a``, ``cs19``,
+``tiny``).
 
 A family module registers a :class:`Family` with :func:`register` (its settings, capacities,
 default link latency, check and build) and its presets with :func:`preset`: the fat-tree

@@ -1,14 +1,20 @@
 """Three-level fat-tree of fixed-radix switches with deterministic D-mod-k routing (paper 000
 §2.3, §3.1).
 
-Each leaf switch has ``radix/2`` host ports and ``radix/2 · taper`` uplinks; ``radix/2`` leaves
-form a pod whose aggregation switch ``u`` takes uplink ``u`` of every leaf; core switch
+Each leaf switch has ``hosts_per_leaf`` host ports (default ``radix/2``) and
+``hosts_per_leaf · taper`` uplinks; ``radix/2`` leaves form a pod whose aggregation switch
+``u`` takes uplink ``u`` of every leaf; core switch
 ``(u, c)`` links aggregation switch ``u`` of every pod. Every link is two resources, one per
 direction. D-mod-k: towards destination host ``d`` a leaf goes up through uplink
 ``d mod U`` and an aggregation switch through uplink ``(d div U) mod C``.
-The family ``fattree`` takes ``radix``, ``leaves``, ``taper`` and ``server_leaves``; its preset
-``cab1296`` (paper 000 §3.1): radix 36, 72 leaves, 1,296 hosts, 12.5 GB/s links, 72 I/O
-servers on four leaves, one per pod (the "isolated" placement, two leaves in each half).
+The family ``fattree`` takes ``radix``, ``leaves``, ``taper``, ``hosts_per_leaf``,
+``server_leaves`` and ``service_nodes``. Presets: ``cab1296`` (paper 000 §3.1): radix 36, 72
+leaves, 1,296 hosts, 12.5 GB/s links, 72 I/O servers on four leaves, one per pod (the
+"isolated" placement, two leaves in each half); ``quartz186`` (paper 002 §2.2, the partition
+of Quartz): 48-port leaves with 32 host ports (31 compute nodes and 1 service node) and 16
+uplinks (2:1 taper), 6 leaves in one pod, so they share the same 16 second-level switches,
+100 Gb/s (12.5 GB/s) links; the service nodes are the servers (``service_nodes: 6``, one per
+leaf on its last port), 186 compute nodes.
 The I/O servers are the forwarding targets: each compute node sends its I/O to one server.
 Where the servers sit is a setting (000 §5.2): ``isolated`` (the default above),
 ``spread`` (one per leaf, on the same port, round robin over the leaves) or any host list
@@ -45,18 +51,26 @@ class FatTreeShape:
     radix: int = 36
     leaves: int = 72
     taper: float = 1.0  # uplinks per leaf / host ports per leaf
+    hosts_per_leaf: int = 0  # host ports per leaf; 0: radix/2
 
     @property
     def down(self) -> int:
-        return self.radix // 2
+        """Host ports per leaf."""
+        return self.hosts_per_leaf or self.radix // 2
 
     @property
     def up(self) -> int:
+        """Uplinks per leaf (one per aggregation switch of its pod)."""
         return max(1, round(self.down * self.taper))
 
     @property
+    def pod_leaves(self) -> int:
+        """Leaves per pod: the down ports of an aggregation switch."""
+        return self.radix // 2
+
+    @property
     def pods(self) -> int:
-        return math.ceil(self.leaves / self.down)
+        return math.ceil(self.leaves / self.pod_leaves)
 
     @property
     def hosts(self) -> int:
@@ -78,7 +92,7 @@ class FatTreeRouter:
         route = [self.r[f"up:h{src}"]]
         if leaf_s != leaf_d:
             u = dst % s.up
-            pod_s, pod_d = leaf_s // s.down, leaf_d // s.down
+            pod_s, pod_d = leaf_s // s.pod_leaves, leaf_d // s.pod_leaves
             route.append(self.r[f"l{leaf_s}>a{pod_s}.{u}"])
             if pod_s != pod_d:
                 c = (dst // s.up) % s.up
@@ -106,7 +120,7 @@ def isolated_servers(shape: FatTreeShape, leaves: list[int] | None = None) -> np
     """Hosts of whole leaves given to I/O servers: by default the first leaf of each of the
     first four pods (000 §3.1, "isolated-target")."""
     if leaves is None:
-        leaves = [pod * shape.down for pod in range(min(ISOLATED_LEAVES, shape.pods))]
+        leaves = [pod * shape.pod_leaves for pod in range(min(ISOLATED_LEAVES, shape.pods))]
     if any(not 0 <= leaf < shape.leaves for leaf in leaves):
         raise ValueError(f"server leaves must be in 0..{shape.leaves - 1}, got {leaves}")
     hosts = np.arange(shape.hosts)
@@ -183,6 +197,7 @@ def build(
             "radix": shape.radix,
             "leaves": shape.leaves,
             "taper": shape.taper,
+            "hosts_per_leaf": shape.down,
             "link_latency": float(link_latency),
         },
     )
@@ -195,7 +210,7 @@ def _links(shape: FatTreeShape, link: float) -> ResourceSet:
         r.add(f"up:h{h}", "node_link", link)
         r.add(f"down:h{h}", "node_link", link)
     for leaf in range(shape.leaves):
-        pod = leaf // shape.down
+        pod = leaf // shape.pod_leaves
         for u in range(shape.up):
             r.add(f"l{leaf}>a{pod}.{u}", "switch_link", link)
             r.add(f"a{pod}.{u}>l{leaf}", "switch_link", link)
@@ -209,8 +224,9 @@ def _links(shape: FatTreeShape, link: float) -> ResourceSet:
 
 
 def shape_from(name: str, settings: Mapping[str, Any]) -> FatTreeShape:
-    """A scenario's ``radix``, ``leaves`` and ``taper`` (defaults: cab1296's), checked with
-    one-line errors: radix an even integer ≥ 2, leaves an integer ≥ 1, taper a number > 0."""
+    """A scenario's ``radix``, ``leaves``, ``taper`` and ``hosts_per_leaf`` (defaults:
+    cab1296's), checked with one-line errors: radix an even integer ≥ 2, leaves an integer ≥ 1,
+    taper a number > 0, hosts_per_leaf an integer ≥ 1 whose ports and uplinks fit the radix."""
     radix, leaves = settings.get("radix", 36), settings.get("leaves", 72)
     taper = settings.get("taper", 1.0)
     if isinstance(radix, bool) or not isinstance(radix, int) or radix < 2 or radix % 2:
@@ -219,7 +235,35 @@ def shape_from(name: str, settings: Mapping[str, Any]) -> FatTreeShape:
         raise ValueError(f"topology {name}: leaves must be an integer ≥ 1, got {leaves!r}")
     if isinstance(taper, bool) or not isinstance(taper, int | float) or not 0 < taper < math.inf:
         raise ValueError(f"topology {name}: taper must be a number > 0, got {taper!r}")
-    return FatTreeShape(radix, leaves, float(taper))
+    hosts = settings.get("hosts_per_leaf", radix // 2)
+    if isinstance(hosts, bool) or not isinstance(hosts, int) or hosts < 1:
+        raise ValueError(f"topology {name}: hosts_per_leaf must be an integer ≥ 1, got {hosts!r}")
+    shape = FatTreeShape(radix, leaves, float(taper), hosts)
+    if shape.down + shape.up > radix:
+        raise ValueError(
+            f"topology {name}: {shape.down} host ports and {shape.up} uplinks (hosts_per_leaf "
+            f"× taper) do not fit a {radix}-port leaf switch"
+        )
+    return shape
+
+
+def service_node_count(name: str, settings: Mapping[str, Any], shape: FatTreeShape) -> int | None:
+    """A scenario's ``service_nodes``: absent, or an integer from 1 to all but one host of
+    the tree, and not with ``server_leaves`` (one-line errors naming topology ``name``)."""
+    count = settings.get("service_nodes")
+    if count is None:
+        return None
+    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count < shape.hosts:
+        raise ValueError(
+            f"topology {name}: service_nodes must be an integer in 1..{shape.hosts - 1}, "
+            f"got {count!r}"
+        )
+    if settings.get("server_leaves") is not None:
+        raise ValueError(
+            f"topology {name}: give server_leaves or service_nodes, not both "
+            f"(servers fill whole leaves, or sit one per leaf)"
+        )
+    return count
 
 
 def leaf_list(where: str, leaves: Any) -> list[int] | None:
@@ -234,25 +278,35 @@ def leaf_list(where: str, leaves: Any) -> list[int] | None:
     return leaves
 
 
-def _check(name: str, settings: Mapping[str, Any]) -> None:
+def _servers(name: str, settings: Mapping[str, Any]) -> tuple[FatTreeShape, np.ndarray]:
+    """The shape and the server hosts: ``service_nodes`` spread one per leaf (002 §2.2: a
+    service node on every leaf), else whole ``server_leaves`` (000 §3.1)."""
     shape = shape_from(name, settings)
+    count = service_node_count(name, settings, shape)
+    if count is not None:
+        return shape, spread_servers(shape, count)
     leaves = leaf_list(f"topology {name}: server_leaves", settings.get("server_leaves"))
     try:
-        isolated_servers(shape, leaves)
+        return shape, isolated_servers(shape, leaves)
     except ValueError as err:
         raise ValueError(f"topology {name}: {err}") from None
+
+
+def _check(name: str, settings: Mapping[str, Any]) -> None:
+    _servers(name, settings)
 
 
 def _build(
     name: str, settings: dict[str, Any], capacities: dict[str, float] | None, _lake: Any
 ) -> Topology:
-    shape = shape_from(name, settings)
-    servers = isolated_servers(shape, settings.get("server_leaves"))
+    shape, servers = _servers(name, settings)
     return build(shape, capacities, servers, name)
 
 
 FAMILY = Family(
-    settings=frozenset({"radix", "leaves", "taper", "server_leaves"}),
+    settings=frozenset(
+        {"radix", "leaves", "taper", "hosts_per_leaf", "server_leaves", "service_nodes"}
+    ),
     capacities=CAPACITY_KEYS,
     check=_check,
     build=_build,
@@ -260,3 +314,4 @@ FAMILY = Family(
 )
 register("fattree", FAMILY)
 preset("cab1296", "fattree", radix=36, leaves=72, taper=1.0)
+preset("quartz186", "fattree", radix=48, leaves=6, taper=0.5, hosts_per_leaf=32, service_nodes=6)

@@ -67,16 +67,26 @@ class TorusRouter:
     def coords(self, node: int) -> list[int]:
         return [int(c) for c in np.unravel_index(node, self.dims)]
 
-    def route(self, src: int, dst: int) -> list[int]:
+    def _steps(self, src: int, dst: int) -> list[tuple[int, int, int]]:
+        """(node, dimension, direction) of each hop of the dimension-ordered route."""
         here, there = self.coords(src), self.coords(dst)
-        route = []
+        steps = []
         for dim, size in enumerate(self.dims):
             ahead = (there[dim] - here[dim]) % size
             step, direction = (1, 0) if ahead <= size - ahead else (-1, 1)
             for _ in range(min(ahead, size - ahead)):
-                route.append(int(self.links[np.ravel_multi_index(here, self.dims), dim, direction]))
+                steps.append((int(np.ravel_multi_index(here, self.dims)), dim, direction))
                 here[dim] = (here[dim] + step) % size
-        return route
+        return steps
+
+    def route(self, src: int, dst: int) -> list[int]:
+        return [int(self.links[node, dim, way]) for node, dim, way in self._steps(src, dst)]
+
+    def passes(self, node: int, target: int) -> list[int]:
+        """The nodes whose routers forward the I/O of ``node`` to bridge node ``target``:
+        every node of the route but its two ends (003: bridge nodes also route traffic to
+        other bridge nodes)."""
+        return [here for here, _, _ in self._steps(node, int(self.bridge_node[target]))[1:]]
 
     def io_route(self, node: int, target: int) -> list[int]:
         tail = [int(self.bridge_link[target]), int(self.ion[target]), self.storage]

@@ -10,6 +10,7 @@ all-to-all jobs built by :mod:`burstlake.replay.traffic`, placed together, each 
       jobs:
         - {name: mpi, kind: mpi, nodes: 612, message_bytes: 4096, interval_s: 5.0e-4}
         - {name: io, kind: io, nodes: 612, request_bytes: 4.0e+6, interval_s: 0}
+        - {name: amg, kind: application, nodes: 30, pattern: halo, compute_s: 0.3}
 
 Placement policies (``random-switch``, ``split``, ...) move the jobs, server policies move the
 I/O servers, ``throttle`` paces the I/O jobs; the scores are per job (its traffic class is its
@@ -69,6 +70,19 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "rounds": 100,
         "warmup": 5,
     },
+    # 002 Table 1's applications: a compute phase, then a halo (AMG, UMT) or all-to-all (pF3D)
+    # exchange and a small collective, each round; scenarios set the sizes per application
+    "application": {
+        "nodes": 30,
+        "ranks_per_node": 36,
+        "mapping": "block",
+        "pattern": "halo",
+        "message_bytes": 262144,
+        "collective_bytes": 1024,
+        "compute_s": 0.3,
+        "rounds": 20,
+        "warmup": 0,
+    },
 }
 WORKLOAD_KEYS = frozenset({"jobs", "seed", "placement"})
 JOB_KEYS = frozenset({"name", "kind"})
@@ -85,6 +99,8 @@ _RANGES = {
     "message_bytes": (0, False),
     "request_bytes": (0, False),
     "interval_s": (0, False),
+    "compute_s": (0, False),
+    "collective_bytes": (0, False),
 }
 _POSITIVE = {"message_bytes", "request_bytes"}  # > 0, the others >= their lowest value
 
@@ -170,6 +186,11 @@ def job_specs(workload: dict) -> list[dict]:
                 f"{where} ({name}): mapping must be one of {list(tr.MAPPINGS)}, "
                 f"got {spec['mapping']!r}"
             )
+        if spec.get("pattern", "halo") not in tr.PATTERNS:
+            raise ValueError(
+                f"{where} ({name}): pattern must be one of {list(tr.PATTERNS)}, "
+                f"got {spec['pattern']!r}"
+            )
         if kind == "mpi" and spec["nodes"] < 2:
             raise ValueError(f"{where} ({name}): an mpi job needs nodes >= 2")
         specs.append(spec)
@@ -195,6 +216,10 @@ def request_count(spec: dict) -> int:
     """Requests one job replays (an upper bound for the exchanges: node pairs × rounds)."""
     per = spec.get("messages", spec.get("requests", spec.get("rounds"))) + spec["warmup"]
     nodes = spec["nodes"]
+    if spec["kind"] == "application":
+        halo = spec["pattern"] == "halo"
+        pairs = min(2 * nodes * spec["ranks_per_node"], nodes * (nodes - 1)) if halo else 0
+        return (pairs + nodes * (nodes - 1)) * per
     if spec["kind"] == "nearest-neighbour":
         return min(2 * nodes * spec["ranks_per_node"], nodes * (nodes - 1)) * per
     if spec["kind"] == "all-to-all":
@@ -239,9 +264,13 @@ def traffic_of(spec: dict, servers: int, rng: np.random.Generator) -> tr.Traffic
             spec["warmup"],
             rng,
         )
-    generate = tr.nearest_neighbour if kind == "nearest-neighbour" else tr.all_to_all
     fields = tr.Exchange.__dataclass_fields__
-    return generate(tr.Exchange(**{k: v for k, v in spec.items() if k in fields}), rng)
+    exchange = tr.Exchange(**{k: v for k, v in spec.items() if k in fields})
+    if kind == "application":
+        exchange = replace(exchange, interval_s=spec["compute_s"])
+        return tr.application(exchange, spec["pattern"], spec["collective_bytes"], rng)
+    generate = tr.nearest_neighbour if kind == "nearest-neighbour" else tr.all_to_all
+    return generate(exchange, rng)
 
 
 def demand(workload: dict, topology: Topology, _lake: Any = None) -> JobsDemand:
