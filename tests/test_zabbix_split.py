@@ -130,7 +130,7 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> dict:
     assert len(rows) > 300 and {r[0] for r in rows} == set(NODES)
     days = {r[1].date() for r in rows}
     assert len(days) == 2  # the stream crosses midnight
-    balance = zabbix.stream_balance(lake, 10)
+    balance = zabbix.stream_balance(lake, {"interval": 10})
     assert balance == _file_traffic(lake)  # one file: its row is the stream
     return {
         "samples": samples,
@@ -147,7 +147,7 @@ def _file_traffic(lake: Path) -> dict:
 
 def _checked_balance(lake: Path) -> dict:
     """The stream's byte balance: it adds up, and its landed bytes are node_io's."""
-    balance = zabbix.stream_balance(lake, 10)
+    balance = zabbix.stream_balance(lake, {"interval": 10})
     node_io = read_table(lake, "node_io")
     assert {"read_bytes", "write_bytes", "net_tx_bytes"} <= set(balance)
     for metric, parts in balance.items():

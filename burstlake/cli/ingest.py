@@ -67,7 +67,7 @@ def _print_traffic(args: argparse.Namespace, reports: list) -> None:
     if args.source == "zabbix":
         from burstlake.jobs.ingest.zabbix import stream_balance
 
-        traffic = stream_balance(args.lake, args.interval)
+        traffic = stream_balance(args.lake, vars(args))
         title = "zabbix stream in the lake (all export files)"
     else:
         traffic: dict[str, dict[str, int]] = {}

@@ -122,7 +122,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(optional name,value_type)",
     )
     parser.add_argument(
-        "--interval", type=int, default=10, help="node_io interval in seconds (default 10)"
+        "--interval",
+        type=int,
+        default=None,
+        help="the lake's node_io grid in seconds (default 10); each item's own sampling "
+        "interval is read from its samples",
+    )
+    parser.add_argument(
+        "--gap-factor",
+        type=float,
+        default=None,
+        help="a spacing between two samples of an item longer than this many times the item's "
+        f"own sampling interval (read from the data) is a gap (default {counters.GAP_FACTOR:g})",
     )
     parser.add_argument(
         "--keep-domain",
@@ -153,6 +164,7 @@ class Settings:
     interval: int
     hosts: HostNames
     items: Path | None = None
+    gap_factor: float = counters.GAP_FACTOR
     spill_dir: str | None = None
     memory_limit: str = "1GB"
 
@@ -162,6 +174,10 @@ class Settings:
         interval = 10 if given is None else int(given)
         if interval < 1:
             raise ValueError(f"--interval must be >= 1 second, not {interval}")
+        factor = options.get("gap_factor")
+        factor = counters.GAP_FACTOR if factor is None else float(factor)
+        if not factor >= 1 or factor == float("inf"):
+            raise ValueError(f"--gap-factor must be a finite number >= 1, not {factor:g}")
         items = options.get("items")
         if items is not None and not Path(items).is_file():
             raise FileNotFoundError(f"item table {items} does not exist")
@@ -173,6 +189,7 @@ class Settings:
                 prefixes=tuple(prefix_rewrite(p) for p in options.get("host_prefix") or ()),
             ),
             items=Path(items) if items else None,
+            gap_factor=factor,
             spill_dir=options.get("spill_dir"),
             memory_limit=options.get("memory_limit") or "1GB",
         )
@@ -308,8 +325,9 @@ SELECT line_no, line,
          WHEN metric IS NULL THEN 'item ' || coalesce('key ''' || item_key || '''',
               'name ''' || item_name || '''', 'without key or name')
               || ' is not in the mapping ' || $mapping
-         -- (JSON numbers above 2^63 arrive as doubles: 2^64 - 1 reads as 2^64)
-         WHEN scaled IS NULL OR kind = 'counter' AND CAST(scaled AS DOUBLE) > 18446744073709551616
+         -- a uint64 counter holds at most 2^64 - 1 (compared exactly, as DECIMAL)
+         WHEN scaled IS NULL OR kind = 'counter'
+                  AND scaled >= CAST('18446744073709551616' AS DECIMAL(38, 6))
               OR kind <> 'counter' AND scaled >= CAST('9223372036854775808' AS DECIMAL(38, 6))
                  / CASE kind WHEN 'rate' THEN $interval ELSE 1 END
               THEN 'value ' || left(value, 40) || ' is beyond 64 bits'
@@ -601,8 +619,8 @@ def _regions(
     con: duckdb.DuckDBPyConnection, spill: Path, settings: Settings, stream: Stream
 ) -> Iterator[Batch]:
     iv = settings.interval
-    grid = counters.grid_sql("t_ns", iv)
-    touched = _replaced_regions(stream)
+    before, after = counters.reach_ns(iv)
+    touched = _replaced_regions(stream, iv)
     records = [0]  # node records numbered apart across regions
     for bucket in sorted(_spilled_buckets(spill) | set(touched)):
         new = _bucket_view(con, spill, bucket, stream)
@@ -612,9 +630,12 @@ def _regions(
         )
         days = {
             d
-            for (d,) in con.execute(
-                f"SELECT DISTINCT {_day_sql(f'({grid} + k) * {iv}')} FROM {new}, range(-1, 1) r(k)"
+            for (lo, hi) in con.execute(
+                f"SELECT DISTINCT {_day_sql(f'(t_ns - {after}) / 1e9')}, "
+                f"{_day_sql(f'(t_ns + {before}) / 1e9')} "
+                f"FROM {new}"
             ).fetchall()
+            for d in range(lo, hi + 1)
         }
         for day in sorted(days | touched.get(bucket, set())):
             yield from _region(con, new, bucket, day, settings, stream, records)
@@ -624,24 +645,36 @@ def _spilled_buckets(spill: Path) -> set[int]:
     return {int(p.name.split("=", 1)[1]) for p in spill.glob("part-*/bucket=*")}
 
 
-def _replaced_regions(stream: Stream) -> dict[int, set[int]]:
-    """bucket -> days holding samples of the replaced contents (to be recomputed without)."""
+def _replaced_regions(stream: Stream, interval: int) -> dict[int, set[int]]:
+    """bucket -> days whose regions read samples of the replaced contents (to be recomputed
+    without them)."""
     found: dict[int, set[int]] = {}
     if not stream.replaced:
         return found
     replaced = pa.array(list(stream.replaced), pa.string())
     where = pc.field("source_id").isin(replaced) & same_machine(stream.cluster)
-    reader = stream.scan(where, ["bucket", "ts"])
-    for batch in reader:
-        days = pc.divide(
-            pc.cast(pc.cast(batch.column("ts"), pa.int64()), pa.int64()), DAY_S * 1_000_000
-        )
-        pairs = (
-            pa.table({"b": batch.column("bucket"), "d": days}).group_by(["b", "d"]).aggregate([])
-        )
-        for b, d in zip(pairs.column("b").to_pylist(), pairs.column("d").to_pylist(), strict=True):
-            found.setdefault(b, set()).add(d)
+    for batch in stream.scan(where, ["bucket", "t_ns"]):
+        for b, lo, hi in _reached_days(batch.column("bucket"), batch.column("t_ns"), interval):
+            found.setdefault(b, set()).update(range(lo, hi + 1))
     return found
+
+
+def _reached_days(
+    buckets: pa.Array | pa.ChunkedArray, t_ns: pa.Array | pa.ChunkedArray, interval: int
+) -> list[tuple[int, int, int]]:
+    """(bucket, first day, last day) of the regions whose samples windows hold these samples
+    (:func:`counters.reach_ns`)."""
+    before, after = counters.reach_ns(interval)
+    day_ns = DAY_S * counters.NS
+    table = pa.table(
+        {
+            "b": buckets,
+            "lo": pc.divide(pc.max_element_wise(pc.subtract(t_ns, after), 0), day_ns),
+            "hi": pc.divide(pc.add(t_ns, before), day_ns),
+        }
+    )
+    rows = table.group_by(["b", "lo", "hi"]).aggregate([]).to_pylist()
+    return [(r["b"], int(r["lo"]), int(r["hi"])) for r in rows]
 
 
 def _bucket_view(con: duckdb.DuckDBPyConnection, spill: Path, bucket: int, stream: Stream) -> str:
@@ -676,13 +709,13 @@ def _region(
     records are numbered from ``records[0]``, which moves past them."""
     iv = settings.interval
     first, last, window = _slots(day, iv)
+    day_ns = (day * DAY_S * counters.NS, (day + 1) * DAY_S * counters.NS)
     con.register(
         "stored", stream.scan(stream.stored(stream.others, bucket, window), _SAMPLE_COLUMNS)
     )
     con.execute("CREATE OR REPLACE TEMP TABLE other_samples AS SELECT * FROM stored")
     con.unregister("stored")
-    grid = counters.grid_sql("t_ns", iv)
-    own = f"{new} WHERE {grid} BETWEEN {first} AND {last}"
+    own = f"{new} WHERE t_ns >= {day_ns[0]} AND t_ns < {day_ns[1]}"
     con.execute(
         "INSERT INTO duplicates SELECT n.line_no, n.raw, o.file, o.line_no, n.value = o.value, "
         f"o.value FROM (SELECT * FROM {own}) n JOIN other_samples o USING (node, item, t_ns) "
@@ -707,8 +740,8 @@ def _region(
         r: (n, c) for n, r, c in con.execute("SELECT node, record, samples FROM nodes").fetchall()
     }
     records[0] += len(nodes)
-    query = counters.node_io_query("region", "nodes", iv, (first, last))
-    traffic, by_record = _balance(con, iv, (first, last), stream.seq, nodes)
+    query = counters.node_io_query("region", "nodes", iv, (first, last), settings.gap_factor)
+    traffic, by_record = _balance(con, settings, (first, last), stream.seq, nodes)
     contribution = region_id(day, bucket, stream.cluster)
     batches = _whole_nodes(con.execute(query).fetch_record_batch(ROWS_PER_BATCH), ROWS_PER_BATCH)
     for table in batches:
@@ -770,7 +803,7 @@ def _combine(batches: list[Batch]) -> Batch:
 
 def _balance(
     con: duckdb.DuckDBPyConnection,
-    interval: int,
+    settings: Settings,
     slots: tuple[int, int],
     seq: int,
     nodes: dict[int, tuple[str, int]],
@@ -780,7 +813,7 @@ def _balance(
     record_of = {node: record for record, (node, _) in nodes.items()}
     traffic: dict[str, dict[str, int]] = {}
     by_record: dict[int, dict[str, int]] = {}
-    query = counters.balance_query("region", interval, slots, seq)
+    query = counters.balance_query("region", settings.interval, slots, seq, settings.gap_factor)
     for node, metric, reason, amount in con.execute(query).fetchall():
         parts = traffic.setdefault(metric, {})
         parts["seen"] = parts.get("seen", 0) + amount
@@ -791,20 +824,27 @@ def _balance(
     return traffic, by_record
 
 
-def stream_balance(lake: str | os.PathLike | None, interval: int) -> dict[str, dict[str, int]]:
+def stream_balance(
+    lake: str | os.PathLike | None, options: Mapping[str, Any] | None = None
+) -> dict[str, dict[str, int]]:
     """The byte accounting of the lake's whole Zabbix stream, as it stands: per traffic metric
     seen = landed + gap + reset (see :func:`counters.balance_query`). Unlike the per-file rows
     of ``ingest_log`` (each as of its file's ingest), this does not depend on the order in
     which the files arrived: it is what the concatenation of all the files gives."""
+    settings = Settings.from_options(dict(options or {}))
+    interval = settings.interval
     lake = lake_path(lake)
     log = read_table(lake, "ingest_log", columns=["source", "source_id"]).to_pylist()
     members = pa.array(sorted({r["source_id"] for r in log if r["source"] == SOURCE_NAME}))
     samples = dataset(lake, STATE_TABLE)
     where = pc.field("source_id").isin(members.cast(pa.string()))
-    keys = samples.to_table(columns=["cluster", "bucket", "ts"], filter=where)
-    days = pc.divide(pc.cast(keys.column("ts"), pa.int64()), DAY_S * 1_000_000)
-    regions = pa.table({"c": keys.column("cluster"), "b": keys.column("bucket"), "d": days})
-    regions = regions.group_by(["c", "b", "d"]).aggregate([]).to_pylist()
+    keys = samples.to_table(columns=["cluster", "bucket", "t_ns"], filter=where)
+    regions = []
+    for cluster in pc.unique(keys.column("cluster")).to_pylist():
+        part = keys.filter(same_machine(cluster))
+        reached = _reached_days(part.column("bucket"), part.column("t_ns"), interval)
+        found = {(b, d) for b, lo, hi in reached for d in range(lo, hi + 1)}
+        regions += [{"c": cluster, "b": b, "d": d} for b, d in found]
     traffic: dict[str, dict[str, int]] = {}
     with duckdb.connect() as con:
         for r in sorted(regions, key=lambda r: (r["c"] or "", r["c"] is not None, r["b"], r["d"])):
@@ -813,7 +853,9 @@ def stream_balance(lake: str | os.PathLike | None, interval: int) -> dict[str, d
             span &= (pc.field("t_ns") >= window[0]) & (pc.field("t_ns") < window[1])
             region = samples.scanner(columns=_SAMPLE_COLUMNS, filter=where & span).to_reader()
             con.register("region", region)
-            query = counters.balance_query("region", interval, (first, last))
+            query = counters.balance_query(
+                "region", interval, (first, last), gap_factor=settings.gap_factor
+            )
             for _, metric, reason, amount in con.execute(query).fetchall():
                 parts = traffic.setdefault(metric, {})
                 parts["seen"] = parts.get("seen", 0) + amount
@@ -825,7 +867,9 @@ def stream_balance(lake: str | os.PathLike | None, interval: int) -> dict[str, d
 def _slots(day: int, interval: int) -> tuple[int, int, tuple[int, int]]:
     """The first and last interval of a UTC day, and the sample times (ns) they need."""
     first, last = -(-day * DAY_S // interval), -(-(day + 1) * DAY_S // interval) - 1
-    return first, last, ((first - 3) * interval * counters.NS, (last + 4) * interval * counters.NS)
+    before, after = counters.reach_ns(interval)
+    step = interval * counters.NS
+    return first, last, (first * step - before, (last + 1) * step + after)
 
 
 def _duplicate_batches(con: duckdb.DuckDBPyConnection) -> Iterator[Batch]:
