@@ -44,7 +44,8 @@ def dag_arguments(dag_id: str, schedule: Any, doc_md: str, *tags: str) -> dict[s
 
 
 def ingest_dag(source: str, schedule: str = "@hourly") -> DAG:
-    """DAG ``ingest_<source>``: land new files from ``<drop>/<source>/`` in the lake."""
+    """DAG ``ingest_<source>``: land new files from the source's drop folders (the deployment
+    file's, with their machine and options; else ``<drop>/<source>/``) in the lake."""
     from burstlake.jobs.ingest import source_module
 
     tables = source_module(source).SOURCE.tables
@@ -53,24 +54,32 @@ def ingest_dag(source: str, schedule: str = "@hourly") -> DAG:
         **dag_arguments(
             f"ingest_{source}",
             schedule,
-            f"Every hour, land new `{source}` files from the drop directory in the lake "
-            "(docs/design.md, Ingest).",
+            f"Every hour, land new `{source}` files from its drop folders in the lake, with "
+            "the options burstlake.yaml gives each folder (docs/design.md, Ingest).",
             "ingest",
         )
     )
     def pipeline() -> None:
         # Nothing new to land: `land` is skipped, so no asset event wakes metrics and replay.
         @task.short_circuit
-        def find_new_files() -> list[str]:
-            from burstlake.jobs.ingest.dropdir import pending_files
+        def find_new_files() -> list[dict]:
+            from burstlake.jobs.ingest.dropdir import drop_folders, pending_files
 
-            return pending_files(source)
+            found = []
+            for folder, options in drop_folders(source):
+                files = pending_files(source, folder)
+                if files:
+                    found.append({"folder": str(folder), "files": files, "options": options})
+            return found
 
         @task(outlets=[lake_asset(t) for t in (*tables, "quarantine", "ingest_log")])
-        def land(files: list[str]) -> dict:
+        def land(drops: list[dict]) -> list[dict]:
             from burstlake.jobs.ingest.dropdir import land_files
 
-            return land_files(source, files)
+            return [
+                {"folder": d["folder"], **land_files(source, d["files"], options=d["options"])}
+                for d in drops
+            ]
 
         land(find_new_files())
 

@@ -234,11 +234,64 @@ def test_unknown_header_is_unusable(lake: Path, tmp_path: Path) -> None:
     assert not read_table(lake, "node_io").num_rows
 
 
-def test_empty_file_lands_nothing(lake: Path, tmp_path: Path) -> None:
+def test_an_empty_file_is_refused_whole(lake: Path, tmp_path: Path) -> None:
+    """The README's rule: an empty file is refused whole, exit status 1."""
     path = tmp_path / "history-empty.ndjson"
     path.write_bytes(b"")
     (report,) = ingest(zabbix.SOURCE, [path], lake)
-    assert (report.records_in, report.landed, report.quarantined, report.error) == (0, 0, 0, None)
+    assert report.error == "empty file: no Zabbix history lines"
+    assert main(["ingest", "zabbix", str(path), "--lake", str(lake)]) == 1
+
+
+SACCT_JSON = {"meta": {"plugin": {"type": "openapi/dbv0.0.37"}}, "errors": [], "jobs": [{}]}
+
+
+@pytest.mark.parametrize("indent", [None, 2], ids=["one-line", "pretty"])
+def test_sacct_json_given_to_zabbix_is_refused_whole(
+    lake: Path, tmp_path: Path, indent: int | None
+) -> None:
+    path = tmp_path / "history-sacct.json"
+    path.write_text(json.dumps(SACCT_JSON, indent=indent) + "\n")
+    (report,) = ingest(zabbix.SOURCE, [path], lake)
+    assert report.error.startswith(
+        "a multi-line JSON document" if indent else "a JSON document (meta, errors, jobs)"
+    )
+    assert (report.records_in, report.quarantined) == (1, 1)
+
+
+def test_a_directory_gives_all_its_files(lake: Path, tmp_path: Path) -> None:
+    """``zabbix DIR`` takes every file, whatever its name (not only history*)."""
+    folder = tmp_path / "export"
+    folder.mkdir()
+    (folder / "syncer-1.ndjson").write_text(_line("cn5", 0, 0) + "\n" + _line("cn5", 10, 70) + "\n")
+    (folder / "history-2.ndjson.old").write_text(_line("cn6", 0, 0) + "\n")
+    assert main(["ingest", "zabbix", str(folder), "--lake", str(lake)]) == 0
+    files = sorted(
+        Path(f).name for f in read_table(lake, "ingest_log", ["file"]).column(0).to_pylist()
+    )
+    assert files == ["history-2.ndjson.old", "syncer-1.ndjson"]
+
+
+@pytest.mark.parametrize("cut", [5, 15, 40, -40, -9])
+def test_a_cut_gzip_file_says_it_was_cut(lake: Path, tmp_path: Path, cut: int) -> None:
+    data = gzip.compress((FIXTURES / "history-tags.ndjson").read_bytes())
+    path = tmp_path / "history-cut.ndjson.gz"
+    path.write_bytes(data[:cut])
+    (report,) = ingest(zabbix.SOURCE, [path], lake)
+    reasons = [r for _, r in _quarantine(lake)] + [report.error or ""]
+    assert any("truncated" in r or "cut" in r for r in reasons), reasons
+    assert report.records_in == report.landed + report.quarantined
+
+
+@pytest.mark.parametrize("extra", [0, 1, 2000, 3000, 10**6])
+def test_counters_at_or_above_2_64_are_refused_alike(
+    lake: Path, tmp_path: Path, extra: int
+) -> None:
+    path = tmp_path / "history-big.ndjson"
+    path.write_text(_line("cn5", 0, 5) + "\n" + _line("cn5", 10, 2**64 + extra) + "\n")
+    (report,) = ingest(zabbix.SOURCE, [path], lake)
+    assert _quarantine(lake) == [("line 2", f"value {2**64 + extra} is beyond 64 bits")]
+    assert (report.landed, report.quarantined) == (1, 1)
 
 
 def test_truncated_gzip_keeps_what_came_before(lake: Path, tmp_path: Path) -> None:

@@ -166,9 +166,10 @@ def slot_sql(t_ns: str, interval: int) -> str:
 
 
 def reach_ns(interval: int) -> tuple[int, int]:
-    """How far before and after its slots a region must read samples: a pair spans at most a
-    period, and the own interval of a period needs every pair ending in it (module doc)."""
-    return 2 * PERIOD_S * NS, 2 * PERIOD_S * NS + _step_ns(interval)
+    """How far before and after its slots a region (a UTC day, whose start is a period's)
+    must read samples: a pair spans at most a period, and the own interval of a period needs
+    every pair ending in it (module doc)."""
+    return PERIOD_S * NS, 2 * PERIOD_S * NS + _step_ns(interval)
 
 
 def _window(

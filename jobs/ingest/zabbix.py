@@ -62,6 +62,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import logging
 import os
 import tempfile
@@ -97,7 +98,6 @@ from burstlake.jobs.ingest.zabbix_mapping import (
 from burstlake.lake import dataset, lake_path, read_table
 
 LOG = logging.getLogger(__name__)
-FILE_PATTERN = "history*"
 BLOCK_BYTES = 16 << 20  # text decoded per pass-1 step
 ROWS_PER_BATCH = 200_000  # node_io rows per batch (whole nodes)
 NODE_BUCKETS = 16  # node_io contributions per day: pass 2 recomputes one day of one bucket
@@ -493,17 +493,48 @@ def _pass_one(
     except inputs.BrokenStream as err:
         reason = f"{err}; the rest of the file after line {first - 1} is lost"
         yield Batch({}, 1, [Reject(f"byte {err.offset}", None, reason)])
+    else:
+        if first == 1:
+            raise UnusableInput("empty file: no Zabbix history lines")
     if state.ignored:
         LOG.info("%s: %d lines of items on the ignore list (landed, unused)", path, state.ignored)
 
 
 def _first_block(lines: pa.Table) -> tuple[str, pa.Table]:
-    """Pick the decoder from the first non-empty line; drop a CSV/TSV header line."""
+    """Pick the decoder from the first non-empty line; drop a CSV/TSV header line. A JSON
+    document that is not one history object per line (``sacct --json``, a pretty-printed
+    API answer) is refused whole."""
     texts = lines.column("line").to_pylist()
     first = next((t for t in texts if t.strip()), "")
     if first.lstrip().startswith(("{", "[")) or not first:
+        _check_export(first.strip())
         return _decoder(None), lines
     return _decoder(texts[0]), lines.slice(1)
+
+
+def _check_export(first: str) -> None:
+    """UnusableInput unless the first line of a JSON file is a history object (it has a
+    ``clock``, and a ``host`` or an ``itemid``)."""
+    if not first:
+        return
+    try:
+        record = json.loads(first)
+    except ValueError:
+        if first in ("{", "["):
+            raise UnusableInput(
+                "a multi-line JSON document, not a Zabbix export (one JSON object per line)"
+            ) from None
+        return  # a broken first line is refused alone
+    if (
+        not isinstance(record, dict)
+        or "clock" not in record
+        or not ("host" in record or "itemid" in record)
+    ):
+        keys = ", ".join(list(record)[:5]) if isinstance(record, dict) else type(record).__name__
+        raise UnusableInput(
+            f"a JSON document ({keys}), not a Zabbix history export: its first line has no "
+            "clock and host or itemid"
+        )
 
 
 # ------------------------------------------------------------------ the stream of an export
@@ -967,4 +998,11 @@ SOURCE = Source(
     state_tables=(STATE_TABLE,),
     serial=True,  # a file reads the stream's samples and rewrites shared node_io parts
     check_options=check_options,
+    file_pattern="*",
+    add_arguments=add_arguments,
+    path_options=("mapping", "items", "spill_dir"),
+    balance=lambda lake, options, reports: (
+        "zabbix stream in the lake (all export files)",
+        stream_balance(lake, options),
+    ),
 )
