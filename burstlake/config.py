@@ -230,10 +230,8 @@ def _value(path: Path, key: str, action: argparse.Action, value: Any) -> Any:
         return value
     repeated = isinstance(action, argparse._AppendAction)
     values = value if repeated and isinstance(value, list) else [value]
-    if (
-        not repeated
-        and isinstance(value, list | dict)
-        or any(isinstance(v, list | dict) for v in values)
+    if (not repeated and isinstance(value, list | dict)) or any(
+        isinstance(v, list | dict) for v in values
     ):
         raise _fail(path, key, f"must be a single value, not {value!r}")
     convert = action.type or str
