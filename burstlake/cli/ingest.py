@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from burstlake.cli import add_lake_argument
@@ -37,7 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     for name in SOURCES:
         module = source_module(name)
         sub = sources.add_parser(name, help=(module.__doc__ or "").strip().splitlines()[0])
-        sub.add_argument("paths", nargs="+", metavar="PATH", help="files or directories")
+        sub.add_argument("paths", nargs="*", metavar="PATH", help="files or directories")
         add_lake_argument(sub)
         add_config_argument(sub)
         add_cluster_argument(sub)
@@ -59,19 +61,43 @@ def options_of(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from burstlake.jobs.ingest.base import describe, describe_traffic, expand_paths, ingest, totals
+    from burstlake.jobs.ingest.base import expand_paths, ingest
     from burstlake.lake import lake_path
 
     source = source_module(args.source).SOURCE
     options = options_of(args)
     files = expand_paths(args.paths, source.file_pattern)
-    if not files:
+    with tempfile.TemporaryDirectory(prefix=f"burstlake-{args.source}-") as scratch:
+        pulled = source.pull(options, lake_path(args.lake), Path(scratch)) if source.pull else None
+        if pulled is not None:
+            files += pulled.files
+            options = {**options, **pulled.options}
+            for note in pulled.notes:
+                print(note)
+        if not files and pulled is None:
+            print(
+                f"burstlake ingest {args.source}: no input files in {' '.join(args.paths)}",
+                file=sys.stderr,
+            )
+            return 2
+        reports = ingest(source, files, args.lake, options, progress=sys.stderr.isatty())
+        code = _tell(args, source, options, reports)
+    if pulled is not None and pulled.error:
         print(
-            f"burstlake ingest {args.source}: no input files in {' '.join(args.paths)}",
+            f"burstlake ingest {args.source}: {pulled.error}; what came before it landed, "
+            "run again to continue",
             file=sys.stderr,
         )
-        return 2
-    reports = ingest(source, files, args.lake, options, progress=sys.stderr.isatty())
+        return 1
+    return code
+
+
+def _tell(args: argparse.Namespace, source, options: dict[str, Any], reports: list) -> int:
+    """Print each file's accounting, the totals, the byte balance and the source's checks of
+    rows landed earlier; the exit code (1 when a file was unusable)."""
+    from burstlake.jobs.ingest.base import describe, describe_traffic, totals
+    from burstlake.lake import lake_path
+
     for report in reports:
         print(report.line())
         for line in report.traffic_lines():

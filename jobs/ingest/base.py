@@ -163,6 +163,17 @@ class ParseContext:
 
 
 @dataclass(frozen=True)
+class Pulled:
+    """Input a source read from elsewhere (``Source.pull``): files to ingest with extra
+    options, lines to tell the user, and why the read ended early (what came before lands)."""
+
+    files: list[Path]
+    options: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    error: str | None = None
+
+
+@dataclass(frozen=True)
 class Source:
     """An input source: its name, the tables it writes, and its parser.
 
@@ -190,6 +201,9 @@ class Source:
     # checks of rows landed earlier, made after each landing: check name -> one line per
     # finding (the topology re-checks node names that landed before it);
     after_landing: Callable[[Path], dict[str, list[str]]] = lambda lake: {}
+    # inputs read from elsewhere than files (a database) when the options ask for them:
+    # (options, lake, scratch folder) -> Pulled, or None when the options ask for none;
+    pull: Callable[[Mapping[str, Any], Path, Path], Pulled | None] | None = None
     # the byte balance to print after a command: (title, metric -> reason -> bytes);
     balance: Callable[[Path, Mapping[str, Any], list[FileReport]], tuple[str, dict]] | None = None
 

@@ -78,11 +78,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from burstlake.jobs.ingest import counters, inputs
+from burstlake.jobs.ingest import counters, inputs, zabbix_db
 from burstlake.jobs.ingest.base import (
     CONTRIBUTION,
     Batch,
     ParseContext,
+    Pulled,
     Reject,
     Source,
     UnusableInput,
@@ -149,6 +150,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "first matching rule applies), e.g. --host-prefix nid=cn",
     )
     parser.add_argument(
+        "--db",
+        default=None,
+        metavar="URL",
+        help="read history from Zabbix's PostgreSQL database (postgresql://user@host:port/db; "
+        "the password from $PGPASSWORD or --password-env) instead of, or besides, files",
+    )
+    parser.add_argument(
+        "--password-env",
+        default=None,
+        metavar="VAR",
+        help="environment variable holding --db's password",
+    )
+    parser.add_argument(
+        "--since", default=None, help="with --db: rows from this clock (Unix seconds or ISO time)"
+    )
+    parser.add_argument(
+        "--until", default=None, help="with --db: rows before this clock (Unix seconds or ISO time)"
+    )
+    parser.add_argument(
         "--spill-dir", default=None, help="directory for temporary spill files (default: $TMPDIR)"
     )
     parser.add_argument(
@@ -198,6 +218,22 @@ class Settings:
 def check_options(options: Mapping[str, Any]) -> None:
     """The parse options are those :meth:`Settings.from_options` accepts (it raises)."""
     Settings.from_options(dict(options))
+    for name in ("since", "until"):
+        zabbix_db.parse_time(options.get(name), name)
+
+
+def pull(options: Mapping[str, Any], lake: Path, folder: Path) -> Pulled | None:
+    """With ``--db``: the window's history rows and the item table, read from the database
+    (:mod:`.zabbix_db`) into ``folder``."""
+    if not options.get("db"):
+        return None
+    got = zabbix_db.extract(options["db"], folder, lake, options)
+    return Pulled(
+        [got.history] if got.rows else [],
+        {"items": str(got.items)},
+        [f"zabbix --db {zabbix_db.where(options['db'])}: {zabbix_db.summary(got)}"],
+        got.lost,
+    )
 
 
 # ------------------------------------------------------------------ reading lines
@@ -1001,6 +1037,7 @@ SOURCE = Source(
     file_pattern="*",
     add_arguments=add_arguments,
     path_options=("mapping", "items", "spill_dir"),
+    pull=pull,
     balance=lambda lake, options, reports: (
         "zabbix stream in the lake (all export files)",
         stream_balance(lake, options),
