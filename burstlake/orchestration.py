@@ -84,3 +84,52 @@ def ingest_dag(source: str, schedule: str = "@hourly") -> DAG:
         land(find_new_files())
 
     return pipeline()
+
+
+def database_dag(source: str, schedule: str = "@hourly") -> DAG:
+    """DAG ``ingest_<source>_db``: every hour, read each database the deployment file declares
+    for the source (``zabbix_db``) and land what is new since the lake's watermarks."""
+    from burstlake.jobs.ingest import source_module
+
+    tables = source_module(source).SOURCE.tables
+
+    @dag(
+        **dag_arguments(
+            f"ingest_{source}_db",
+            schedule,
+            f"Every hour, land the new `{source}` history of each database burstlake.yaml "
+            "declares (docs/design.md, Deployment).",
+            "ingest",
+        )
+    )
+    def pipeline() -> None:
+        @task(outlets=[lake_asset(t) for t in (*tables, "quarantine", "ingest_log")])
+        def land() -> list[dict]:
+            from burstlake.config import load
+            from burstlake.jobs.ingest.dropdir import land_pulled
+
+            deployment = load()
+            done = []
+            for db in deployment.databases:
+                options = {**deployment.options(source, db.machine), "db": db.url}
+                options["password_env"] = _password_env(db)
+                done.append({"machine": db.machine, **land_pulled(source, options)})
+            return done
+
+        land()
+
+    return pipeline()
+
+
+def _password_env(db: Any) -> str | None:
+    """The environment variable holding a database's password: the one the deployment file
+    names, or one filled from the Airflow connection it names."""
+    if db.airflow_conn_id is None:
+        return db.password_env
+    import os
+
+    from airflow.sdk import Connection
+
+    name = f"BURSTLAKE_DB_PASSWORD_{db.machine.upper()}"
+    os.environ[name] = Connection.get(db.airflow_conn_id).password or ""
+    return name

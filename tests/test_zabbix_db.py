@@ -292,3 +292,22 @@ def test_a_connection_dropped_mid_stream_lands_what_came_before(
     whole = tmp_path / "whole"
     assert _db(whole, loaded, mapping) == 0
     assert _node_io(lake) == _node_io(whole)
+
+
+def test_the_hourly_dag_reads_the_database_of_the_deployment_file(
+    loaded, run_dag, lake, tmp_path
+) -> None:
+    """``ingest_zabbix_db`` under Airflow: the database and the machine's options come from
+    burstlake.yaml; a second run finds nothing new."""
+    mapping = _mapping(tmp_path)
+    lake.mkdir(parents=True, exist_ok=True)
+    (lake / "burstlake.yaml").write_text(
+        f"machines: {{m: {{sources: {{zabbix: {{mapping: {mapping}}}}}}}}}\n"
+        f"zabbix_db: {{m: {{url: '{loaded}', password_env: ZBX_PASSWORD}}}}\n"
+    )
+    assert run_dag("ingest_zabbix_db").state == "success"
+    assert run_dag("ingest_zabbix_db").state == "success"
+    expected = tmp_path / "cli"
+    assert _db(expected, loaded, mapping, "--cluster", "m") == 0
+    assert _node_io(lake) == _node_io(expected)
+    assert {r["cluster"] for r in read_table(lake, "node_io", ["cluster"]).to_pylist()} == {"m"}

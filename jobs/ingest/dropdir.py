@@ -78,3 +78,30 @@ def land_files(
         for line in lines:
             LOG.warning("%s check of rows landed earlier: %s", source, line)
     return result
+
+
+def land_pulled(
+    source: str, options: Mapping[str, Any], lake: str | os.PathLike | None = None
+) -> dict:
+    """Read a source's input from elsewhere (``Source.pull``: a database) and land it, as
+    ``burstlake ingest`` does; returns the row accounting and the pull's notes. Raises when the
+    read ended early (what came before it landed; the next run continues) or a file was
+    unusable."""
+    import tempfile
+
+    spec = source_module(source).SOURCE
+    if spec.pull is None:
+        raise ValueError(f"{source} reads files only")
+    with tempfile.TemporaryDirectory(prefix=f"burstlake-{source}-") as scratch:
+        pulled = spec.pull(options, lake_path(lake), Path(scratch))
+        if pulled is None:
+            raise ValueError(f"{source}: the options name nothing to read")
+        result = land_files(
+            source, [str(f) for f in pulled.files], lake, {**options, **pulled.options}
+        )
+    result["notes"] = pulled.notes
+    for note in pulled.notes:
+        LOG.info("%s", note)
+    if pulled.error:
+        raise ValueError(f"{pulled.error}; what came before it landed")
+    return result
