@@ -17,7 +17,7 @@ import pyarrow as pa
 import pytest
 
 from burstlake.cli import main
-from burstlake.jobs.ingest import inputs, zabbix
+from burstlake.jobs.ingest import inputs, zabbix, zabbix_lines
 from burstlake.jobs.ingest.base import ingest
 from burstlake.jobs.ingest.zabbix_mapping import HostNames, load_mapping, prefix_rewrite
 from burstlake.lake import read_table, write_table
@@ -326,7 +326,7 @@ def test_small_blocks_and_batches_give_the_same_rows(
     """Block, read and batch boundaries fall inside lines and between nodes; nodes spread
     over several pass-2 buckets."""
     monkeypatch.setattr(zabbix, "NODE_BUCKETS", 3)
-    monkeypatch.setattr(zabbix, "BLOCK_BYTES", 700)
+    monkeypatch.setattr(zabbix_lines, "BLOCK_BYTES", 700)
     monkeypatch.setattr(inputs, "READ_BYTES", 333)
     monkeypatch.setattr(zabbix, "ROWS_PER_BATCH", 2)
     path = tmp_path / "history-both.ndjson.gz"
