@@ -5,9 +5,10 @@ See docs/design.md, 'The lake'.
 The catalog is derived data. Each view reads the Parquet files of one committed Delta version
 of its table (the version :func:`burstlake.lake.read_version` names, so all views together are
 one consistent state of the lake), with a ``day`` column for day-partitioned tables; a table
-never written is an empty table with the contract's columns. Paths are relative to the lake
-folder, so a moved or copied lake reads its own files: ``cd lake && duckdb catalog.duckdb``, or
-``burstlake sql`` from anywhere (it sets DuckDB's ``file_search_path`` to the lake).
+never written is an empty table with the contract's columns. Paths are absolute, so
+``duckdb lake/catalog.duckdb`` answers from any folder; the catalog records the folder it was
+built for, and every burstlake command (``burstlake sql``, ``burstlake lake catalog``) rebuilds
+it for a moved or copied lake, which then reads its own files.
 
 The catalog is rebuilt whole into a scratch file and moved into place, so a kill or a full
 disk never leaves a broken one; :func:`connect` rebuilds it whenever it is missing, unreadable,
@@ -67,7 +68,7 @@ def _define(con: duckdb.DuckDBPyConnection, spec: TableSpec, root: Path, version
         empty = _empty(spec)  # noqa: F841 - read by DuckDB
         con.execute(f"CREATE TABLE {name} AS SELECT * FROM empty")
         return
-    paths = "[" + ", ".join(_quote(str(f.relative_to(root))) for f in files) + "]"
+    paths = "[" + ", ".join(_quote(str(f)) for f in files) + "]"
     types = dict(zip(spec.schema.names, con.from_arrow(_empty(spec)).dtypes, strict=True))
     columns = ", ".join(  # a column newer than the lake's files reads as null
         f'"{c}"' if c in stored else f'CAST(NULL AS {types[c]}) AS "{c}"' for c in spec.schema.names

@@ -44,7 +44,8 @@ def dag_arguments(dag_id: str, schedule: Any, doc_md: str, *tags: str) -> dict[s
 
 
 def ingest_dag(source: str, schedule: str = "@hourly") -> DAG:
-    """DAG ``ingest_<source>``: land new files from ``<drop>/<source>/`` in the lake."""
+    """DAG ``ingest_<source>``: land new files from the source's drop folders (the deployment
+    file's, with their machine and options; else ``<drop>/<source>/``) in the lake."""
     from burstlake.jobs.ingest import source_module
 
     tables = source_module(source).SOURCE.tables
@@ -53,25 +54,82 @@ def ingest_dag(source: str, schedule: str = "@hourly") -> DAG:
         **dag_arguments(
             f"ingest_{source}",
             schedule,
-            f"Every hour, land new `{source}` files from the drop directory in the lake "
-            "(docs/design.md, Ingest).",
+            f"Every hour, land new `{source}` files from its drop folders in the lake, with "
+            "the options burstlake.yaml gives each folder (docs/design.md, Ingest).",
             "ingest",
         )
     )
     def pipeline() -> None:
         # Nothing new to land: `land` is skipped, so no asset event wakes metrics and replay.
         @task.short_circuit
-        def find_new_files() -> list[str]:
-            from burstlake.jobs.ingest.dropdir import pending_files
+        def find_new_files() -> list[dict]:
+            from burstlake.jobs.ingest.dropdir import drop_folders, pending_files
 
-            return pending_files(source)
+            found = []
+            for folder, options in drop_folders(source):
+                files = pending_files(source, folder)
+                if files:
+                    found.append({"folder": str(folder), "files": files, "options": options})
+            return found
 
         @task(outlets=[lake_asset(t) for t in (*tables, "quarantine", "ingest_log")])
-        def land(files: list[str]) -> dict:
+        def land(drops: list[dict]) -> list[dict]:
             from burstlake.jobs.ingest.dropdir import land_files
 
-            return land_files(source, files)
+            return [
+                {"folder": d["folder"], **land_files(source, d["files"], options=d["options"])}
+                for d in drops
+            ]
 
         land(find_new_files())
 
     return pipeline()
+
+
+def database_dag(source: str, schedule: str = "@hourly") -> DAG:
+    """DAG ``ingest_<source>_db``: every hour, read each database the deployment file declares
+    for the source (``zabbix_db``) and land what is new since the lake's watermarks."""
+    from burstlake.jobs.ingest import source_module
+
+    tables = source_module(source).SOURCE.tables
+
+    @dag(
+        **dag_arguments(
+            f"ingest_{source}_db",
+            schedule,
+            f"Every hour, land the new `{source}` history of each database burstlake.yaml "
+            "declares (docs/design.md, Deployment).",
+            "ingest",
+        )
+    )
+    def pipeline() -> None:
+        @task(outlets=[lake_asset(t) for t in (*tables, "quarantine", "ingest_log")])
+        def land() -> list[dict]:
+            from burstlake.config import load
+            from burstlake.jobs.ingest.dropdir import land_pulled
+
+            deployment = load()
+            done = []
+            for db in deployment.databases:
+                options = {**deployment.options(source, db.machine), "db": db.url}
+                options["password_env"] = _password_env(db)
+                done.append({"machine": db.machine, **land_pulled(source, options)})
+            return done
+
+        land()
+
+    return pipeline()
+
+
+def _password_env(db: Any) -> str | None:
+    """The environment variable holding a database's password: the one the deployment file
+    names, or one filled from the Airflow connection it names."""
+    if db.airflow_conn_id is None:
+        return db.password_env
+    import os
+
+    from airflow.sdk import Connection
+
+    name = f"BURSTLAKE_DB_PASSWORD_{db.machine.upper()}"
+    os.environ[name] = Connection.get(db.airflow_conn_id).password or ""
+    return name

@@ -330,21 +330,113 @@ MACHINE_BUILDERS: tuple[Callable[[lake_io.Cluster], Section], ...] = (
 )
 
 
+def machine_traffic(root: Path) -> dict[str | None, int]:
+    """Bytes of ``node_io`` traffic per machine (the report opens on the busiest)."""
+    from burstlake.schemas.tables import NODE_IO_TRAFFIC
+
+    table = lake_io.read_table(root, "node_io", columns=["cluster", *NODE_IO_TRAFFIC])
+    if not table.num_rows:
+        return {}
+    frame = table.to_pandas()
+    totals = (
+        frame[list(NODE_IO_TRAFFIC)]
+        .fillna(0)
+        .sum(axis=1)
+        .groupby(frame.cluster.astype(object).where(frame.cluster.notna(), None), dropna=False)
+    )
+    return {(None if pd.isna(k) else k): int(v) for k, v in totals.sum().items()}
+
+
+def verdicts(root: Path) -> list[str]:
+    """One line per what-if policy: what it changes against the scenario's first policy (the
+    baseline), on the scenario's first score, by how much, under which topology model."""
+    scores = lake_io.read_table(root, "replay_scores").to_pandas()
+    lines = []
+    for (scenario, cluster), frame in scores.groupby(
+        ["scenario", "cluster"], sort=True, dropna=False
+    ):
+        policies = list(dict.fromkeys(frame.policy))
+        metric = frame.metric.iloc[0]
+        values = frame[frame.metric == metric].set_index("policy").value
+        unit = frame[frame.metric == metric].unit.dropna()
+        unit = f" {unit.iloc[0]}" if len(unit) else ""
+        model = ", ".join(sorted(frame.topology.unique()))
+        on = f" on {cluster}" if isinstance(cluster, str) else ""
+        base = values.get(policies[0])
+        for policy in policies[1:]:
+            new = values.get(policy)
+            if pd.isna(base) or pd.isna(new):
+                change = "undefined"
+            else:
+                pct = f" ({(new - base) / base:+.1%})" if base else ""
+                change = f"{base:.4g} → {new:.4g}{unit}{pct}"
+            lines.append(
+                f"<b>{html.escape(str(scenario) + on)}</b>: {html.escape(policy)} against "
+                f"{html.escape(policies[0])}, {html.escape(metric)} {html.escape(change)} "
+                f"(model: {html.escape(model)})"
+            )
+    return lines
+
+
+def answers_section(
+    root: Path, busy: list[lake_io.Cluster], idle: list[lake_io.Cluster], traffic: dict
+) -> Section:
+    """The top of the report: each machine with traffic, every what-if's verdict in one
+    line, and the machines without traffic in one line."""
+    items = [
+        f"<li>machine <b>{html.escape(m.label)}</b>: {traffic[m.name] / 1e9:.4g} GB of node "
+        "traffic; its figures follow, beside the paper's (004 Table 3)</li>"
+        for m in busy
+    ]
+    items += [f"<li>{line}</li>" for line in verdicts(root)]
+    if idle:
+        names = ", ".join(html.escape(m.label) for m in idle)
+        items.append(f"<li>without node traffic (no figures drawn): {names}</li>")
+    return Section(
+        "answers",
+        "Answers first",
+        "The machines with traffic, busiest first, and each what-if's verdict (paper 004 §7.4; "
+        "000 §5; 001 §IV); the figures follow.",
+        table_html=f"<ul>{''.join(items)}</ul>",
+        empty="" if items else "no traffic and no replay: run `burstlake ingest` and `replay`",
+    )
+
+
 def sections_of(root: Path) -> list[Section]:
-    """Every section of the report: the figures of each machine, then the what-ifs."""
+    """Every section of the report: the answers, the busiest machine's figures, the what-ifs,
+    then the other machines with traffic (machines without any are named in the answers)."""
     machines = lake_io.clusters(root) or [lake_io.Cluster(root, None)]
+    by_name = machine_traffic(root)
+    traffic = {
+        m.name: by_name.get(m.name, 0) + (by_name.get(None, 0) if m.unnamed else 0)
+        for m in machines
+    }
+    ranked = sorted(machines, key=lambda m: -traffic[m.name])
+    busy = [m for m in ranked if traffic[m.name] > 0]
+    idle = [m for m in ranked if traffic[m.name] <= 0]
+    if not busy:  # nothing measured yet: every machine's sections say what fills them
+        busy, idle = ranked, []
+    figures = [_machine_sections(m, len(machines) > 1) for m in busy]
+    return [
+        answers_section(root, busy, idle, traffic),
+        *figures[0],
+        *scenario_sections(root),
+        *(s for sections in figures[1:] for s in sections),
+    ]
+
+
+def _machine_sections(machine: lake_io.Cluster, named: bool) -> list[Section]:
     sections = []
-    for machine in machines:
-        for builder in MACHINE_BUILDERS:
-            section = builder(machine)
-            if len(machines) > 1:
-                section = replace(
-                    section,
-                    key=f"{section.key}-{machine.label}",
-                    title=f"{machine.label}: {section.title}",
-                )
-            sections.append(section)
-    return sections + scenario_sections(root)
+    for builder in MACHINE_BUILDERS:
+        section = builder(machine)
+        if named:
+            section = replace(
+                section,
+                key=f"{section.key}-{machine.label}",
+                title=f"{machine.label}: {section.title}",
+            )
+        sections.append(section)
+    return sections
 
 
 STYLE = """
@@ -369,6 +461,8 @@ def render(lake: str | os.PathLike | None, sections: list[Section] | None = None
             f'src="data:image/png;base64,{base64.b64encode(s.png).decode()}">'
             if s.png
             else f'<p class="empty">{html.escape(s.empty)}</p>'
+            if s.empty
+            else ""
         )
         parts.append(
             f'<section id="{html.escape(s.key)}"><h2>{html.escape(s.title)}</h2><figure>{body}'

@@ -5,6 +5,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 from burstlake.lake import read_table
 
 
@@ -64,3 +66,50 @@ def test_ingest_darshan_dag_lands_the_edison_logs(run_dag, lake, tmp_path, share
     assert jobs == ["4478544", "4478544"]
     assert run_dag("ingest_darshan").state == "success"  # nothing new: no change
     assert read_table(lake, "darshan_jobs").num_rows == 2
+
+
+def _history(path: Path, host: str, values: list[int], start: int = 0, every: int = 30) -> None:
+    """A one-item export of a read counter sampled every ``every`` s."""
+    lines = [
+        f'{{"host": {{"host": "{host}"}}, "itemid": 1, "name": "Lustre read bytes", '
+        f'"clock": {1700000000 + start + i * every}, "ns": 0, "value": {v}, "type": 3}}'
+        for i, v in enumerate(values)
+    ]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+
+
+@pytest.mark.slow  # about a minute of dag.test()
+def test_two_machines_from_the_deployment_file(run_dag, lake, tmp_path):
+    """burstlake.yaml at the lake's root: each machine's drop folder lands under its machine
+    with its options (host-name rewrite, grid), the same node name kept apart by machine."""
+    lake.mkdir(parents=True, exist_ok=True)
+    (lake / "burstlake.yaml").write_text(
+        "machines:\n"
+        "  alpha:\n"
+        "    sources:\n"
+        "      zabbix: {host_prefix: [nid=cn]}\n"
+        "  beta: {}\n"
+        "drops:\n"
+        "  - {path: ../drops/alpha, source: zabbix, machine: alpha}\n"
+        "  - {path: ../drops/beta, source: zabbix, machine: beta, options: {interval: 30}}\n"
+    )
+    _history(tmp_path / "drops" / "alpha" / "syncer-1.ndjson", "nid001", [0, 300, 600])
+    _history(tmp_path / "drops" / "beta" / "syncer-1.ndjson", "cn001", [0, 90, 90, 120], start=10)
+    assert run_dag("ingest_zabbix").state == "success"
+    rows = read_table(lake, "node_io", ["cluster", "node", "ts", "interval_s", "read_bytes"])
+    got = sorted(
+        (
+            r["cluster"],
+            r["node"],
+            int(r["ts"].timestamp()) - 1700000000,
+            r["interval_s"],
+            r["read_bytes"],
+        )
+        for r in rows.to_pylist()
+    )
+    # alpha: 300 per 30 s on the 10 s grid; beta: its own 30 s grid (the 90 -> 90 step is flat)
+    alpha = [("alpha", "cn001", t, 10, 100) for t in range(0, 60, 10)]
+    beta = [("beta", "cn001", 10, 30, 90), ("beta", "cn001", 70, 30, 30)]
+    assert got == sorted(alpha + beta)
+    assert run_dag("ingest_zabbix").get_task_instance("land").state == "skipped"

@@ -415,7 +415,8 @@ CASES = [
         "empty",
         "zero-bytes",
         {"history-empty.ndjson": b""},
-        {"history-empty.ndjson": (0, 0, 0)},
+        {"history-empty.ndjson": UNUSABLE},
+        (("history-empty.ndjson", "whole file", "empty file: no Zabbix history lines"),),
     ),
     Case(
         "zabbix",

@@ -52,8 +52,12 @@ def test_report_is_self_contained_with_every_figure(full_lake, tmp_path, capsys)
     assert "<script" not in text
     # Every figure has a caption naming the paper it mirrors.
     captions = re.findall(r"<figcaption>(.*?)</figcaption>", text, flags=re.S)
-    assert len(captions) == len(FIGURES)
+    assert len(captions) == len(FIGURES) + 1  # and the answers at the top
     assert all("paper" in c for c in captions)
+    # The page opens on the answers: the machine's traffic and each what-if's verdict.
+    assert re.findall(r'<section id="([^"]+)"', text)[:2] == ["answers", "platform"]
+    answers = text[: text.index('<section id="platform"')]
+    assert "GB of node traffic" in answers and " against " in answers and "(model: " in answers
     # The platform table carries the paper's values beside the lake's (004 Table 3).
     assert "25.7 %" in text and "6.6 %" in text  # rank-0 jobs, Tianhe-1A and CS19
 
@@ -103,5 +107,34 @@ def test_report_renders_in_headless_chromium(full_lake, tmp_path):
         driver.quit()
     assert {name for name, *_ in images} == FIGURES
     assert all(complete and width > 100 for _, complete, width in images), images
+    assert images[0][0] == "platform"  # the first figure: the busiest machine's, with data
     assert errors == []
     assert shot.stat().st_size > 20_000  # a real rendering, not a blank page
+
+
+def test_machines_without_traffic_are_one_line_and_the_busiest_comes_first(tmp_path):
+    import pyarrow as pa
+
+    from burstlake.lake import write_table
+
+    lake = tmp_path / "lake"
+    ts = pa.array([1700000000 * 10**6], pa.int64()).cast(pa.timestamp("us", tz="UTC"))
+    for machine, nbytes in (("small", 10), ("big", 10**9)):
+        rows = pa.table(
+            {
+                "node": ["cn1"],
+                "cluster": [machine],
+                "ts": ts,
+                "interval_s": pa.array([10], pa.int32()),
+                "read_bytes": pa.array([nbytes], pa.int64()),
+            }
+        )
+        write_table(lake, "node_io", rows, machine)
+    idle = pa.table({"node": ["x1"], "cabinet": ["c0"], "cluster": ["quiet"]})
+    write_table(lake, "topology", idle, "topo")
+    text = report.render(lake)
+    ids = re.findall(r'<section id="([^"]+)"', text)
+    assert ids[0] == "answers" and ids[1] == "platform-big"
+    assert ids.index("replay") < ids.index("platform-small")
+    assert "without node traffic (no figures drawn): quiet" in text
+    assert not any(i.endswith("-quiet") for i in ids)

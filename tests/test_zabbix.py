@@ -17,7 +17,7 @@ import pyarrow as pa
 import pytest
 
 from burstlake.cli import main
-from burstlake.jobs.ingest import inputs, zabbix
+from burstlake.jobs.ingest import inputs, zabbix, zabbix_lines
 from burstlake.jobs.ingest.base import ingest
 from burstlake.jobs.ingest.zabbix_mapping import HostNames, load_mapping, prefix_rewrite
 from burstlake.lake import read_table, write_table
@@ -66,14 +66,17 @@ def _copy(name: str, tmp_path: Path, compress: bool) -> Path:
 # ------------------------------------------------------------------ the three input shapes
 
 TAGS_ROWS = [
-    _row("cn00001", 0, cpu=1.5, mem=1000000, read_bytes=500, write_bytes=0),
-    _row("cn00001", 10, cpu=2.0, read_bytes=0, write_bytes=800),
-    _row("cn00001", 20, cpu=0.25, mem=2000, read_bytes=2500, write_bytes=0),
+    # read's own interval is the median spacing, 10 s; each rise is spread over the slots it
+    # covers in proportion to time: 1000 -> 1500 over (0, 10.4] gives 480 to slot 0, 20 to 10
+    _row("cn00001", 0, cpu=1.5, mem=1000000, read_bytes=480, write_bytes=0),
+    # 1500 -> 4000 over (19.7, 30]: 72 to slot 10 (0.3 s of 10.3), 2428 to slot 20
+    _row("cn00001", 10, cpu=2.0, read_bytes=20 + 72, write_bytes=800),
+    _row("cn00001", 20, cpu=0.25, mem=2000, read_bytes=2428, write_bytes=0),
     # 30: the read counter resets (4000 -> 100), write is flat: no traffic, no row
     _row("cn00001", 40, cpu=3.0, read_bytes=250, write_bytes=0),
-    # 50: read has a gap (no sample at 60): 350 -> 1350 is not attributed; write 800 -> 900
-    _row("cn00001", 50, mem=5000, write_bytes=100),
-    # 60: write flat, read still in its gap: no row
+    # 50..70: read's 20 s spacing (no sample at 60) is within 3 x 10 s: 1000 spread evenly
+    _row("cn00001", 50, mem=5000, read_bytes=500, write_bytes=100),
+    _row("cn00001", 60, read_bytes=500, write_bytes=0),
     _row("cn00001", 70, cpu=0.5, read_bytes=50, write_bytes=0),
 ]
 TAGS_QUARANTINE = [
@@ -91,14 +94,14 @@ def test_item_tags_export_exact_deltas(lake: Path, tmp_path: Path, compress: boo
     path = _copy("history-tags.ndjson", tmp_path, compress)
     (report,) = ingest(zabbix.SOURCE, [path], lake)
     assert (report.records_in, report.landed, report.quarantined) == (31, 25, 6)
-    assert report.rows == {"node_io": 6}
+    assert report.rows == {"node_io": 7}
     assert _rows(lake) == TAGS_ROWS
     assert _quarantine(lake) == TAGS_QUARANTINE
     raw = dict((r["location"], r["raw"]) for r in read_table(lake, "quarantine").to_pylist())
     assert raw["line 31"] == (FIXTURES / "history-tags.ndjson").read_text().splitlines()[30]
-    # bytes: read rises 500+2500+250+50 land, 1000 across the gap at 60 s, 100 since the reset
+    # bytes: read rises 500+2500+250+1000+50 land, 100 since the reset
     assert _traffic(lake) == {
-        "read_bytes": {"seen": 4400, "landed": 3300, "quarantined": 0, "gap": 1000, "reset": 100},
+        "read_bytes": {"seen": 4400, "landed": 4300, "quarantined": 0, "gap": 0, "reset": 100},
         "write_bytes": {"seen": 900, "landed": 900, "quarantined": 0, "gap": 0, "reset": 0},
     }
 
@@ -120,8 +123,11 @@ def test_applications_form_host_rewrite_and_huge_counters(lake: Path, tmp_path: 
 
 
 DB_ROWS = [
-    _row("cn00003", 0, cpu=0.75, write_bytes=4096, net_rx_bytes=10000),
-    # 10: write 4096 -> 4096 and a zero rate: no row
+    # write 0 -> 4096 over (0, 10.005]: 4093 to slot 0, 3 to slot 10; the rate's first sample
+    # (1000 B/s at 10) only starts its series, as a counter's does
+    _row("cn00003", 0, cpu=0.75, write_bytes=4093),
+    _row("cn00003", 10, write_bytes=3, net_rx_bytes=0),
+    # 20 -> 30: write rises 8192; the rate is 1600 bit/s x 0.125 = 200 B/s for 10 s
     _row("cn00003", 20, write_bytes=8192, net_rx_bytes=2000),
 ]
 
@@ -228,11 +234,64 @@ def test_unknown_header_is_unusable(lake: Path, tmp_path: Path) -> None:
     assert not read_table(lake, "node_io").num_rows
 
 
-def test_empty_file_lands_nothing(lake: Path, tmp_path: Path) -> None:
+def test_an_empty_file_is_refused_whole(lake: Path, tmp_path: Path) -> None:
+    """The README's rule: an empty file is refused whole, exit status 1."""
     path = tmp_path / "history-empty.ndjson"
     path.write_bytes(b"")
     (report,) = ingest(zabbix.SOURCE, [path], lake)
-    assert (report.records_in, report.landed, report.quarantined, report.error) == (0, 0, 0, None)
+    assert report.error == "empty file: no Zabbix history lines"
+    assert main(["ingest", "zabbix", str(path), "--lake", str(lake)]) == 1
+
+
+SACCT_JSON = {"meta": {"plugin": {"type": "openapi/dbv0.0.37"}}, "errors": [], "jobs": [{}]}
+
+
+@pytest.mark.parametrize("indent", [None, 2], ids=["one-line", "pretty"])
+def test_sacct_json_given_to_zabbix_is_refused_whole(
+    lake: Path, tmp_path: Path, indent: int | None
+) -> None:
+    path = tmp_path / "history-sacct.json"
+    path.write_text(json.dumps(SACCT_JSON, indent=indent) + "\n")
+    (report,) = ingest(zabbix.SOURCE, [path], lake)
+    assert report.error.startswith(
+        "a multi-line JSON document" if indent else "a JSON document (meta, errors, jobs)"
+    )
+    assert (report.records_in, report.quarantined) == (1, 1)
+
+
+def test_a_directory_gives_all_its_files(lake: Path, tmp_path: Path) -> None:
+    """``zabbix DIR`` takes every file, whatever its name (not only history*)."""
+    folder = tmp_path / "export"
+    folder.mkdir()
+    (folder / "syncer-1.ndjson").write_text(_line("cn5", 0, 0) + "\n" + _line("cn5", 10, 70) + "\n")
+    (folder / "history-2.ndjson.old").write_text(_line("cn6", 0, 0) + "\n")
+    assert main(["ingest", "zabbix", str(folder), "--lake", str(lake)]) == 0
+    files = sorted(
+        Path(f).name for f in read_table(lake, "ingest_log", ["file"]).column(0).to_pylist()
+    )
+    assert files == ["history-2.ndjson.old", "syncer-1.ndjson"]
+
+
+@pytest.mark.parametrize("cut", [5, 15, 40, -40, -9])
+def test_a_cut_gzip_file_says_it_was_cut(lake: Path, tmp_path: Path, cut: int) -> None:
+    data = gzip.compress((FIXTURES / "history-tags.ndjson").read_bytes())
+    path = tmp_path / "history-cut.ndjson.gz"
+    path.write_bytes(data[:cut])
+    (report,) = ingest(zabbix.SOURCE, [path], lake)
+    reasons = [r for _, r in _quarantine(lake)] + [report.error or ""]
+    assert any("truncated" in r or "cut" in r for r in reasons), reasons
+    assert report.records_in == report.landed + report.quarantined
+
+
+@pytest.mark.parametrize("extra", [0, 1, 2000, 3000, 10**6])
+def test_counters_at_or_above_2_64_are_refused_alike(
+    lake: Path, tmp_path: Path, extra: int
+) -> None:
+    path = tmp_path / "history-big.ndjson"
+    path.write_text(_line("cn5", 0, 5) + "\n" + _line("cn5", 10, 2**64 + extra) + "\n")
+    (report,) = ingest(zabbix.SOURCE, [path], lake)
+    assert _quarantine(lake) == [("line 2", f"value {2**64 + extra} is beyond 64 bits")]
+    assert (report.landed, report.quarantined) == (1, 1)
 
 
 def test_truncated_gzip_keeps_what_came_before(lake: Path, tmp_path: Path) -> None:
@@ -257,7 +316,7 @@ def test_node_missing_from_topology_quarantines_its_samples(lake: Path) -> None:
     assert "expect_column_values_to_be_in_set" in host[0]["reason"]
     assert not read_table(lake, "node_io").num_rows
     assert _traffic(lake)["read_bytes"] == {
-        "seen": 4400, "landed": 0, "quarantined": 3300, "gap": 1000, "reset": 100
+        "seen": 4400, "landed": 0, "quarantined": 4300, "gap": 0, "reset": 100
     }  # fmt: skip
 
 
@@ -267,7 +326,7 @@ def test_small_blocks_and_batches_give_the_same_rows(
     """Block, read and batch boundaries fall inside lines and between nodes; nodes spread
     over several pass-2 buckets."""
     monkeypatch.setattr(zabbix, "NODE_BUCKETS", 3)
-    monkeypatch.setattr(zabbix, "BLOCK_BYTES", 700)
+    monkeypatch.setattr(zabbix_lines, "BLOCK_BYTES", 700)
     monkeypatch.setattr(inputs, "READ_BYTES", 333)
     monkeypatch.setattr(zabbix, "ROWS_PER_BATCH", 2)
     path = tmp_path / "history-both.ndjson.gz"
@@ -285,7 +344,7 @@ def test_cli_ingest_zabbix(lake: Path, capsys: pytest.CaptureFixture) -> None:
     assert main([*argv, "--interval", "10"]) == 0
     out = capsys.readouterr().out
     assert "31 records in, 25 landed, 6 quarantined" in out
-    assert "read_bytes: seen 4400 = landed 3300 + gap 1000 + reset 100" in out
+    assert "read_bytes: seen 4400 = landed 4300 + reset 100" in out
     assert main([*argv, "--mapping", str(lake / "missing.yaml")]) == 2
 
 
@@ -326,23 +385,30 @@ def _export_lines(rng: np.random.Generator) -> tuple[list[str], dict]:
 
 
 def _expected_deltas(t_ns: np.ndarray, values: np.ndarray, interval: int) -> dict[int, int]:
-    """NumPy rendering of the rule: rises (no drops) summed between consecutive grid samples."""
+    """Plain-Python rendering of the rule (counters.py): each rise between consecutive samples
+    spread over the grid slots it covers in proportion to time (cumulative floor), unless the
+    spacing exceeds 3 x the median spacing of its hour (lower median) or an hour; drops add
+    nothing."""
     order = np.argsort(t_ns, kind="stable")
-    t_ns, values = t_ns[order], values[order]
-    rises = np.diff(values, prepend=values[0])
-    total = np.cumsum(np.where(rises > 0, rises, 0))
-    g = np.floor(t_ns / (interval * 1e9) + 0.5).astype(np.int64)
-    nearest: dict[int, tuple[int, int]] = {}  # grid point -> (distance, total)
-    for gi, t, c in zip(g, t_ns, total, strict=True):
-        distance = abs(int(t) - int(gi) * interval * 10**9)
-        if gi not in nearest or distance < nearest[gi][0]:
-            nearest[gi] = (distance, c)
-    points = sorted(nearest)
-    return {
-        (a * interval - T0): int(nearest[b][1] - nearest[a][1])
-        for a, b in itertools.pairwise(points)
-        if b == a + 1
-    }
+    t = [int(x) for x in t_ns[order]]
+    v = [int(x) for x in values[order]]
+    hour = 3600 * 10**9
+    spacings: dict[int, list[int]] = {}
+    for a, b in itertools.pairwise(t):
+        if b - a <= hour:
+            spacings.setdefault(b // hour, []).append(b - a)
+    median = {h: sorted(xs)[(len(xs) - 1) // 2] for h, xs in spacings.items()}
+    step = interval * 10**9
+    out: dict[int, int] = {}
+    for (ta, va), (tb, vb) in itertools.pairwise(zip(t, v, strict=True)):
+        rise, span = vb - va, tb - ta
+        if rise < 0 or span > hour or span > 3 * median[tb // hour]:
+            continue
+        for slot in range(ta // step, (tb - 1) // step + 1):
+            part = rise * (min(tb, (slot + 1) * step) - ta) // span
+            part -= rise * (max(ta, slot * step) - ta) // span
+            out[slot * interval - T0] = out.get(slot * interval - T0, 0) + part
+    return out
 
 
 @pytest.mark.parametrize("interval", [10, 30])
@@ -476,3 +542,61 @@ def test_ignored_items_are_counted_not_quarantined(lake: Path, tmp_path: Path) -
     twice.write_text(default + "ignore: {names: [Lustre read bytes]}\n")
     with pytest.raises(ValueError, match="name 'Lustre read bytes' mapped more than once"):
         load_mapping(twice)
+
+
+# ------------------------------------------------------------------ the item's own interval
+
+
+def _sparse(lake: Path, tmp_path: Path, every: int, values: list[int], name: str) -> list[dict]:
+    """An export of one counter sampled every ``every`` s (a sample None is missing), ingested
+    with the default options (the lake's 10 s grid)."""
+    lines = [_line("cn5", i * every, v) for i, v in enumerate(values) if v is not None]
+    path = tmp_path / name
+    path.write_text("\n".join(lines) + "\n")
+    (report,) = ingest(zabbix.SOURCE, [path], lake)
+    assert report.quarantined == 0
+    return [(r["ts"], r["read_bytes"]) for r in _rows(lake)]
+
+
+def test_a_60s_export_lands_spread_over_the_10s_grid(lake: Path, tmp_path: Path) -> None:
+    """Zabbix's default 1-minute items: each minute's rise lands in its six 10 s intervals,
+    in proportion to time (600 -> 100 each; 61 -> 10, 10, 10, 10, 10, 11 by cumulative floor)."""
+    rows = _sparse(lake, tmp_path, 60, [0, 600, 661, 661, 1261], "history-60s.ndjson")
+    assert rows == [(_ts(t), 100) for t in range(0, 60, 10)] + [
+        (_ts(60 + t), b) for t, b in zip(range(0, 60, 10), (10, 10, 10, 10, 10, 11), strict=True)
+    ] + [(_ts(180 + t), 100) for t in range(0, 60, 10)]
+    # 120..180: flat, so zeros, and no row
+    assert _traffic(lake)["read_bytes"] == {
+        "seen": 1261, "landed": 1261, "quarantined": 0, "gap": 0, "reset": 0
+    }  # fmt: skip
+
+
+def test_a_30s_export_with_an_outage_and_a_reset(lake: Path, tmp_path: Path) -> None:
+    """30 s samples (own interval 30 s, gap beyond 3 x 30 s): a 60 s hole is bridged, a 120 s
+    outage is a gap, a drop is a reset; seen = landed + gap + reset to the byte."""
+    values = [0, 30, 90, None, 150, None, None, None, 1350, 60, 120, 150, 180, 210, 240]
+    rows = dict(_sparse(lake, tmp_path, 30, values, "history-30s.ndjson"))
+    expected = {0: 10, 10: 10, 20: 10, 30: 20, 40: 20, 50: 20}  # 0 -> 30 -> 90
+    expected |= {60 + t: 10 for t in range(0, 60, 10)}  # 90 -> 150 over 60 s
+    # 120 -> 240: 150 -> 1350 over 120 s is a gap; 240 -> 270 a reset (1350 -> 60)
+    expected |= {270 + t: 20 for t in range(0, 30, 10)}  # 60 -> 120
+    expected |= {300 + t: 10 for t in range(0, 120, 10)}  # then 30 per 30 s
+    assert rows == {_ts(t): b for t, b in expected.items()}
+    assert _traffic(lake)["read_bytes"] == {
+        "seen": 240 - 60 + 60 + 1200 + 150, "landed": 150 + 180, "quarantined": 0,
+        "gap": 1200, "reset": 60,
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("factor, landed", [(3.0, 330), (4.0, 1530)])
+def test_the_gap_factor_is_a_setting(
+    lake: Path, tmp_path: Path, factor: float, landed: int
+) -> None:
+    values = [0, 30, 90, None, 150, None, None, None, 1350, 60, 120, 150, 180, 210, 240]
+    lines = [_line("cn5", i * 30, v) for i, v in enumerate(values) if v is not None]
+    path = tmp_path / "history-30s.ndjson"
+    path.write_text("\n".join(lines) + "\n")
+    ingest(zabbix.SOURCE, [path], lake, {"gap_factor": factor})
+    assert _traffic(lake)["read_bytes"]["landed"] == landed
+    with pytest.raises(ValueError, match="--gap-factor must be a finite number >= 1"):
+        zabbix.check_options({"gap_factor": 0.5})

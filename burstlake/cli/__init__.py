@@ -43,7 +43,10 @@ def check_lake(args: argparse.Namespace) -> None:
             f"no lake at --lake {text} (mistyped? a lake is made by burstlake ingest, synth "
             "or demo)"
         )
-    if not is_lake and path.is_dir() and any(path.iterdir()):
+    from burstlake.config import FILE_NAME
+
+    others = [p for p in path.iterdir() if p.name != FILE_NAME] if path.is_dir() else []
+    if not is_lake and others:  # a new lake may hold its deployment file already
         raise ValueError(f"--lake {text} holds other files, not a lake: give a new directory")
     if not path.exists():
         print(f"burstlake: no lake at {text}; starting a new one", file=sys.stderr)

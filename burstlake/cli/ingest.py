@@ -1,12 +1,29 @@
-"""``burstlake ingest slurm|zabbix|darshan|topology PATH...`` (docs/design.md, 'Command line')."""
+"""``burstlake ingest SOURCE PATH...`` (docs/design.md, 'Command line').
+
+The options of a source's files come from the deployment file (:mod:`burstlake.config`: the
+machine's options for that source) with the flags given here on top. Every source-specific
+step is one of the source's hooks (``Source.after_landing``, ``Source.traffic``)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
+from pathlib import Path
+from typing import Any
 
 from burstlake.cli import add_lake_argument
 from burstlake.jobs.ingest import SOURCES, source_module
+
+_NOT_OPTIONS = ("paths", "lake", "handler", "lake_must_exist", "command", "source", "config")
+
+
+def add_config_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--config",
+        default=None,
+        help="deployment file (default: $BURSTLAKE_CONFIG, else <lake>/burstlake.yaml if any)",
+    )
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -22,62 +39,79 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     for name in SOURCES:
         module = source_module(name)
         sub = sources.add_parser(name, help=(module.__doc__ or "").strip().splitlines()[0])
-        sub.add_argument("paths", nargs="+", metavar="PATH", help="files or directories")
+        sub.add_argument("paths", nargs="*", metavar="PATH", help="files or directories")
         add_lake_argument(sub)
+        add_config_argument(sub)
         add_cluster_argument(sub)
-        module.add_arguments(sub)
-        sub.set_defaults(handler=run)
+        module.SOURCE.add_arguments(sub)
+        defaults = {a.dest: a.default for a in sub._actions}
+        sub.set_defaults(handler=run, flag_defaults=defaults)
+
+
+def options_of(args: argparse.Namespace) -> dict[str, Any]:
+    """The parse options: the defaults, then the deployment file's for this source and
+    machine, then every flag given on the command line (one that differs from its default)."""
+    from burstlake.config import load
+
+    defaults = args.flag_defaults
+    flags = {k: v for k, v in vars(args).items() if k in defaults and k not in _NOT_OPTIONS}
+    given = {k: v for k, v in flags.items() if v != defaults[k]}
+    deployment = load(args.config, args.lake)
+    return {**flags, **deployment.options(args.source, given.get("cluster")), **given}
 
 
 def run(args: argparse.Namespace) -> int:
-    from burstlake.jobs.ingest.base import describe, expand_paths, ingest, totals
+    from burstlake.jobs.ingest.base import expand_paths, ingest
+    from burstlake.lake import lake_path
 
-    module = source_module(args.source)
-    options = {k: v for k, v in vars(args).items() if k not in ("paths", "lake", "handler")}
-    files = expand_paths(args.paths, getattr(module, "FILE_PATTERN", "*"))
-    if not files:
+    source = source_module(args.source).SOURCE
+    options = options_of(args)
+    files = expand_paths(args.paths, source.file_pattern)
+    with tempfile.TemporaryDirectory(prefix=f"burstlake-{args.source}-") as scratch:
+        pulled = source.pull(options, lake_path(args.lake), Path(scratch)) if source.pull else None
+        if pulled is not None:
+            files += pulled.files
+            options = {**options, **pulled.options}
+            for note in pulled.notes:
+                print(note)
+        if not files and pulled is None:
+            print(
+                f"burstlake ingest {args.source}: no input files in {' '.join(args.paths)}",
+                file=sys.stderr,
+            )
+            return 2
+        reports = ingest(source, files, args.lake, options, progress=sys.stderr.isatty())
+        code = _tell(args, source, options, reports)
+    if pulled is not None and pulled.error:
         print(
-            f"burstlake ingest {args.source}: no input files in {' '.join(args.paths)}",
+            f"burstlake ingest {args.source}: {pulled.error}; what came before it landed, "
+            "run again to continue",
             file=sys.stderr,
         )
-        return 2
-    reports = ingest(module.SOURCE, files, args.lake, options, progress=sys.stderr.isatty())
+        return 1
+    return code
+
+
+def _tell(args: argparse.Namespace, source, options: dict[str, Any], reports: list) -> int:
+    """Print each file's accounting, the totals, the byte balance and the source's checks of
+    rows landed earlier; the exit code (1 when a file was unusable)."""
+    from burstlake.jobs.ingest.base import describe, describe_traffic, totals
+    from burstlake.lake import lake_path
+
     for report in reports:
         print(report.line())
         for line in report.traffic_lines():
             print(line)
     print(f"{args.source}: {describe(totals(reports))}")
-    _print_traffic(args, reports)
-    if args.source == "topology":
-        from burstlake.jobs.ingest.topology import describe_unknown, unknown_nodes
-
-        for line in describe_unknown(unknown_nodes(args.lake)):
-            print(f"topology check of rows landed earlier: {line}")
-    unusable = [r for r in reports if r.error]
-    for r in unusable:
-        print(f"burstlake ingest {args.source}: {r.file}: {r.error}", file=sys.stderr)
-    return 1 if unusable else 0
-
-
-def _print_traffic(args: argparse.Namespace, reports: list) -> None:
-    """Bytes seen in the input and where they went, per traffic metric (issue: a loss of bytes
-    must never pass as 'all landed'). For Zabbix, the whole stream of the lake's export files."""
-    from burstlake.jobs.ingest.base import describe_traffic
-
-    if args.source == "zabbix":
-        from burstlake.jobs.ingest.zabbix import stream_balance
-
-        traffic = stream_balance(args.lake, args.interval)
-        title = "zabbix stream in the lake (all export files)"
-    else:
-        traffic: dict[str, dict[str, int]] = {}
-        for report in reports:
-            for metric, parts in report.traffic.items():
-                for reason, amount in parts.items():
-                    into = traffic.setdefault(metric, {})
-                    into[reason] = into.get(reason, 0) + amount
-        title = f"{args.source} traffic"
+    title, traffic = source.traffic(args.lake, options, reports)
     if traffic:
         print(f"{title}:")
         for metric, parts in sorted(traffic.items()):
             print(f"  {metric}: {describe_traffic(parts)}")
+    for lines in source.after_landing(lake_path(args.lake)).values():
+        for line in lines:
+            print(f"{args.source} check of rows landed earlier: {line}")
+    unusable = [r for r in reports if r.error]
+    for r in unusable:
+        print(f"burstlake ingest {args.source}: {r.file}: {r.error}", file=sys.stderr)
+    return 1 if unusable else 0

@@ -164,6 +164,17 @@ class ParseContext:
 
 
 @dataclass(frozen=True)
+class Pulled:
+    """Input a source read from elsewhere (``Source.pull``): files to ingest with extra
+    options, lines to tell the user, and why the read ended early (what came before lands)."""
+
+    files: list[Path]
+    options: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    error: str | None = None
+
+
+@dataclass(frozen=True)
 class Source:
     """An input source: its name, the tables it writes, and its parser.
 
@@ -180,6 +191,35 @@ class Source:
     # The one check of the parse options, made by ingest() before any file for every caller
     # (command line, drop-directory DAG, demo): raises ValueError with a one-line reason.
     check_options: Callable[[Mapping[str, Any]], None] = lambda options: None
+    # The source's hooks (docs/design.md, "To add a source"), so that the command line, the
+    # drop directory and the deployment file never name a source:
+    # the files a directory given to ingest holds (a glob on the name);
+    file_pattern: str = "*"
+    # its command-line options, which arrive as the parse options, and those naming files
+    # (resolved against the deployment file's folder);
+    add_arguments: Callable[[argparse.ArgumentParser], None] = lambda parser: None
+    path_options: tuple[str, ...] = ()
+    # checks of rows landed earlier, made after each landing: check name -> one line per
+    # finding (the topology re-checks node names that landed before it);
+    after_landing: Callable[[Path], dict[str, list[str]]] = lambda lake: {}
+    # inputs read from elsewhere than files (a database) when the options ask for them:
+    # (options, lake, scratch folder) -> Pulled, or None when the options ask for none;
+    pull: Callable[[Mapping[str, Any], Path, Path], Pulled | None] | None = None
+    # the byte balance to print after a command: (title, metric -> reason -> bytes);
+    balance: Callable[[Path, Mapping[str, Any], list[FileReport]], tuple[str, dict]] | None = None
+
+    def traffic(
+        self, lake: Path, options: Mapping[str, Any], reports: list[FileReport]
+    ) -> tuple[str, dict[str, dict[str, int]]]:
+        """The balance hook's answer, by default the files' traffic summed."""
+        if self.balance is not None:
+            return self.balance(lake, options, reports)
+        summed: dict[str, dict[str, int]] = {}
+        for report in reports:
+            for metric, parts in report.traffic.items():
+                for reason, amount in parts.items():
+                    _add(summed, metric, reason, amount)
+        return f"{self.name} traffic", summed
 
 
 @dataclass

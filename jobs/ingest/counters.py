@@ -4,28 +4,31 @@ See docs/design.md, 'Sources'.
 
 This module builds the DuckDB SQL; the caller runs it. Input is a relation of samples
 ``(line_no, seq, node, item, metric, kind, t_ns, value)`` (``kind``: counter, rate or gauge;
-``value`` DECIMAL(38,6); ``seq`` orders the files of one stream) holding whole nodes. Samples
-are ordered by ``(seq, line_no)``, as the lines of the files' concatenation would be. The rules,
-on a grid of ``interval`` seconds:
+``value`` DECIMAL(38,6); ``seq`` orders the files of one stream) holding whole nodes. The lake's
+grid has ``interval`` seconds; slot s is the interval [s × interval, (s + 1) × interval). Each
+item keeps its own sampling interval, read from the data (a Zabbix item is polled every minute
+by default, whatever the lake's grid). The rules:
 
-* a sample at t = clock + ns/1e9 belongs to the nearest grid point g = round(t / interval);
-  jitter below interval/2 lands in the right interval, out-of-order lines are sorted per item;
-* the same item sampled twice at the same instant is a duplicate: the first line counts, the
-  others are reported by :func:`duplicates_query`;
-* **counter**: consecutive samples of an item add their rise to a running total; a drop
-  (counter reset, reboot) adds nothing and starts a new series, so no delta is ever negative;
-  nor does a jump of 2^63 or more (a 64-bit counter re-initialised), which node_io could not
-  hold.
-  The total at grid point g is read from the sample nearest to g; the delta between grid points
-  g-1 and g is the traffic of the interval starting at g-1. A delta across missing grid points
-  (a gap) is not attributed: its bytes happened at unknown times, and smearing them would
-  invent traffic;
-* **rate** (change per second): the mean rate of the samples at g × interval is the traffic of
-  the interval starting at g-1 (a Zabbix rate at g covers the time since the previous sample);
+* the same item sampled twice at the same instant is a duplicate: the first line (by ``seq``,
+  then ``line_no``) counts, the others are reported by :func:`duplicates_query`;
+* consecutive samples a, b of an item form a **pair** whose traffic happened in (t_a, t_b]:
+  a counter's rise (b - a), or a rate's value at b × (t_b - t_a) (a Zabbix "change per second"
+  at b covers the time since a);
+* the item's **own interval** in a period (``PERIOD_S``, by the later sample's clock) is the
+  median spacing of its pairs there (:func:`own_interval`); a pair spaced more than
+  ``gap_factor`` × that interval, or more than a period, is a **gap**: its bytes happened at
+  unknown times and smearing them would invent traffic;
+* otherwise the pair **lands**, spread over the grid slots it covers in proportion to time, in
+  whole bytes that add up to the pair's exactly (cumulative floor);
+* a counter drop (reset, reboot) adds nothing: the value after the drop is counted as
+  ``reset``; so is a jump of 2^63 or more (a 64-bit counter re-initialised), which node_io
+  could not hold;
 * **gauges** ride on traffic rows and never create one: ``cpu_load`` is the mean and
-  ``mem_used_bytes`` the last of the samples at g, for the interval starting at g-1;
+  ``mem_used_bytes`` the last of the samples in (slot start, slot end];
 * several items of one metric on a node add up; a row exists only where some traffic metric
-  is positive; a metric without a delta for that interval (not monitored, gap) is null.
+  is positive; a metric without a landed pair in that interval (not monitored, gap) is null.
+
+The balance (:func:`balance_query`) is exact per pair: seen = landed + gap + reset.
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ from burstlake.jobs.ingest.zabbix_mapping import TRAFFIC
 
 NS = 1_000_000_000
 MAX_RISE = 2**63  # a counter jumping this much (a 64-bit counter re-initialised) is a reset
+PERIOD_S = 3600  # an item's own interval is measured per hour; no pair spans more
+GAP_FACTOR = 3.0  # default: a spacing above 3 × the item's own interval is a gap
 
 _RANKED = """
 SELECT *, row_number() OVER same AS copy, first_value(line_no) OVER same AS first_line,
@@ -42,46 +47,60 @@ FROM {samples}
 WINDOW same AS (PARTITION BY node, item, t_ns ORDER BY line_no)
 """
 
-_NODE_IO = """
-WITH clean AS (
-    SELECT node, item, metric, kind, t_ns, value, line_no, seq,
-           (t_ns + {half_ns}) // {step_ns} AS g
+_PAIRS = """
+clean AS (
+    SELECT node, item, metric, kind, t_ns, value, line_no, seq
     FROM {samples}
     QUALIFY row_number() OVER (PARTITION BY node, item, t_ns ORDER BY seq, line_no) = 1
 ),
-risen AS (
-    SELECT *, value - lag(value) OVER (PARTITION BY node, item ORDER BY t_ns) AS rise
-    FROM clean WHERE kind = 'counter'
+paired AS (
+    SELECT node, item, metric, kind, t_ns, value, seq,
+           lag(t_ns) OVER s AS t_prev, lag(value) OVER s AS v_prev
+    FROM clean WHERE kind IN ('counter', 'rate')
+    WINDOW s AS (PARTITION BY node, item ORDER BY t_ns)
 ),
-totals AS (
-    SELECT *, sum(CASE WHEN rise > 0 AND rise < {max_rise} THEN rise ELSE 0 END)
-              OVER (PARTITION BY node, item ORDER BY t_ns ROWS UNBOUNDED PRECEDING) AS total
-    FROM risen
+pairs AS (
+    SELECT *, t_ns - t_prev AS spacing, t_ns // {period_ns} AS period
+    FROM paired WHERE t_prev IS NOT NULL
 ),
-at_grid AS (
-    SELECT node, item, metric, g,
-           arg_min(total, (abs(t_ns - g * {step_ns}), seq, line_no)) AS total
-    FROM totals GROUP BY node, item, metric, g
+own AS (
+    SELECT node, item, period, quantile_disc(spacing, 0.5) AS own_ns
+    FROM pairs WHERE spacing <= {period_ns} GROUP BY ALL
 ),
-deltas AS (
-    SELECT node, metric, g - 1 AS slot,
-           total - lag(total) OVER grid AS delta, g - lag(g) OVER grid AS span
-    FROM at_grid WINDOW grid AS (PARTITION BY node, item ORDER BY g)
+classed AS (
+    SELECT p.node, p.metric, p.seq, p.t_prev, p.t_ns,
+           CASE WHEN kind = 'counter' AND (value < v_prev OR value - v_prev >= {max_rise})
+                     THEN 'reset'
+                WHEN spacing > {period_ns} OR spacing > {gap_factor} * o.own_ns THEN 'gap'
+                ELSE 'landed' END AS reason,
+           CASE WHEN kind = 'rate'
+                     THEN CAST(round(CAST(value AS DOUBLE) * spacing / {ns}) AS HUGEINT)
+                WHEN value < v_prev THEN CAST(round(value) AS HUGEINT)
+                WHEN value - v_prev >= {max_rise} THEN CAST(0 AS HUGEINT)
+                ELSE CAST(round(value - v_prev) AS HUGEINT) END AS amount
+    FROM pairs p LEFT JOIN own o USING (node, item, period)
 ),
-amounts AS (
-    SELECT node, metric, slot, CAST(round(delta) AS BIGINT) AS amount
-    FROM deltas WHERE span = 1
-    UNION ALL
-    SELECT node, metric, g - 1, CAST(round(avg(value) * {interval}) AS BIGINT)
-    FROM clean WHERE kind = 'rate' GROUP BY node, item, metric, g
-),
+spread AS (
+    SELECT node, metric, seq, slot,
+           amount * (least(t_ns, (slot + 1) * {step_ns}) - t_prev) // (t_ns - t_prev)
+           - amount * (greatest(t_prev, slot * {step_ns}) - t_prev) // (t_ns - t_prev) AS amount
+    FROM (
+        SELECT *, unnest(range(greatest(t_prev // {step_ns}, {first_slot}),
+                               least((t_ns - 1) // {step_ns}, {last_slot}) + 1)) AS slot
+        FROM classed WHERE reason = 'landed'
+    )
+)"""
+
+_NODE_IO = (
+    "WITH"
+    + _PAIRS
+    + """,
 traffic AS (
     SELECT node, slot, {traffic_columns}
-    FROM amounts WHERE slot BETWEEN {first_slot} AND {last_slot}
-    GROUP BY node, slot HAVING max(amount) > 0
+    FROM spread GROUP BY node, slot HAVING max(amount) > 0
 ),
 gauges AS (
-    SELECT node, g - 1 AS slot,
+    SELECT node, (t_ns - 1) // {step_ns} AS slot,
            avg(value) FILTER (WHERE metric = 'cpu_load') AS cpu_load,
            arg_max(value, (t_ns, seq, line_no)) FILTER (WHERE metric = 'mem_used_bytes') AS mem_used
     FROM clean WHERE kind = 'gauge' GROUP BY node, slot
@@ -94,42 +113,19 @@ SELECT t.node, make_timestamp(t.slot * {interval} * 1000000) AS ts,
 FROM traffic t LEFT JOIN gauges g USING (node, slot) JOIN {nodes} n USING (node)
 ORDER BY t.node, t.slot
 """
-
-
-_CLEAN = _NODE_IO[_NODE_IO.index("WITH clean AS") : _NODE_IO.index("risen AS")]
+)
 
 _BALANCE = (
-    _CLEAN
+    "WITH"
+    + _PAIRS
     + """
-marked AS (
-    SELECT *, value - lag(value) OVER s AS rise,
-           t_ns = arg_min(t_ns, (abs(t_ns - g * {step_ns}), seq, line_no))
-                  OVER (PARTITION BY node, item, g) AS chosen
-    FROM clean WHERE kind = 'counter'
-    WINDOW s AS (PARTITION BY node, item ORDER BY t_ns)
-),
-framed AS (
-    SELECT *,
-           last_value(CASE WHEN chosen THEN g END IGNORE NULLS) OVER (s ROWS BETWEEN
-               UNBOUNDED PRECEDING AND 1 PRECEDING) AS before_g,
-           first_value(CASE WHEN chosen THEN g END IGNORE NULLS) OVER (s ROWS BETWEEN
-               CURRENT ROW AND UNBOUNDED FOLLOWING) AS after_g
-    FROM marked
-    WINDOW s AS (PARTITION BY node, item ORDER BY t_ns)
-),
-classed AS (
-    SELECT node, metric, seq,
-           CASE WHEN rise < 0 OR rise >= {max_rise} THEN 'reset'
-                WHEN after_g - before_g = 1 THEN 'landed' ELSE 'gap' END AS reason,
-           CASE WHEN rise < 0 THEN value WHEN rise >= {max_rise} THEN 0 ELSE rise END AS amount,
-           CASE WHEN rise > 0 AND after_g - before_g = 1 THEN before_g ELSE g - 1 END AS slot
-    FROM framed WHERE rise <> 0
+SELECT node, metric, reason, CAST(sum(amount) AS HUGEINT) AS bytes
+FROM (
+    SELECT node, metric, seq, 'landed' AS reason, slot, amount FROM spread
     UNION ALL
-    SELECT node, metric, min(seq), 'landed', avg(value) * {interval}, g - 1
-    FROM clean WHERE kind = 'rate' GROUP BY node, item, metric, g
+    SELECT node, metric, seq, reason, (t_ns - 1) // {step_ns} AS slot, amount
+    FROM classed WHERE reason <> 'landed'
 )
-SELECT node, metric, reason, CAST(round(sum(amount)) AS HUGEINT) AS bytes
-FROM classed
 WHERE slot BETWEEN {first_slot} AND {last_slot} AND {member} AND amount > 0
 GROUP BY ALL
 """
@@ -137,17 +133,20 @@ GROUP BY ALL
 
 
 def balance_query(
-    samples: str, interval: int, slots: tuple[int, int], seq: int | None = None
+    samples: str,
+    interval: int,
+    slots: tuple[int, int],
+    seq: int | None = None,
+    gap_factor: float = GAP_FACTOR,
 ) -> str:
     """SQL for the traffic of the stream member ``seq`` (default all) in intervals ``slots``,
-    per node, metric
-    and reason: ``landed`` (in a node_io interval), ``gap`` (across missing grid points, or
-    before the first / after the last grid sample of a series), ``reset`` (counted since a
-    counter reset or reboot: its value after the drop). A counter rise belongs to the member
-    holding its later sample; a rate sample's traffic (value × interval) to the first member
-    sampling that grid point. Their sum is the traffic seen in the input."""
+    per node, metric and reason: ``landed`` (the part of a landed pair in those intervals),
+    ``gap`` (a pair spaced beyond its item's own interval, see the module doc), ``reset``
+    (counted since a counter reset or reboot: its value after the drop). A pair belongs to the
+    member holding its later sample, and its gap or reset to the slot of that sample. Their sum
+    is the traffic seen in the input."""
     return _BALANCE.format(
-        **_window(samples, interval, slots),
+        **_window(samples, interval, slots, gap_factor),
         member="true" if seq is None else f"seq = {int(seq)}",
     )
 
@@ -161,20 +160,31 @@ def duplicates_query(samples: str) -> str:
     )
 
 
-def grid_sql(t_ns: str, interval: int) -> str:
-    """SQL for the grid point g of a sample time (nearest multiple of ``interval``)."""
-    step_ns = _step_ns(interval)
-    return f"(({t_ns}) + {step_ns // 2}) // {step_ns}"
+def slot_sql(t_ns: str, interval: int) -> str:
+    """SQL for the grid slot whose interval (start, end] holds a sample time."""
+    return f"(({t_ns}) - 1) // {_step_ns(interval)}"
 
 
-def _window(samples: str, interval: int, slots: tuple[int, int]) -> dict[str, object]:
+def reach_ns(interval: int) -> tuple[int, int]:
+    """How far before and after its slots a region (a UTC day, whose start is a period's)
+    must read samples: a pair spans at most a period, and the own interval of a period needs
+    every pair ending in it (module doc)."""
+    return PERIOD_S * NS, 2 * PERIOD_S * NS + _step_ns(interval)
+
+
+def _window(
+    samples: str, interval: int, slots: tuple[int, int], gap_factor: float = GAP_FACTOR
+) -> dict[str, object]:
     """The parameters every query over a window of grid intervals takes."""
-    step_ns = _step_ns(interval)
+    if not gap_factor >= 1:
+        raise ValueError(f"the gap factor must be >= 1, not {gap_factor!r}")
     return {
         "samples": samples,
         "interval": int(interval),
-        "step_ns": step_ns,
-        "half_ns": step_ns // 2,
+        "step_ns": _step_ns(interval),
+        "ns": NS,
+        "period_ns": PERIOD_S * NS,
+        "gap_factor": float(gap_factor),
         "first_slot": int(slots[0]),
         "last_slot": int(slots[1]),
         "max_rise": MAX_RISE,
@@ -188,13 +198,17 @@ def _step_ns(interval: int) -> int:
 
 
 def node_io_query(
-    samples: str, nodes: str, interval: int, slots: tuple[int, int] = (-(2**62), 2**62)
+    samples: str,
+    nodes: str,
+    interval: int,
+    slots: tuple[int, int] = (-(2**62), 2**62),
+    gap_factor: float = GAP_FACTOR,
 ) -> str:
     """SQL for ``node_io`` rows (plus ``_record`` from ``nodes(node, record)``), ordered by
     node and ts, for the intervals numbered ``slots`` (first, last; ts = slot × interval).
-    An interval's row needs the samples of grid points slot and slot + 1 only."""
+    ``samples`` must hold every sample within :func:`reach_ns` of those intervals."""
     return _NODE_IO.format(
-        **_window(samples, interval, slots),
+        **_window(samples, interval, slots, gap_factor),
         nodes=nodes,
         traffic_columns=", ".join(
             f"sum(amount) FILTER (WHERE metric = '{m}') AS {m}" for m in TRAFFIC

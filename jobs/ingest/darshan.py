@@ -288,4 +288,6 @@ SOURCE = Source(
     name="darshan",
     tables=("darshan_jobs", "darshan_rank_io", "darshan_heatmap"),
     parse=parse,
+    add_arguments=add_arguments,
+    file_pattern=FILE_PATTERN,
 )

@@ -1,14 +1,19 @@
 """Drop-directory ingestion for scheduled pipelines: what is new, and land it.
 
-Centres drop raw files into ``<drop>/<source>/``; each scheduled run lands the files whose
-content the lake has not seen (by content id, so a rerun or a re-dropped file is a no-op).
+Centres drop raw files into folders the scheduled ingest DAGs watch: the drop folders of the
+deployment file (:mod:`burstlake.config`), each with its source, machine and options, else
+``<drop>/<source>/``. Each scheduled run lands the files whose content the lake has not seen
+(by content id, so a rerun or a re-dropped file is a no-op), with the folder's options.
+Nothing here names a source: the source's hooks do the rest (``Source.after_landing``).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from burstlake.jobs.ingest import source_module
 from burstlake.jobs.ingest.base import content_id, expand_paths, ingest, totals
@@ -23,31 +28,80 @@ def drop_path(drop: str | os.PathLike | None = None) -> Path:
     return Path(drop or os.environ.get("BURSTLAKE_DROP") or DEFAULT_DROP).absolute()
 
 
+def drop_folders(
+    source: str, lake: str | os.PathLike | None = None, config: str | os.PathLike | None = None
+) -> list[tuple[Path, dict[str, Any]]]:
+    """The folders files of ``source`` are dropped in, each with the options they land with:
+    the deployment file's drops of that source, else ``<drop>/<source>`` with no options."""
+    from burstlake.config import load
+
+    deployment = load(config, lake)
+    if deployment.path is None:
+        return [(drop_path() / source, {})]
+    return [(d.path, deployment.drop_options(d)) for d in deployment.drops if d.source == source]
+
+
 def pending_files(
-    source: str, drop: str | os.PathLike | None = None, lake: str | os.PathLike | None = None
+    source: str,
+    drop: str | os.PathLike | None = None,
+    lake: str | os.PathLike | None = None,
 ) -> list[str]:
-    """Files in ``<drop>/<source>`` whose content is not in the lake's ingest_log yet."""
-    folder = drop_path(drop) / source
+    """Files in the folder ``drop`` (default ``<drop>/<source>``) whose content is not in the
+    lake's ingest_log yet."""
+    folder = Path(drop) if drop is not None else drop_path() / source
     if not folder.is_dir():
         return []
-    pattern = getattr(source_module(source), "FILE_PATTERN", "*")
     seen: set[str] = set()
     if table_files(lake, "ingest_log"):
         seen = set(read_table(lake, "ingest_log", columns=["source_id"]).column(0).to_pylist())
+    pattern = source_module(source).SOURCE.file_pattern
     return [str(f) for f in expand_paths([folder], pattern) if content_id(f) not in seen]
 
 
-def land_files(source: str, files: list[str], lake: str | os.PathLike | None = None) -> dict:
-    """Ingest ``files`` of ``source``; returns the row accounting. Raises if any was unusable."""
-    reports = ingest(source_module(source).SOURCE, files, lake_path(lake))
+def land_files(
+    source: str,
+    files: list[str],
+    lake: str | os.PathLike | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> dict:
+    """Ingest ``files`` of ``source`` with ``options`` (the parse options, as on the command
+    line); returns the row accounting and the findings of the source's checks of rows landed
+    earlier. Raises if any file was unusable."""
+    spec = source_module(source).SOURCE
+    reports = ingest(spec, files, lake_path(lake), dict(options or {}))
     unusable = [f"{r.file}: {r.error}" for r in reports if r.error]
     if unusable:
         raise ValueError(f"{source}: unusable input files: {'; '.join(unusable)}")
     result: dict = totals(reports)
-    if source == "topology":  # rows that landed before their topology are checked now
-        from burstlake.jobs.ingest.topology import describe_unknown, unknown_nodes
+    for check, lines in spec.after_landing(lake_path(lake)).items():
+        result[check] = lines
+        for line in lines:
+            LOG.warning("%s check of rows landed earlier: %s", source, line)
+    return result
 
-        result["not_in_topology"] = describe_unknown(unknown_nodes(lake_path(lake)))
-        for line in result["not_in_topology"]:
-            LOG.warning("topology check of rows landed earlier: %s", line)
+
+def land_pulled(
+    source: str, options: Mapping[str, Any], lake: str | os.PathLike | None = None
+) -> dict:
+    """Read a source's input from elsewhere (``Source.pull``: a database) and land it, as
+    ``burstlake ingest`` does; returns the row accounting and the pull's notes. Raises when the
+    read ended early (what came before it landed; the next run continues) or a file was
+    unusable."""
+    import tempfile
+
+    spec = source_module(source).SOURCE
+    if spec.pull is None:
+        raise ValueError(f"{source} reads files only")
+    with tempfile.TemporaryDirectory(prefix=f"burstlake-{source}-") as scratch:
+        pulled = spec.pull(options, lake_path(lake), Path(scratch))
+        if pulled is None:
+            raise ValueError(f"{source}: the options name nothing to read")
+        result = land_files(
+            source, [str(f) for f in pulled.files], lake, {**options, **pulled.options}
+        )
+    result["notes"] = pulled.notes
+    for note in pulled.notes:
+        LOG.info("%s", note)
+    if pulled.error:
+        raise ValueError(f"{pulled.error}; what came before it landed")
     return result

@@ -720,5 +720,6 @@ SOURCE = Source(
     name="slurm",
     tables=("jobs", "job_steps", "job_nodes"),
     parse=parse,
+    add_arguments=add_arguments,
     check_options=check_options,
 )

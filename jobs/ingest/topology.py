@@ -263,4 +263,17 @@ def check_options(options: Mapping[str, Any]) -> None:
         raise ValueError(f"--ion-per-cabinet is a flag (true or false), not {flag!r}")
 
 
-SOURCE = Source(name="topology", tables=("topology",), parse=parse, check_options=check_options)
+def after_landing(lake: Path) -> dict[str, list[str]]:
+    """Rows that landed before their topology, checked now that it has."""
+    return {"not_in_topology": describe_unknown(unknown_nodes(lake))}
+
+
+SOURCE = Source(
+    name="topology",
+    tables=("topology",),
+    parse=parse,
+    check_options=check_options,
+    file_pattern=FILE_PATTERN,
+    add_arguments=add_arguments,
+    after_landing=after_landing,
+)

@@ -73,22 +73,21 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from burstlake.jobs.ingest import counters, inputs
+from burstlake.jobs.ingest import counters, zabbix_db, zabbix_lines
 from burstlake.jobs.ingest.base import (
     CONTRIBUTION,
     Batch,
     ParseContext,
+    Pulled,
     Reject,
     Source,
-    UnusableInput,
     record_cluster,
 )
+from burstlake.jobs.ingest.zabbix_lines import quoted as _quoted
 from burstlake.jobs.ingest.zabbix_mapping import (
-    IGNORE,
     HostNames,
     ItemMapping,
     load_mapping,
@@ -97,15 +96,12 @@ from burstlake.jobs.ingest.zabbix_mapping import (
 from burstlake.lake import dataset, lake_path, read_table
 
 LOG = logging.getLogger(__name__)
-FILE_PATTERN = "history*"
-BLOCK_BYTES = 16 << 20  # text decoded per pass-1 step
 ROWS_PER_BATCH = 200_000  # node_io rows per batch (whole nodes)
 NODE_BUCKETS = 16  # node_io contributions per day: pass 2 recomputes one day of one bucket
 DAY_S = 86_400
 STATE_TABLE = "zabbix_samples"
 SOURCE_NAME = "zabbix"
 REJECTS_PER_BATCH = 50_000
-HISTORY_COLUMNS = ("itemid", "clock", "value")  # required in DB-shape headers; ns optional
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -122,7 +118,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(optional name,value_type)",
     )
     parser.add_argument(
-        "--interval", type=int, default=10, help="node_io interval in seconds (default 10)"
+        "--interval",
+        type=int,
+        default=None,
+        help="the lake's node_io grid in seconds (default 10); each item's own sampling "
+        "interval is read from its samples",
+    )
+    parser.add_argument(
+        "--gap-factor",
+        type=float,
+        default=None,
+        help="a spacing between two samples of an item longer than this many times the item's "
+        f"own sampling interval (read from the data) is a gap (default {counters.GAP_FACTOR:g})",
     )
     parser.add_argument(
         "--keep-domain",
@@ -136,6 +143,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="OLD=NEW",
         help="rewrite a host-name prefix to match Slurm and topology names (repeatable; the "
         "first matching rule applies), e.g. --host-prefix nid=cn",
+    )
+    parser.add_argument(
+        "--db",
+        default=None,
+        metavar="URL",
+        help="read history from Zabbix's PostgreSQL database (postgresql://user@host:port/db; "
+        "the password from $PGPASSWORD or --password-env) instead of, or besides, files",
+    )
+    parser.add_argument(
+        "--password-env",
+        default=None,
+        metavar="VAR",
+        help="environment variable holding --db's password",
+    )
+    parser.add_argument(
+        "--since", default=None, help="with --db: rows from this clock (Unix seconds or ISO time)"
+    )
+    parser.add_argument(
+        "--until", default=None, help="with --db: rows before this clock (Unix seconds or ISO time)"
     )
     parser.add_argument(
         "--spill-dir", default=None, help="directory for temporary spill files (default: $TMPDIR)"
@@ -153,6 +179,7 @@ class Settings:
     interval: int
     hosts: HostNames
     items: Path | None = None
+    gap_factor: float = counters.GAP_FACTOR
     spill_dir: str | None = None
     memory_limit: str = "1GB"
 
@@ -162,6 +189,10 @@ class Settings:
         interval = 10 if given is None else int(given)
         if interval < 1:
             raise ValueError(f"--interval must be >= 1 second, not {interval}")
+        factor = options.get("gap_factor")
+        factor = counters.GAP_FACTOR if factor is None else float(factor)
+        if not factor >= 1 or factor == float("inf"):
+            raise ValueError(f"--gap-factor must be a finite number >= 1, not {factor:g}")
         items = options.get("items")
         if items is not None and not Path(items).is_file():
             raise FileNotFoundError(f"item table {items} does not exist")
@@ -173,6 +204,7 @@ class Settings:
                 prefixes=tuple(prefix_rewrite(p) for p in options.get("host_prefix") or ()),
             ),
             items=Path(items) if items else None,
+            gap_factor=factor,
             spill_dir=options.get("spill_dir"),
             memory_limit=options.get("memory_limit") or "1GB",
         )
@@ -181,311 +213,22 @@ class Settings:
 def check_options(options: Mapping[str, Any]) -> None:
     """The parse options are those :meth:`Settings.from_options` accepts (it raises)."""
     Settings.from_options(dict(options))
+    for name in ("since", "until"):
+        zabbix_db.parse_time(options.get(name), name)
 
 
-# ------------------------------------------------------------------ reading lines
-
-
-def _bytes(path: Path, progress) -> Iterator[bytes]:
-    """The file's (decompressed) text without a leading UTF-8 BOM, lines beyond the limit cut
-    to be told by their length (the rules of :mod:`.inputs` every text source shares)."""
-    return inputs.cap_lines(inputs.text_chunks(path, progress))
-
-
-def _blocks(chunks: Iterable[bytes]) -> Iterator[bytes]:
-    """Regroup bytes into blocks of whole lines (without the final newline). A broken stream
-    is re-raised after the lines read before it."""
-    pending: list[bytes] = []
-    size = 0
-    try:
-        for chunk in chunks:
-            pending.append(chunk)
-            size += len(chunk)
-            if size < BLOCK_BYTES or b"\n" not in chunk:
-                continue
-            data = b"".join(pending)
-            cut = data.rfind(b"\n")
-            yield data[:cut]
-            pending, size = [data[cut + 1 :]], len(data) - cut - 1
-    except inputs.BrokenStream:
-        yield from _last_block(pending)
-        raise
-    yield from _last_block(pending)
-
-
-def _last_block(pending: list[bytes]) -> Iterator[bytes]:
-    data = b"".join(pending)
-    if data:
-        yield data[:-1] if data.endswith(b"\n") else data
-
-
-def _lines(block: bytes, first: int) -> pa.Table:
-    """A block as a table of ``line_no`` (1-based) and ``line`` (UTF-8, CR stripped)."""
-    text = pa.array([block.decode("utf-8", errors="replace")], pa.string())
-    lines = pc.utf8_rtrim(pc.list_flatten(pc.split_pattern(text, "\n")), characters="\r")
-    numbers = pa.array(np.arange(first, first + len(lines), dtype=np.int64))
-    return pa.table({"line_no": numbers, "line": lines})
-
-
-# ------------------------------------------------------------------ decoding (pass 1)
-
-# Each decoder turns ``lines`` into fields (text, or NULL where absent) and a first ``bad``.
-_NDJSON = """
-WITH parsed AS MATERIALIZED (
-    SELECT line_no, line,
-           CASE WHEN trim(line, ' ' || chr(9)) = '' THEN 'empty line'
-                WHEN NOT json_valid(line) THEN 'not valid JSON (truncated line?)'
-                WHEN json_type(line) <> 'OBJECT' THEN 'not a JSON object' END AS bad,
-           try(json_extract_string(line, ['$.host.host', '$.host', '$.itemid', '$.name',
-               '$.key_', '$.clock', '$.ns', '$.value', '$.type'])) AS f
-    FROM lines
-)
-SELECT line_no, line, bad,
-       coalesce(f[1], CASE WHEN NOT starts_with(f[2], '{') THEN f[2] END) AS host,
-       f[3] AS itemid, f[4] AS name, f[5] AS key_, f[6] AS clock, f[7] AS ns, f[8] AS value,
-       f[9] AS type
-FROM parsed
-"""
-
-_DELIMITED = """
-SELECT line_no, line,
-       CASE WHEN trim(line, ' ' || chr(9)) = '' THEN 'empty line'
-            WHEN len(f) <> {width} THEN 'expected {width} fields ({header}), found ' || len(f)
-       END AS bad,
-       NULL::VARCHAR AS host, trim(f[{itemid}], '" ') AS itemid, NULL::VARCHAR AS name,
-       NULL::VARCHAR AS key_,
-       trim(f[{clock}], '" ') AS clock, {ns} AS ns, trim(f[{value}], '" ') AS value,
-       NULL::VARCHAR AS type
-FROM (SELECT line_no, line, string_split(line, '{delimiter}') AS f FROM lines)
-"""
-
-# Classifies every decoded line: a ``reason`` to quarantine it, or a sample.
-_CLASSIFY = """
-WITH fields AS ({decoder}),
-resolved AS (
-    SELECT f.*, coalesce(f.host, i.host) AS node_host, coalesce(f.key_, i.key_) AS item_key,
-           coalesce(f.name, i.name) AS item_name, coalesce(f.type, i.value_type) AS value_type,
-           TRY_CAST(f.clock AS BIGINT) AS clock_s, TRY_CAST(coalesce(f.ns, '0') AS BIGINT) AS ns_i,
-           -- DOUBLE is exact below 2^53; larger values are uint64 counters, read as integers
-           -- (a direct VARCHAR -> DECIMAL cast is ~100x slower in DuckDB 1.5)
-           CASE WHEN abs(TRY_CAST(f.value AS DOUBLE)) < 9007199254740992
-                THEN TRY_CAST(TRY_CAST(f.value AS DOUBLE) AS DECIMAL(38, 6))
-                ELSE TRY_CAST(TRY_CAST(f.value AS HUGEINT) AS DECIMAL(38, 6)) END AS number
-    FROM fields f LEFT JOIN items i ON i.itemid = f.itemid
-),
-mapped AS (
-    SELECT r.*, coalesce(k.metric, n.metric) AS metric, coalesce(k.kind, n.kind) AS kind,
-           coalesce(k.scale, n.scale) AS scale,
-           -- far beyond 64 bits the exact product would overflow DECIMAL(38): no value then
-           CASE WHEN CAST(number AS DOUBLE) * CAST(coalesce(k.scale, n.scale) AS DOUBLE) < 1e20
-                THEN CAST(number * coalesce(k.scale, n.scale) AS DECIMAL(38, 6)) END AS scaled
-    FROM resolved r
-    LEFT JOIN mapping k ON k.match = 'key' AND k.ident = r.item_key
-    LEFT JOIN mapping n ON n.match = 'name' AND n.ident = r.item_name
-)
-SELECT line_no, line,
-    CASE WHEN strlen(line) > $max_line THEN $too_long
-         WHEN bad IS NOT NULL THEN bad
-         WHEN contains(line, chr(65533)) THEN $not_utf8
-         WHEN clock IS NULL THEN 'no clock'
-         WHEN value IS NULL THEN 'no value'
-         WHEN value_type IS NOT NULL AND value_type NOT IN ('0', '3') THEN
-              'value type ' || value_type || coalesce(' (' || CASE value_type WHEN '1'
-              THEN 'character' WHEN '2' THEN 'log' WHEN '4' THEN 'text' END || ')', '')
-              || ' is not numeric (0 float, 3 unsigned)'
-         WHEN number IS NULL THEN 'value ' || left(value, 40) || ' is not a number'
-         WHEN number < 0 THEN 'negative value ' || value
-         WHEN clock_s IS NULL OR clock_s NOT BETWEEN 0 AND 4102444799 THEN
-              'clock ' || clock || ' is not a Unix time in seconds'
-         WHEN ns_i IS NULL OR ns_i NOT BETWEEN 0 AND 999999999 THEN
-              'ns ' || ns || ' is not 0..999999999'
-         WHEN node_host IS NOT NULL AND trim(node_host) = '' THEN 'empty host name'
-         WHEN node_host IS NULL AND itemid IS NULL THEN 'no host and no itemid'
-         WHEN node_host IS NULL AND NOT $has_items THEN
-              'no host: history rows need the item table (--items FILE)'
-         WHEN node_host IS NULL THEN 'itemid ' || itemid || ' is not in the item table'
-         WHEN kind = 'ignore' THEN 'ignore'
-         WHEN metric IS NULL THEN 'item ' || coalesce('key ''' || item_key || '''',
-              'name ''' || item_name || '''', 'without key or name')
-              || ' is not in the mapping ' || $mapping
-         -- (JSON numbers above 2^63 arrive as doubles: 2^64 - 1 reads as 2^64)
-         WHEN scaled IS NULL OR kind = 'counter' AND CAST(scaled AS DOUBLE) > 18446744073709551616
-              OR kind <> 'counter' AND scaled >= CAST('9223372036854775808' AS DECIMAL(38, 6))
-                 / CASE kind WHEN 'rate' THEN $interval ELSE 1 END
-              THEN 'value ' || left(value, 40) || ' is beyond 64 bits'
-    END AS reason,
-    node_host AS host, coalesce(itemid, 'name:' || item_name) AS item, metric, kind,
-    clock_s * 1000000000 + ns_i AS t_ns,
-    scaled AS value
-FROM mapped
-"""
-
-
-def _decoder(header: str | None) -> str:
-    """The decoder SQL for NDJSON (``header`` None) or a CSV/TSV with this header line."""
-    if header is None:
-        return _NDJSON
-    delimiter = "\t" if "\t" in header else ","
-    names = [h.strip().strip('"').lower() for h in header.split(delimiter)]
-    missing = [c for c in HISTORY_COLUMNS if c not in names]
-    if missing:
-        raise UnusableInput(
-            "neither a Zabbix real-time export (NDJSON) nor history rows with a header "
-            f"itemid, clock, value[, ns]: first line {header[:80]!r}"
-        )
-    at = {name: names.index(name) + 1 for name in names}
-    return _DELIMITED.format(
-        width=len(names),
-        header=delimiter.join(names).replace("'", "''").replace("\t", ", "),
-        delimiter=delimiter,
-        ns=f"trim(f[{at['ns']}], '\" ')" if "ns" in at else "NULL::VARCHAR",
-        **{c: at[c] for c in HISTORY_COLUMNS},
+def pull(options: Mapping[str, Any], lake: Path, folder: Path) -> Pulled | None:
+    """With ``--db``: the window's history rows and the item table, read from the database
+    (:mod:`.zabbix_db`) into ``folder``."""
+    if not options.get("db"):
+        return None
+    got = zabbix_db.extract(options["db"], folder, lake, options)
+    return Pulled(
+        [got.history] if got.rows else [],
+        {"items": str(got.items)},
+        [f"zabbix --db {zabbix_db.where(options['db'])}: {zabbix_db.summary(got)}"],
+        got.lost,
     )
-
-
-def _load_items(con: duckdb.DuckDBPyConnection, path: Path | None) -> None:
-    """Table ``items(itemid, host, key_, name, value_type)``, empty without an item table."""
-    columns = ("itemid", "host", "key_", "name", "value_type")
-    if path is None:
-        con.execute(f"CREATE TEMP TABLE items ({', '.join(c + ' VARCHAR' for c in columns)})")
-        return
-    try:
-        found = con.execute(
-            "SELECT * FROM read_csv(?, header = true, all_varchar = true) LIMIT 0", [str(path)]
-        ).description
-    except duckdb.Error as err:
-        raise ValueError(f"item table {path}: cannot read it as CSV/TSV: {err}") from None
-    names = [d[0] for d in found]
-    if not {"itemid", "host", "key_"} <= set(names):
-        raise ValueError(f"item table {path}: needs a header with itemid, host, key_")
-    select = ", ".join(f'"{c}"' if c in names else f"NULL::VARCHAR AS {c}" for c in columns)
-    con.execute(
-        f"CREATE TEMP TABLE items AS SELECT DISTINCT ON (itemid) {select} "
-        "FROM read_csv(?, header = true, all_varchar = true)",
-        [str(path)],
-    )
-
-
-@dataclass
-class _Spill:
-    """Pass-1 state: the connection, the classifying SQL and where samples go."""
-
-    con: duckdb.DuckDBPyConnection
-    root: Path
-    hosts: HostNames
-    params: dict[str, Any]  # SQL parameters of _CLASSIFY
-    classify: str | None = None  # chosen from the first block
-    ignored: int = 0  # lines of items on the mapping's ignore list
-
-    def block(self, n: int, lines: pa.Table) -> tuple[int, list[Reject]]:
-        """Classify a block: spill its samples by node bucket; return its records and rejects."""
-        if self.classify is None:
-            decoder, lines = _first_block(lines)
-            self.classify = _CLASSIFY.format(decoder=decoder)
-        con = self.con
-        con.register("lines", lines)
-        con.execute(f"CREATE OR REPLACE TEMP TABLE decoded AS {self.classify}", self.params)
-        con.unregister("lines")
-        self._learn_hosts()
-        con.execute(
-            "UPDATE decoded SET reason = m.reason FROM hostmap m "
-            "WHERE decoded.host = m.host AND decoded.reason IS NULL AND m.reason IS NOT NULL"
-        )
-        part = _quoted(self.root / f"part-{n:06d}")
-        con.execute(
-            "COPY (SELECT d.line_no, d.line AS raw, m.node, d.item, d.metric, d.kind, d.t_ns, "
-            f"d.value, {_bucket_sql('m.node')} AS bucket "
-            "FROM decoded d JOIN hostmap m USING (host) WHERE d.reason IS NULL) "
-            f"TO '{part}' (FORMAT parquet, COMPRESSION zstd, PARTITION_BY (bucket))"
-        )
-        rows = con.execute(
-            "SELECT line_no, line, reason FROM decoded WHERE reason IS NOT NULL "
-            f"AND reason <> '{IGNORE}' ORDER BY line_no"
-        ).fetchall()
-        self.ignored += con.execute(
-            f"SELECT count(*) FROM decoded WHERE reason = '{IGNORE}'"
-        ).fetchone()[0]
-        return lines.num_rows, [Reject(f"line {no}", line, reason) for no, line, reason in rows]
-
-    def _learn_hosts(self) -> None:
-        """Add the block's new host names to table ``hostmap``: their node name, or why they
-        have none (it is empty, or another host name of the file already gives it: ``cn1`` and
-        ``cn1.example.org`` are one node, and counting both would double its traffic)."""
-        new = self.con.execute(
-            "SELECT host FROM decoded WHERE reason IS NULL "
-            "AND host NOT IN (SELECT host FROM hostmap) GROUP BY host ORDER BY min(line_no)"
-        ).fetchall()
-        if not new:
-            return
-        taken = dict(
-            self.con.execute("SELECT node, host FROM hostmap WHERE node IS NOT NULL").fetchall()
-        )
-        rows = []
-        for (host,) in new:
-            node = self.hosts.node(host)
-            if not node:
-                rows.append((host, None, f"host name {host[:60]!r} gives an empty node name"))
-            elif node in taken:
-                reason = f"host {host[:60]!r} is node {node}, already named by host {taken[node]!r}"
-                rows.append((host, None, reason))
-            else:
-                taken[node] = host
-                rows.append((host, node, None))
-        columns = ("host", "node", "reason")
-        table = pa.table(
-            {c: pa.array([r[i] for r in rows], pa.string()) for i, c in enumerate(columns)}
-        )
-        self.con.register("new_hosts", table)
-        self.con.execute("INSERT INTO hostmap SELECT host, node, reason FROM new_hosts")
-        self.con.unregister("new_hosts")
-
-
-def _quoted(path: Path) -> str:
-    return str(path).replace("'", "''")
-
-
-def _pass_one(
-    path: Path,
-    context: ParseContext,
-    con: duckdb.DuckDBPyConnection,
-    spill: Path,
-    settings: Settings,
-) -> Iterator[Batch]:
-    """Decode the file block by block; yields one batch of records and rejects per block.
-    A broken compressed stream is one more record: the unreadable rest of the file."""
-    con.register("mapping", settings.mapping.table())
-    con.execute("CREATE TEMP TABLE hostmap (host VARCHAR, node VARCHAR, reason VARCHAR)")
-    _load_items(con, settings.items)
-    params = {
-        "has_items": settings.items is not None,
-        "mapping": settings.mapping.origin,
-        "interval": settings.interval,
-        "max_line": inputs.MAX_LINE_BYTES,
-        "too_long": inputs.LINE_TOO_LONG,
-        "not_utf8": inputs.NOT_UTF8,
-    }
-    state = _Spill(con, spill, settings.hosts, params)
-    first = 1
-    try:
-        for n, block in enumerate(_blocks(_bytes(path, context.progress))):
-            lines = _lines(block, first)
-            first += lines.num_rows
-            records, rejects = state.block(n, lines)
-            yield Batch({}, records, rejects)
-    except inputs.BrokenStream as err:
-        reason = f"{err}; the rest of the file after line {first - 1} is lost"
-        yield Batch({}, 1, [Reject(f"byte {err.offset}", None, reason)])
-    if state.ignored:
-        LOG.info("%s: %d lines of items on the ignore list (landed, unused)", path, state.ignored)
-
-
-def _first_block(lines: pa.Table) -> tuple[str, pa.Table]:
-    """Pick the decoder from the first non-empty line; drop a CSV/TSV header line."""
-    texts = lines.column("line").to_pylist()
-    first = next((t for t in texts if t.strip()), "")
-    if first.lstrip().startswith(("{", "[")) or not first:
-        return _decoder(None), lines
-    return _decoder(texts[0]), lines.slice(1)
 
 
 # ------------------------------------------------------------------ the stream of an export
@@ -601,8 +344,8 @@ def _regions(
     con: duckdb.DuckDBPyConnection, spill: Path, settings: Settings, stream: Stream
 ) -> Iterator[Batch]:
     iv = settings.interval
-    grid = counters.grid_sql("t_ns", iv)
-    touched = _replaced_regions(stream)
+    before, after = counters.reach_ns(iv)
+    touched = _replaced_regions(stream, iv)
     records = [0]  # node records numbered apart across regions
     for bucket in sorted(_spilled_buckets(spill) | set(touched)):
         new = _bucket_view(con, spill, bucket, stream)
@@ -612,9 +355,12 @@ def _regions(
         )
         days = {
             d
-            for (d,) in con.execute(
-                f"SELECT DISTINCT {_day_sql(f'({grid} + k) * {iv}')} FROM {new}, range(-1, 1) r(k)"
+            for (lo, hi) in con.execute(
+                f"SELECT DISTINCT {_day_sql(f'(t_ns - {after}) / 1e9')}, "
+                f"{_day_sql(f'(t_ns + {before}) / 1e9')} "
+                f"FROM {new}"
             ).fetchall()
+            for d in range(lo, hi + 1)
         }
         for day in sorted(days | touched.get(bucket, set())):
             yield from _region(con, new, bucket, day, settings, stream, records)
@@ -624,24 +370,36 @@ def _spilled_buckets(spill: Path) -> set[int]:
     return {int(p.name.split("=", 1)[1]) for p in spill.glob("part-*/bucket=*")}
 
 
-def _replaced_regions(stream: Stream) -> dict[int, set[int]]:
-    """bucket -> days holding samples of the replaced contents (to be recomputed without)."""
+def _replaced_regions(stream: Stream, interval: int) -> dict[int, set[int]]:
+    """bucket -> days whose regions read samples of the replaced contents (to be recomputed
+    without them)."""
     found: dict[int, set[int]] = {}
     if not stream.replaced:
         return found
     replaced = pa.array(list(stream.replaced), pa.string())
     where = pc.field("source_id").isin(replaced) & same_machine(stream.cluster)
-    reader = stream.scan(where, ["bucket", "ts"])
-    for batch in reader:
-        days = pc.divide(
-            pc.cast(pc.cast(batch.column("ts"), pa.int64()), pa.int64()), DAY_S * 1_000_000
-        )
-        pairs = (
-            pa.table({"b": batch.column("bucket"), "d": days}).group_by(["b", "d"]).aggregate([])
-        )
-        for b, d in zip(pairs.column("b").to_pylist(), pairs.column("d").to_pylist(), strict=True):
-            found.setdefault(b, set()).add(d)
+    for batch in stream.scan(where, ["bucket", "t_ns"]):
+        for b, lo, hi in _reached_days(batch.column("bucket"), batch.column("t_ns"), interval):
+            found.setdefault(b, set()).update(range(lo, hi + 1))
     return found
+
+
+def _reached_days(
+    buckets: pa.Array | pa.ChunkedArray, t_ns: pa.Array | pa.ChunkedArray, interval: int
+) -> list[tuple[int, int, int]]:
+    """(bucket, first day, last day) of the regions whose samples windows hold these samples
+    (:func:`counters.reach_ns`)."""
+    before, after = counters.reach_ns(interval)
+    day_ns = DAY_S * counters.NS
+    table = pa.table(
+        {
+            "b": buckets,
+            "lo": pc.divide(pc.max_element_wise(pc.subtract(t_ns, after), 0), day_ns),
+            "hi": pc.divide(pc.add(t_ns, before), day_ns),
+        }
+    )
+    rows = table.group_by(["b", "lo", "hi"]).aggregate([]).to_pylist()
+    return [(r["b"], int(r["lo"]), int(r["hi"])) for r in rows]
 
 
 def _bucket_view(con: duckdb.DuckDBPyConnection, spill: Path, bucket: int, stream: Stream) -> str:
@@ -676,13 +434,13 @@ def _region(
     records are numbered from ``records[0]``, which moves past them."""
     iv = settings.interval
     first, last, window = _slots(day, iv)
+    day_ns = (day * DAY_S * counters.NS, (day + 1) * DAY_S * counters.NS)
     con.register(
         "stored", stream.scan(stream.stored(stream.others, bucket, window), _SAMPLE_COLUMNS)
     )
     con.execute("CREATE OR REPLACE TEMP TABLE other_samples AS SELECT * FROM stored")
     con.unregister("stored")
-    grid = counters.grid_sql("t_ns", iv)
-    own = f"{new} WHERE {grid} BETWEEN {first} AND {last}"
+    own = f"{new} WHERE t_ns >= {day_ns[0]} AND t_ns < {day_ns[1]}"
     con.execute(
         "INSERT INTO duplicates SELECT n.line_no, n.raw, o.file, o.line_no, n.value = o.value, "
         f"o.value FROM (SELECT * FROM {own}) n JOIN other_samples o USING (node, item, t_ns) "
@@ -707,8 +465,8 @@ def _region(
         r: (n, c) for n, r, c in con.execute("SELECT node, record, samples FROM nodes").fetchall()
     }
     records[0] += len(nodes)
-    query = counters.node_io_query("region", "nodes", iv, (first, last))
-    traffic, by_record = _balance(con, iv, (first, last), stream.seq, nodes)
+    query = counters.node_io_query("region", "nodes", iv, (first, last), settings.gap_factor)
+    traffic, by_record = _balance(con, settings, (first, last), stream.seq, nodes)
     contribution = region_id(day, bucket, stream.cluster)
     batches = _whole_nodes(con.execute(query).fetch_record_batch(ROWS_PER_BATCH), ROWS_PER_BATCH)
     for table in batches:
@@ -770,7 +528,7 @@ def _combine(batches: list[Batch]) -> Batch:
 
 def _balance(
     con: duckdb.DuckDBPyConnection,
-    interval: int,
+    settings: Settings,
     slots: tuple[int, int],
     seq: int,
     nodes: dict[int, tuple[str, int]],
@@ -780,7 +538,7 @@ def _balance(
     record_of = {node: record for record, (node, _) in nodes.items()}
     traffic: dict[str, dict[str, int]] = {}
     by_record: dict[int, dict[str, int]] = {}
-    query = counters.balance_query("region", interval, slots, seq)
+    query = counters.balance_query("region", settings.interval, slots, seq, settings.gap_factor)
     for node, metric, reason, amount in con.execute(query).fetchall():
         parts = traffic.setdefault(metric, {})
         parts["seen"] = parts.get("seen", 0) + amount
@@ -791,20 +549,27 @@ def _balance(
     return traffic, by_record
 
 
-def stream_balance(lake: str | os.PathLike | None, interval: int) -> dict[str, dict[str, int]]:
+def stream_balance(
+    lake: str | os.PathLike | None, options: Mapping[str, Any] | None = None
+) -> dict[str, dict[str, int]]:
     """The byte accounting of the lake's whole Zabbix stream, as it stands: per traffic metric
     seen = landed + gap + reset (see :func:`counters.balance_query`). Unlike the per-file rows
     of ``ingest_log`` (each as of its file's ingest), this does not depend on the order in
     which the files arrived: it is what the concatenation of all the files gives."""
+    settings = Settings.from_options(dict(options or {}))
+    interval = settings.interval
     lake = lake_path(lake)
     log = read_table(lake, "ingest_log", columns=["source", "source_id"]).to_pylist()
     members = pa.array(sorted({r["source_id"] for r in log if r["source"] == SOURCE_NAME}))
     samples = dataset(lake, STATE_TABLE)
     where = pc.field("source_id").isin(members.cast(pa.string()))
-    keys = samples.to_table(columns=["cluster", "bucket", "ts"], filter=where)
-    days = pc.divide(pc.cast(keys.column("ts"), pa.int64()), DAY_S * 1_000_000)
-    regions = pa.table({"c": keys.column("cluster"), "b": keys.column("bucket"), "d": days})
-    regions = regions.group_by(["c", "b", "d"]).aggregate([]).to_pylist()
+    keys = samples.to_table(columns=["cluster", "bucket", "t_ns"], filter=where)
+    regions = []
+    for cluster in pc.unique(keys.column("cluster")).to_pylist():
+        part = keys.filter(same_machine(cluster))
+        reached = _reached_days(part.column("bucket"), part.column("t_ns"), interval)
+        found = {(b, d) for b, lo, hi in reached for d in range(lo, hi + 1)}
+        regions += [{"c": cluster, "b": b, "d": d} for b, d in found]
     traffic: dict[str, dict[str, int]] = {}
     with duckdb.connect() as con:
         for r in sorted(regions, key=lambda r: (r["c"] or "", r["c"] is not None, r["b"], r["d"])):
@@ -813,7 +578,9 @@ def stream_balance(lake: str | os.PathLike | None, interval: int) -> dict[str, d
             span &= (pc.field("t_ns") >= window[0]) & (pc.field("t_ns") < window[1])
             region = samples.scanner(columns=_SAMPLE_COLUMNS, filter=where & span).to_reader()
             con.register("region", region)
-            query = counters.balance_query("region", interval, (first, last))
+            query = counters.balance_query(
+                "region", interval, (first, last), gap_factor=settings.gap_factor
+            )
             for _, metric, reason, amount in con.execute(query).fetchall():
                 parts = traffic.setdefault(metric, {})
                 parts["seen"] = parts.get("seen", 0) + amount
@@ -825,7 +592,9 @@ def stream_balance(lake: str | os.PathLike | None, interval: int) -> dict[str, d
 def _slots(day: int, interval: int) -> tuple[int, int, tuple[int, int]]:
     """The first and last interval of a UTC day, and the sample times (ns) they need."""
     first, last = -(-day * DAY_S // interval), -(-(day + 1) * DAY_S // interval) - 1
-    return first, last, ((first - 3) * interval * counters.NS, (last + 4) * interval * counters.NS)
+    before, after = counters.reach_ns(interval)
+    step = interval * counters.NS
+    return first, last, (first * step - before, (last + 1) * step + after)
 
 
 def _duplicate_batches(con: duckdb.DuckDBPyConnection) -> Iterator[Batch]:
@@ -900,7 +669,9 @@ def parse(path: Path, context: ParseContext) -> Iterator[Batch]:
         )
         con.execute("SET enable_progress_bar = false")  # our progress is the byte count
         try:
-            yield from _pass_one(path, context, con, spill, settings)
+            yield from zabbix_lines.pass_one(
+                path, context, con, spill, settings, _bucket_sql("m.node")
+            )
             stream = Stream.open(context, path)
             if list(spill.glob("part-*/*/*.parquet")):
                 con.execute(
@@ -923,4 +694,12 @@ SOURCE = Source(
     state_tables=(STATE_TABLE,),
     serial=True,  # a file reads the stream's samples and rewrites shared node_io parts
     check_options=check_options,
+    file_pattern="*",
+    add_arguments=add_arguments,
+    path_options=("mapping", "items", "spill_dir"),
+    pull=pull,
+    balance=lambda lake, options, reports: (
+        "zabbix stream in the lake (all export files)",
+        stream_balance(lake, options),
+    ),
 )

@@ -1,0 +1,279 @@
+"""The deployment file ``burstlake.yaml``: one centre's machines, sources and drop folders,
+read by the command line and the DAGs alike (docs/design.md, "Deployment").
+
+Where it is: ``--config FILE``, else ``$BURSTLAKE_CONFIG``, else ``<lake>/burstlake.yaml``;
+without one, every option comes from the command line (or its defaults). The shape::
+
+    machines:                       # the machines of the lake, each with its ingest options
+      edison:
+        sources:
+          slurm: {tz: America/Los_Angeles}
+          zabbix: {host_prefix: [nid=cn], gap_factor: 3}
+    drops:                          # folders the scheduled ingest DAGs watch
+      - {path: drop/edison/zabbix, source: zabbix, machine: edison, options: {interval: 10}}
+    zabbix_db:                      # Zabbix databases the hourly DAG reads, per machine
+      edison:
+        url: postgresql://zabbix@db.example.org:5432/zabbix
+        password_env: ZABBIX_EDISON_PASSWORD     # or airflow_conn_id: zabbix_edison
+
+Options are a source's command-line options by their long name (``host_prefix`` or
+``host-prefix``); a machine's options apply to all its files of that source, a drop folder's on
+top of them, and a flag given on the command line on top of both. Relative paths (a drop
+folder, a source's file options such as ``mapping``) are relative to the file's folder.
+Passwords never live in the file. Every error is one line naming the file and the key.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+LOG = logging.getLogger(__name__)
+FILE_NAME = "burstlake.yaml"
+TOP_KEYS = ("machines", "drops", "zabbix_db")
+DB_KEYS = ("url", "password_env", "airflow_conn_id")
+
+
+class ConfigError(ValueError):
+    """A deployment file that cannot be used; the message is one line naming file and key."""
+
+
+@dataclass(frozen=True)
+class Drop:
+    """A drop folder: files of one source from one machine, landed with these options."""
+
+    path: Path
+    source: str
+    machine: str | None
+    options: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Database:
+    """A Zabbix database: its URL (without password) and where the password comes from."""
+
+    machine: str
+    url: str
+    password_env: str | None = None
+    airflow_conn_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """A checked deployment file (empty when there is none)."""
+
+    path: Path | None = None
+    machines: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    drops: tuple[Drop, ...] = ()
+    databases: tuple[Database, ...] = ()
+
+    def options(self, source: str, machine: str | None) -> dict[str, Any]:
+        """The ingest options the file gives a source's files of one machine (with
+        ``cluster``: the machine)."""
+        if machine is None:
+            return {}
+        return {**self.machines.get(machine, {}).get(source, {}), "cluster": machine}
+
+    def drop_options(self, drop: Drop) -> dict[str, Any]:
+        return {**self.options(drop.source, drop.machine), **drop.options}
+
+
+def config_path(
+    config: str | os.PathLike | None = None, lake: str | os.PathLike | None = None
+) -> Path | None:
+    """The deployment file in use: ``config``, else ``$BURSTLAKE_CONFIG``, else the lake's
+    ``burstlake.yaml`` if it exists; None when there is none. A file named explicitly must
+    exist."""
+    from burstlake.lake import lake_path
+
+    named = config or os.environ.get("BURSTLAKE_CONFIG")
+    if named:
+        path = Path(named).absolute()
+        if not path.is_file():
+            raise ConfigError(f"{path}: no such deployment file")
+        return path
+    default = lake_path(lake) / FILE_NAME
+    return default if default.is_file() else None
+
+
+def load(
+    config: str | os.PathLike | None = None, lake: str | os.PathLike | None = None
+) -> Deployment:
+    """The deployment file found by :func:`config_path`, checked (ConfigError)."""
+    path = config_path(config, lake)
+    if path is None:
+        return Deployment()
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark is not None else "file"
+        problem = getattr(err, "problem", None) or type(err).__name__
+        raise ConfigError(f"{path}: {where}: not valid YAML ({problem})") from None
+    return _check(path, data if data is not None else {})
+
+
+def _fail(path: Path, key: str, message: str) -> ConfigError:
+    return ConfigError(f"{path}: {key}: {message}")
+
+
+def _mapping(path: Path, key: str, value: Any) -> dict:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise _fail(path, key, f"must be a mapping, not {type(value).__name__}")
+    return value
+
+
+def _check(path: Path, data: Any) -> Deployment:
+    top = _mapping(path, "(top level)", data)
+    unknown = sorted(set(map(str, top)) - set(TOP_KEYS))
+    if unknown:
+        raise _fail(path, unknown[0], f"unknown key; expected one of {', '.join(TOP_KEYS)}")
+    machines = {}
+    for name, entry in _mapping(path, "machines", top.get("machines")).items():
+        key = f"machines.{name}"
+        _check_machine(path, key, name)
+        entry = _mapping(path, key, entry)
+        if set(entry) - {"sources"}:
+            raise _fail(path, f"{key}.{sorted(set(entry) - {'sources'})[0]}", "unknown key")
+        sources = _mapping(path, f"{key}.sources", entry.get("sources"))
+        machines[str(name)] = {
+            source: _options(path, f"{key}.sources.{source}", source, opts, name)
+            for source, opts in sources.items()
+        }
+    drops = tuple(
+        _drop(path, f"drops[{i}]", entry, machines)
+        for i, entry in enumerate(_list(path, "drops", top.get("drops")))
+    )
+    databases = tuple(
+        _database(path, f"zabbix_db.{machine}", machine, entry, machines)
+        for machine, entry in _mapping(path, "zabbix_db", top.get("zabbix_db")).items()
+    )
+    return Deployment(path, machines, drops, databases)
+
+
+def _list(path: Path, key: str, value: Any) -> list:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise _fail(path, key, f"must be a list, not {type(value).__name__}")
+    return value
+
+
+def _check_machine(path: Path, key: str, name: Any) -> None:
+    from burstlake.jobs.ingest.base import check_cluster
+
+    if not isinstance(name, str):
+        raise _fail(path, key, f"a machine name is text, not {name!r}")
+    try:
+        check_cluster({"cluster": name})
+    except ValueError as err:
+        raise _fail(path, key, str(err).replace("--cluster", "machine name")) from None
+
+
+def _known_machine(path: Path, key: str, name: Any, machines: Mapping[str, Any]) -> None:
+    if name not in machines:
+        known = ", ".join(sorted(machines)) or "none declared"
+        raise _fail(path, key, f"machine {name!r} is not under machines ({known})")
+
+
+def source_options(source: str) -> dict[str, argparse.Action]:
+    """A source's options by their destination name (the parse options' keys)."""
+    from burstlake.jobs.ingest import source_module
+
+    parser = argparse.ArgumentParser(add_help=False)
+    source_module(source).SOURCE.add_arguments(parser)
+    return {a.dest: a for a in parser._actions}
+
+
+def _options(path: Path, key: str, source: Any, options: Any, machine: str | None) -> dict:
+    """A source's options from the file: known names, values of the option's type, paths
+    resolved against the file's folder, and the source's own check."""
+    from burstlake.jobs.ingest import SOURCES, source_module
+
+    if source not in SOURCES:
+        raise _fail(path, key, f"unknown source; choose one of {', '.join(SOURCES)}")
+    known = source_options(source)
+    checked: dict[str, Any] = {}
+    for name, value in _mapping(path, key, options).items():
+        dest = str(name).replace("-", "_")
+        action = known.get(dest)
+        if action is None or dest == "cluster":
+            hint = ", ".join(sorted(known)) or "none"
+            raise _fail(path, f"{key}.{name}", f"not an option of {source} (options: {hint})")
+        checked[dest] = _value(path, f"{key}.{name}", action, value)
+    source_spec = source_module(source).SOURCE
+    for dest in source_spec.path_options:
+        if isinstance(checked.get(dest), str):
+            checked[dest] = str((path.parent / checked[dest]).resolve())
+    try:
+        source_spec.check_options({**checked, "cluster": machine})
+    except (ValueError, OSError) as err:
+        raise _fail(path, key, str(err)) from None
+    return checked
+
+
+def _value(path: Path, key: str, action: argparse.Action, value: Any) -> Any:
+    """A value as the command line would have given it (its type; a list for a repeatable
+    option; true/false for a flag)."""
+    if isinstance(action, argparse._StoreTrueAction):
+        if not isinstance(value, bool):
+            raise _fail(path, key, f"must be true or false, not {value!r}")
+        return value
+    repeated = isinstance(action, argparse._AppendAction)
+    values = value if repeated and isinstance(value, list) else [value]
+    if (not repeated and isinstance(value, list | dict)) or any(
+        isinstance(v, list | dict) for v in values
+    ):
+        raise _fail(path, key, f"must be a single value, not {value!r}")
+    convert = action.type or str
+    try:
+        converted = [convert(str(v)) for v in values]
+    except (ValueError, TypeError) as err:
+        raise _fail(path, key, f"{value!r} is not a valid value ({err})") from None
+    if action.choices is not None and any(v not in action.choices for v in converted):
+        raise _fail(path, key, f"{value!r} is not one of {', '.join(map(str, action.choices))}")
+    return converted if repeated else converted[0]
+
+
+def _drop(path: Path, key: str, entry: Any, machines: Mapping[str, Any]) -> Drop:
+    entry = _mapping(path, key, entry)
+    unknown = sorted(set(entry) - {"path", "source", "machine", "options"})
+    if unknown:
+        raise _fail(path, f"{key}.{unknown[0]}", "unknown key (path, source, machine, options)")
+    for required in ("path", "source"):
+        if not isinstance(entry.get(required), str) or not entry[required].strip():
+            raise _fail(path, f"{key}.{required}", "required (text)")
+    machine = entry.get("machine")
+    if machine is not None:
+        _known_machine(path, f"{key}.machine", machine, machines)
+    options = _options(path, f"{key}.options", entry["source"], entry.get("options"), machine)
+    return Drop((path.parent / entry["path"]).absolute(), entry["source"], machine, options)
+
+
+def _database(
+    path: Path, key: str, machine: Any, entry: Any, machines: Mapping[str, Any]
+) -> Database:
+    _known_machine(path, key, machine, machines)
+    entry = _mapping(path, key, entry)
+    unknown = sorted(set(entry) - set(DB_KEYS))
+    if unknown:
+        raise _fail(path, f"{key}.{unknown[0]}", f"unknown key ({', '.join(DB_KEYS)})")
+    url = entry.get("url")
+    if not isinstance(url, str) or not url.startswith(("postgresql://", "postgres://")):
+        raise _fail(path, f"{key}.url", "required: postgresql://user@host:port/database")
+    from urllib.parse import urlsplit
+
+    if urlsplit(url).password is not None:
+        raise _fail(
+            path, f"{key}.url", "holds a password: give it in password_env or airflow_conn_id"
+        )
+    return Database(str(machine), url, entry.get("password_env"), entry.get("airflow_conn_id"))

@@ -1,0 +1,370 @@
+"""Pass 1 of the Zabbix ingest (:mod:`.zabbix`): a file's lines, decoded and classified in
+DuckDB SQL block by block; rejects go to quarantine with their line and reason, host names
+become node names, and the samples are spilled to Parquet by node bucket.
+
+See the module doc of :mod:`.zabbix` for the input shapes and the accounting.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from burstlake.jobs.ingest import inputs
+from burstlake.jobs.ingest.base import Batch, ParseContext, Reject, UnusableInput
+from burstlake.jobs.ingest.zabbix_mapping import IGNORE, HostNames
+
+if TYPE_CHECKING:
+    from burstlake.jobs.ingest.zabbix import Settings
+
+LOG = logging.getLogger(__name__)
+BLOCK_BYTES = 16 << 20  # text decoded per pass-1 step
+HISTORY_COLUMNS = ("itemid", "clock", "value")  # required in DB-shape headers; ns optional
+
+
+# ------------------------------------------------------------------ reading lines
+
+
+def _bytes(path: Path, progress) -> Iterator[bytes]:
+    """The file's (decompressed) text without a leading UTF-8 BOM, lines beyond the limit cut
+    to be told by their length (the rules of :mod:`.inputs` every text source shares)."""
+    return inputs.cap_lines(inputs.text_chunks(path, progress))
+
+
+def _blocks(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """Regroup bytes into blocks of whole lines (without the final newline). A broken stream
+    is re-raised after the lines read before it."""
+    pending: list[bytes] = []
+    size = 0
+    try:
+        for chunk in chunks:
+            pending.append(chunk)
+            size += len(chunk)
+            if size < BLOCK_BYTES or b"\n" not in chunk:
+                continue
+            data = b"".join(pending)
+            cut = data.rfind(b"\n")
+            yield data[:cut]
+            pending, size = [data[cut + 1 :]], len(data) - cut - 1
+    except inputs.BrokenStream:
+        yield from _last_block(pending)
+        raise
+    yield from _last_block(pending)
+
+
+def _last_block(pending: list[bytes]) -> Iterator[bytes]:
+    data = b"".join(pending)
+    if data:
+        yield data[:-1] if data.endswith(b"\n") else data
+
+
+def _lines(block: bytes, first: int) -> pa.Table:
+    """A block as a table of ``line_no`` (1-based) and ``line`` (UTF-8, CR stripped)."""
+    text = pa.array([block.decode("utf-8", errors="replace")], pa.string())
+    lines = pc.utf8_rtrim(pc.list_flatten(pc.split_pattern(text, "\n")), characters="\r")
+    numbers = pa.array(np.arange(first, first + len(lines), dtype=np.int64))
+    return pa.table({"line_no": numbers, "line": lines})
+
+
+# ------------------------------------------------------------------ decoding (pass 1)
+
+# Each decoder turns ``lines`` into fields (text, or NULL where absent) and a first ``bad``.
+_NDJSON = """
+WITH parsed AS MATERIALIZED (
+    SELECT line_no, line,
+           CASE WHEN trim(line, ' ' || chr(9)) = '' THEN 'empty line'
+                WHEN NOT json_valid(line) THEN 'not valid JSON (truncated line?)'
+                WHEN json_type(line) <> 'OBJECT' THEN 'not a JSON object' END AS bad,
+           try(json_extract_string(line, ['$.host.host', '$.host', '$.itemid', '$.name',
+               '$.key_', '$.clock', '$.ns', '$.value', '$.type'])) AS f
+    FROM lines
+)
+SELECT line_no, line, bad,
+       coalesce(f[1], CASE WHEN NOT starts_with(f[2], '{') THEN f[2] END) AS host,
+       f[3] AS itemid, f[4] AS name, f[5] AS key_, f[6] AS clock, f[7] AS ns, f[8] AS value,
+       f[9] AS type
+FROM parsed
+"""
+
+_DELIMITED = """
+SELECT line_no, line,
+       CASE WHEN trim(line, ' ' || chr(9)) = '' THEN 'empty line'
+            WHEN len(f) <> {width} THEN 'expected {width} fields ({header}), found ' || len(f)
+       END AS bad,
+       NULL::VARCHAR AS host, trim(f[{itemid}], '" ') AS itemid, NULL::VARCHAR AS name,
+       NULL::VARCHAR AS key_,
+       trim(f[{clock}], '" ') AS clock, {ns} AS ns, trim(f[{value}], '" ') AS value,
+       NULL::VARCHAR AS type
+FROM (SELECT line_no, line, string_split(line, '{delimiter}') AS f FROM lines)
+"""
+
+# Classifies every decoded line: a ``reason`` to quarantine it, or a sample.
+_CLASSIFY = """
+WITH fields AS ({decoder}),
+resolved AS (
+    SELECT f.*, coalesce(f.host, i.host) AS node_host, coalesce(f.key_, i.key_) AS item_key,
+           coalesce(f.name, i.name) AS item_name, coalesce(f.type, i.value_type) AS value_type,
+           TRY_CAST(f.clock AS BIGINT) AS clock_s, TRY_CAST(coalesce(f.ns, '0') AS BIGINT) AS ns_i,
+           -- DOUBLE is exact below 2^53; larger values are uint64 counters, read as integers
+           -- (a direct VARCHAR -> DECIMAL cast is ~100x slower in DuckDB 1.5)
+           CASE WHEN abs(TRY_CAST(f.value AS DOUBLE)) < 9007199254740992
+                THEN TRY_CAST(TRY_CAST(f.value AS DOUBLE) AS DECIMAL(38, 6))
+                ELSE TRY_CAST(TRY_CAST(f.value AS HUGEINT) AS DECIMAL(38, 6)) END AS number
+    FROM fields f LEFT JOIN items i ON i.itemid = f.itemid
+),
+mapped AS (
+    SELECT r.*, coalesce(k.metric, n.metric) AS metric, coalesce(k.kind, n.kind) AS kind,
+           coalesce(k.scale, n.scale) AS scale,
+           -- far beyond 64 bits the exact product would overflow DECIMAL(38): no value then
+           CASE WHEN CAST(number AS DOUBLE) * CAST(coalesce(k.scale, n.scale) AS DOUBLE) < 1e20
+                THEN CAST(number * coalesce(k.scale, n.scale) AS DECIMAL(38, 6)) END AS scaled
+    FROM resolved r
+    LEFT JOIN mapping k ON k.match = 'key' AND k.ident = r.item_key
+    LEFT JOIN mapping n ON n.match = 'name' AND n.ident = r.item_name
+)
+SELECT line_no, line,
+    CASE WHEN strlen(line) > $max_line THEN $too_long
+         WHEN bad IS NOT NULL THEN bad
+         WHEN contains(line, chr(65533)) THEN $not_utf8
+         WHEN clock IS NULL THEN 'no clock'
+         WHEN value IS NULL THEN 'no value'
+         WHEN value_type IS NOT NULL AND value_type NOT IN ('0', '3') THEN
+              'value type ' || value_type || coalesce(' (' || CASE value_type WHEN '1'
+              THEN 'character' WHEN '2' THEN 'log' WHEN '4' THEN 'text' END || ')', '')
+              || ' is not numeric (0 float, 3 unsigned)'
+         WHEN number IS NULL THEN 'value ' || left(value, 40) || ' is not a number'
+         WHEN number < 0 THEN 'negative value ' || value
+         WHEN clock_s IS NULL OR clock_s NOT BETWEEN 0 AND 4102444799 THEN
+              'clock ' || clock || ' is not a Unix time in seconds'
+         WHEN ns_i IS NULL OR ns_i NOT BETWEEN 0 AND 999999999 THEN
+              'ns ' || ns || ' is not 0..999999999'
+         WHEN node_host IS NOT NULL AND trim(node_host) = '' THEN 'empty host name'
+         WHEN node_host IS NULL AND itemid IS NULL THEN 'no host and no itemid'
+         WHEN node_host IS NULL AND NOT $has_items THEN
+              'no host: history rows need the item table (--items FILE)'
+         WHEN node_host IS NULL THEN 'itemid ' || itemid || ' is not in the item table'
+         WHEN kind = 'ignore' THEN 'ignore'
+         WHEN metric IS NULL THEN 'item ' || coalesce('key ''' || item_key || '''',
+              'name ''' || item_name || '''', 'without key or name')
+              || ' is not in the mapping ' || $mapping
+         -- a uint64 counter holds at most 2^64 - 1 (compared exactly, as DECIMAL)
+         WHEN scaled IS NULL OR kind = 'counter'
+                  AND scaled >= CAST('18446744073709551616' AS DECIMAL(38, 6))
+              OR kind <> 'counter' AND scaled >= CAST('9223372036854775808' AS DECIMAL(38, 6))
+                 / CASE kind WHEN 'rate' THEN $interval ELSE 1 END
+              THEN 'value ' || left(value, 40) || ' is beyond 64 bits'
+    END AS reason,
+    node_host AS host, coalesce(itemid, 'name:' || item_name) AS item, metric, kind,
+    clock_s * 1000000000 + ns_i AS t_ns,
+    scaled AS value
+FROM mapped
+"""
+
+
+def _decoder(header: str | None) -> str:
+    """The decoder SQL for NDJSON (``header`` None) or a CSV/TSV with this header line."""
+    if header is None:
+        return _NDJSON
+    delimiter = "\t" if "\t" in header else ","
+    names = [h.strip().strip('"').lower() for h in header.split(delimiter)]
+    missing = [c for c in HISTORY_COLUMNS if c not in names]
+    if missing:
+        raise UnusableInput(
+            "neither a Zabbix real-time export (NDJSON) nor history rows with a header "
+            f"itemid, clock, value[, ns]: first line {header[:80]!r}"
+        )
+    at = {name: names.index(name) + 1 for name in names}
+    return _DELIMITED.format(
+        width=len(names),
+        header=delimiter.join(names).replace("'", "''").replace("\t", ", "),
+        delimiter=delimiter,
+        ns=f"trim(f[{at['ns']}], '\" ')" if "ns" in at else "NULL::VARCHAR",
+        **{c: at[c] for c in HISTORY_COLUMNS},
+    )
+
+
+def _load_items(con: duckdb.DuckDBPyConnection, path: Path | None) -> None:
+    """Table ``items(itemid, host, key_, name, value_type)``, empty without an item table."""
+    columns = ("itemid", "host", "key_", "name", "value_type")
+    if path is None:
+        con.execute(f"CREATE TEMP TABLE items ({', '.join(c + ' VARCHAR' for c in columns)})")
+        return
+    try:
+        found = con.execute(
+            "SELECT * FROM read_csv(?, header = true, all_varchar = true) LIMIT 0", [str(path)]
+        ).description
+    except duckdb.Error as err:
+        raise ValueError(f"item table {path}: cannot read it as CSV/TSV: {err}") from None
+    names = [d[0] for d in found]
+    if not {"itemid", "host", "key_"} <= set(names):
+        raise ValueError(f"item table {path}: needs a header with itemid, host, key_")
+    select = ", ".join(f'"{c}"' if c in names else f"NULL::VARCHAR AS {c}" for c in columns)
+    con.execute(
+        f"CREATE TEMP TABLE items AS SELECT DISTINCT ON (itemid) {select} "
+        "FROM read_csv(?, header = true, all_varchar = true)",
+        [str(path)],
+    )
+
+
+@dataclass
+class _Spill:
+    """Pass-1 state: the connection, the classifying SQL and where samples go."""
+
+    con: duckdb.DuckDBPyConnection
+    root: Path
+    hosts: HostNames
+    params: dict[str, Any]  # SQL parameters of _CLASSIFY
+    bucket_sql: str  # SQL of the node bucket of m.node
+    classify: str | None = None  # chosen from the first block
+    ignored: int = 0  # lines of items on the mapping's ignore list
+
+    def block(self, n: int, lines: pa.Table) -> tuple[int, list[Reject]]:
+        """Classify a block: spill its samples by node bucket; return its records and rejects."""
+        if self.classify is None:
+            decoder, lines = _first_block(lines)
+            self.classify = _CLASSIFY.format(decoder=decoder)
+        con = self.con
+        con.register("lines", lines)
+        con.execute(f"CREATE OR REPLACE TEMP TABLE decoded AS {self.classify}", self.params)
+        con.unregister("lines")
+        self._learn_hosts()
+        con.execute(
+            "UPDATE decoded SET reason = m.reason FROM hostmap m "
+            "WHERE decoded.host = m.host AND decoded.reason IS NULL AND m.reason IS NOT NULL"
+        )
+        part = quoted(self.root / f"part-{n:06d}")
+        con.execute(
+            "COPY (SELECT d.line_no, d.line AS raw, m.node, d.item, d.metric, d.kind, d.t_ns, "
+            f"d.value, {self.bucket_sql} AS bucket "
+            "FROM decoded d JOIN hostmap m USING (host) WHERE d.reason IS NULL) "
+            f"TO '{part}' (FORMAT parquet, COMPRESSION zstd, PARTITION_BY (bucket))"
+        )
+        rows = con.execute(
+            "SELECT line_no, line, reason FROM decoded WHERE reason IS NOT NULL "
+            f"AND reason <> '{IGNORE}' ORDER BY line_no"
+        ).fetchall()
+        self.ignored += con.execute(
+            f"SELECT count(*) FROM decoded WHERE reason = '{IGNORE}'"
+        ).fetchone()[0]
+        return lines.num_rows, [Reject(f"line {no}", line, reason) for no, line, reason in rows]
+
+    def _learn_hosts(self) -> None:
+        """Add the block's new host names to table ``hostmap``: their node name, or why they
+        have none (it is empty, or another host name of the file already gives it: ``cn1`` and
+        ``cn1.example.org`` are one node, and counting both would double its traffic)."""
+        new = self.con.execute(
+            "SELECT host FROM decoded WHERE reason IS NULL "
+            "AND host NOT IN (SELECT host FROM hostmap) GROUP BY host ORDER BY min(line_no)"
+        ).fetchall()
+        if not new:
+            return
+        taken = dict(
+            self.con.execute("SELECT node, host FROM hostmap WHERE node IS NOT NULL").fetchall()
+        )
+        rows = []
+        for (host,) in new:
+            node = self.hosts.node(host)
+            if not node:
+                rows.append((host, None, f"host name {host[:60]!r} gives an empty node name"))
+            elif node in taken:
+                reason = f"host {host[:60]!r} is node {node}, already named by host {taken[node]!r}"
+                rows.append((host, None, reason))
+            else:
+                taken[node] = host
+                rows.append((host, node, None))
+        columns = ("host", "node", "reason")
+        table = pa.table(
+            {c: pa.array([r[i] for r in rows], pa.string()) for i, c in enumerate(columns)}
+        )
+        self.con.register("new_hosts", table)
+        self.con.execute("INSERT INTO hostmap SELECT host, node, reason FROM new_hosts")
+        self.con.unregister("new_hosts")
+
+
+def quoted(path: Path) -> str:
+    return str(path).replace("'", "''")
+
+
+def pass_one(
+    path: Path,
+    context: ParseContext,
+    con: duckdb.DuckDBPyConnection,
+    spill: Path,
+    settings: Settings,
+    bucket_sql: str,
+) -> Iterator[Batch]:
+    """Decode the file block by block; yields one batch of records and rejects per block.
+    A broken compressed stream is one more record: the unreadable rest of the file."""
+    con.register("mapping", settings.mapping.table())
+    con.execute("CREATE TEMP TABLE hostmap (host VARCHAR, node VARCHAR, reason VARCHAR)")
+    _load_items(con, settings.items)
+    params = {
+        "has_items": settings.items is not None,
+        "mapping": settings.mapping.origin,
+        "interval": settings.interval,
+        "max_line": inputs.MAX_LINE_BYTES,
+        "too_long": inputs.LINE_TOO_LONG,
+        "not_utf8": inputs.NOT_UTF8,
+    }
+    state = _Spill(con, spill, settings.hosts, params, bucket_sql)
+    first = 1
+    try:
+        for n, block in enumerate(_blocks(_bytes(path, context.progress))):
+            lines = _lines(block, first)
+            first += lines.num_rows
+            records, rejects = state.block(n, lines)
+            yield Batch({}, records, rejects)
+    except inputs.BrokenStream as err:
+        reason = f"{err}; the rest of the file after line {first - 1} is lost"
+        yield Batch({}, 1, [Reject(f"byte {err.offset}", None, reason)])
+    else:
+        if first == 1:
+            raise UnusableInput("empty file: no Zabbix history lines")
+    if state.ignored:
+        LOG.info("%s: %d lines of items on the ignore list (landed, unused)", path, state.ignored)
+
+
+def _first_block(lines: pa.Table) -> tuple[str, pa.Table]:
+    """Pick the decoder from the first non-empty line; drop a CSV/TSV header line. A JSON
+    document that is not one history object per line (``sacct --json``, a pretty-printed
+    API answer) is refused whole."""
+    texts = lines.column("line").to_pylist()
+    first = next((t for t in texts if t.strip()), "")
+    if first.lstrip().startswith(("{", "[")) or not first:
+        _check_export(first.strip())
+        return _decoder(None), lines
+    return _decoder(texts[0]), lines.slice(1)
+
+
+def _check_export(first: str) -> None:
+    """UnusableInput unless the first line of a JSON file is a history object (it has a
+    ``clock``, and a ``host`` or an ``itemid``)."""
+    if not first:
+        return
+    try:
+        record = json.loads(first)
+    except ValueError:
+        if first in ("{", "["):
+            raise UnusableInput(
+                "a multi-line JSON document, not a Zabbix export (one JSON object per line)"
+            ) from None
+        return  # a broken first line is refused alone
+    if (
+        not isinstance(record, dict)
+        or "clock" not in record
+        or not ("host" in record or "itemid" in record)
+    ):
+        keys = ", ".join(list(record)[:5]) if isinstance(record, dict) else type(record).__name__
+        raise UnusableInput(
+            f"a JSON document ({keys}), not a Zabbix history export: its first line has no "
+            "clock and host or itemid"
+        )

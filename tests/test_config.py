@@ -1,0 +1,136 @@
+"""burstlake.yaml: the deployment file the CLI and the DAGs read (burstlake/config.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from burstlake import config
+from burstlake.cli import main
+from burstlake.lake import read_table
+
+FIXTURES = Path(__file__).parent / "fixtures" / "zabbix"
+
+GOOD = """
+machines:
+  edison:
+    sources:
+      slurm: {tz: America/Los_Angeles}
+      zabbix: {host-prefix: [nid=cn], gap_factor: 4, mapping: mapping.yaml}
+  tiny: {}
+drops:
+  - {path: drop/edison/zabbix, source: zabbix, machine: edison, options: {interval: 30}}
+  - {path: drop/any, source: topology}
+zabbix_db:
+  edison: {url: "postgresql://zabbix@db:5432/zabbix", password_env: ZBX_PASSWORD}
+"""
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "burstlake.yaml"
+    path.write_text(text)
+    (tmp_path / "mapping.yaml").write_text((FIXTURES / "mapping-rates.yaml").read_text())
+    return path
+
+
+def test_a_two_machine_file_is_read(tmp_path: Path) -> None:
+    deployment = config.load(_write(tmp_path, GOOD))
+    assert deployment.options("zabbix", "edison") == {
+        "host_prefix": ["nid=cn"],
+        "gap_factor": 4.0,
+        "mapping": str(tmp_path / "mapping.yaml"),
+        "cluster": "edison",
+    }
+    assert deployment.options("slurm", "tiny") == {"cluster": "tiny"}
+    assert deployment.options("slurm", None) == {}
+    first, second = deployment.drops
+    assert (first.path, first.machine) == (tmp_path / "drop/edison/zabbix", "edison")
+    assert deployment.drop_options(first)["interval"] == 30
+    assert deployment.drop_options(first)["cluster"] == "edison"
+    assert (second.machine, deployment.drop_options(second)) == (None, {})
+    (db,) = deployment.databases
+    assert (db.machine, db.password_env) == ("edison", "ZBX_PASSWORD")
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("machine: {}\n", "machine: unknown key; expected one of machines, drops, zabbix_db"),
+        ("machines: [a, b]\n", "machines: must be a mapping, not list"),
+        ("machines: {'a/b': {}}\n", "machines.a/b: machine name 'a/b': '/' is not allowed"),
+        ("machines: {m: {sources: {lustre: {}}}}\n", "machines.m.sources.lustre: unknown source"),
+        (
+            "machines: {m: {sources: {zabbix: {intervall: 10}}}}\n",
+            "machines.m.sources.zabbix.intervall: not an option of zabbix",
+        ),
+        (
+            "machines: {m: {sources: {zabbix: {interval: ten}}}}\n",
+            "machines.m.sources.zabbix.interval: 'ten' is not a valid value",
+        ),
+        (
+            "machines: {m: {sources: {zabbix: {interval: 0}}}}\n",
+            "machines.m.sources.zabbix: --interval must be >= 1 second, not 0",
+        ),
+        (
+            "machines: {m: {sources: {slurm: {tz: Mars/Olympus}}}}\n",
+            "machines.m.sources.slurm: unknown time zone 'Mars/Olympus'",
+        ),
+        ("drops: [{source: zabbix}]\n", "drops[0].path: required (text)"),
+        ("drops: [{path: d, source: zabbix, machine: x}]\n", "drops[0].machine: machine 'x'"),
+        ("drops: {path: d}\n", "drops: must be a list, not dict"),
+        (
+            "machines: {m: {}}\nzabbix_db: {m: {url: 'postgresql://u:secret@h/z'}}\n",
+            "zabbix_db.m.url: holds a password",
+        ),
+        ("zabbix_db: {m: {url: x}}\n", "zabbix_db.m: machine 'm' is not under machines"),
+        ("machines: {m: {}\n", "line 2: not valid YAML"),
+    ],
+)
+def test_each_mistake_is_one_line_naming_file_and_key(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    path = _write(tmp_path, text)
+    with pytest.raises(config.ConfigError) as caught:
+        config.load(path)
+    assert str(caught.value).startswith(f"{path}: ")
+    assert message in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_where_the_file_is_found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    assert config.config_path(None, lake) is None
+    (lake / "burstlake.yaml").write_text("machines: {m: {}}\n")
+    assert config.config_path(None, lake) == lake / "burstlake.yaml"
+    other = _write(tmp_path, "machines: {n: {}}\n")
+    monkeypatch.setenv("BURSTLAKE_CONFIG", str(other))
+    assert config.load(None, lake).machines == {"n": {}}
+    with pytest.raises(config.ConfigError, match="no such deployment file"):
+        config.load(tmp_path / "missing.yaml", lake)
+
+
+def test_the_cli_takes_the_machine_options_and_flags_win(tmp_path: Path, capsys) -> None:
+    """``ingest zabbix --cluster m`` lands with m's options from the file; a flag given on the
+    command line wins over the file; a broken file is one line, exit 2."""
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    (lake / "burstlake.yaml").write_text(
+        "machines: {m: {sources: {zabbix: {interval: 30, host_prefix: [cn000=node]}}}}\n"
+    )
+    path = FIXTURES / "history-tags.ndjson"
+    assert main(["ingest", "zabbix", str(path), "--lake", str(lake), "--cluster", "m"]) == 0
+    rows = read_table(lake, "node_io", ["cluster", "node", "interval_s"]).to_pylist()
+    assert {(r["cluster"], r["node"], r["interval_s"]) for r in rows} == {("m", "node01", 30)}
+    other = tmp_path / "lake2"
+    other.mkdir()
+    (other / "burstlake.yaml").write_text((lake / "burstlake.yaml").read_text())
+    argv = ["ingest", "zabbix", str(path), "--lake", str(other), "--cluster", "m"]
+    assert main([*argv, "--interval", "10"]) == 0
+    assert set(read_table(other, "node_io", ["interval_s"]).column(0).to_pylist()) == {10}
+    (other / "burstlake.yaml").write_text("machines: {m: {sources: {zabbix: {bad: 1}}}}\n")
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("burstlake ingest: ") and "zabbix.bad: not an option" in err
+    assert "\n" not in err
