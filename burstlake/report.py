@@ -349,7 +349,8 @@ def machine_traffic(root: Path) -> dict[str | None, int]:
 
 def verdicts(root: Path) -> list[str]:
     """One line per what-if policy: what it changes against the scenario's first policy (the
-    baseline), on the scenario's first score, by how much, under which topology model."""
+    baseline), on the scenario's first score, by how much, on which topology and under which
+    contention model."""
     scores = lake_io.read_table(root, "replay_scores").to_pandas()
     lines = []
     for (scenario, cluster), frame in scores.groupby(
@@ -360,7 +361,8 @@ def verdicts(root: Path) -> list[str]:
         values = frame[frame.metric == metric].set_index("policy").value
         unit = frame[frame.metric == metric].unit.dropna()
         unit = f" {unit.iloc[0]}" if len(unit) else ""
-        model = ", ".join(sorted(frame.topology.unique()))
+        topology = ", ".join(sorted(frame.topology.unique()))
+        model = ", ".join(sorted(frame.model.dropna().unique())) if "model" in frame else ""
         on = f" on {cluster}" if isinstance(cluster, str) else ""
         base = values.get(policies[0])
         for policy in policies[1:]:
@@ -373,9 +375,61 @@ def verdicts(root: Path) -> list[str]:
             lines.append(
                 f"<b>{html.escape(str(scenario) + on)}</b>: {html.escape(policy)} against "
                 f"{html.escape(policies[0])}, {html.escape(metric)} {html.escape(change)} "
-                f"(model: {html.escape(model)})"
+                f"({html.escape(topology)}, {html.escape(model or 'flow')} model)"
             )
     return lines
+
+
+# Paper 000's full setting (§3.1, §5.1: 612 MPI + 612 I/O clients on a 1,296-node fat-tree,
+# random-node placement, isolated-target servers): the MPI latencies CODES gives, built from
+# source and run here (`python -m bench packet_vs_codes`, static D-mod-k routing, seed 12345),
+# and the slowdown the paper reports. References beside the lake's own replays.
+MPI_REFERENCES = (
+    ("CODES, paper 000's full setting", 2.08e-6, 25.1e-6, 2.28e-6, 306e-6, 1106e-6, 12.1),
+    ("paper 000 §5.1", None, None, None, None, None, 8.0),
+)
+MPI_METRICS = ("baseline_latency_mean", "latency_mean", "latency_median", "latency_p99",
+               "latency_max", "slowdown")  # fmt: skip
+
+
+def models_section(root: Path) -> Section:
+    """MPI latency under each contention model for every jobs scenario with an MPI job, on its
+    first policy, beside CODES' and paper 000's figures (000 §5.1; docs/design.md,
+    "Contention models")."""
+    scores = lake_io.read_table(root, "replay_scores").to_pandas()
+    if "model" not in scores:
+        scores["model"] = None
+    scores["model"] = scores["model"].fillna("flow")
+    rows = []
+    mpi = scores[scores.metric.str.startswith("mpi_")]
+    for (scenario, model), frame in mpi.groupby(["scenario", "model"], sort=True):
+        first = frame.policy.iloc[0]
+        values = frame[frame.policy == first].set_index("metric").value
+        got = [values.get(f"mpi_{m}") for m in MPI_METRICS]
+        label = f"{scenario} ({first}), {model} model"
+        rows.append(_latency_row(label, *got))
+    if rows:
+        rows += [_latency_row(*reference) for reference in MPI_REFERENCES]
+    head = "".join(
+        f"<th>{h}</th>"
+        for h in ("replay", "alone mean", "mean", "median", "p99", "max", "MPI slowdown")
+    )
+    return Section(
+        "models",
+        "MPI latency under the two contention models",
+        "The MPI job's latency (µs) with the I/O job, under the flow model (max-min fluid, no "
+        "buffers) and the packet model (lossless buffers and credits, as CODES), beside CODES "
+        "and paper 000 §5.1 at the paper's full size; the lake's scenarios are reduced.",
+        table_html=f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>",
+        empty="" if rows else "no MPI what-if replayed: run `burstlake replay` on a jobs scenario",
+    )
+
+
+def _latency_row(label: str, *values: float | None) -> str:
+    *latencies, slowdown = values
+    cells = [("–" if v is None or pd.isna(v) else f"{v * 1e6:.3g}") for v in latencies]
+    cells.append("–" if slowdown is None or pd.isna(slowdown) else f"{slowdown:.3g}×")
+    return _row(html.escape(label), *cells)
 
 
 def answers_section(
@@ -420,6 +474,7 @@ def sections_of(root: Path) -> list[Section]:
     return [
         answers_section(root, busy, idle, traffic),
         *figures[0],
+        models_section(root),
         *scenario_sections(root),
         *(s for sections in figures[1:] for s in sections),
     ]
