@@ -24,10 +24,11 @@ from numba import njit
 from burstlake.replay.solver import (
     Paths,
     check,
-    fill,
+    fill_into,
     heap_push,
     heap_remove,
     heap_update,
+    scratch,
 )
 
 SAME_INSTANT = 1e-12  # events closer than this fraction of the clock happen together
@@ -225,6 +226,7 @@ def _advance(  # pragma: no cover - compiled
     n = len(stream)
     fsize, asize, stamp = counters[0], counters[1], counters[4]
     unbounded = np.full(n, np.inf)
+    work = scratch(len(indices), n)
     done = 0
     while done < budget and (fsize or asize):
         now = min(finish[fheap[0]] if fsize else np.inf, arrival[aheap[0]] if asize else np.inf)
@@ -324,7 +326,7 @@ def _advance(  # pragma: no cover - compiled
                     residual[indices[e]] += rate[f]
             part = component[:flows]
             counters[3] += flows
-            fill(part, indptr, indices, residual, unbounded, solved, local, froze)
+            fill_into(part, indptr, indices, residual, unbounded, solved, local, froze, work)
             for i in range(queued):
                 link = queue[i]
                 if wide[link] == stamp or froze[link] < 0:

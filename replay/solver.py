@@ -18,6 +18,7 @@ of every resource), the event driver re-solves only the flows an event can chang
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -206,6 +207,38 @@ def check(paths: Paths, capacity: np.ndarray, cap: np.ndarray) -> None:
         raise ValueError("a flow crossing no resource needs a finite rate cap")
 
 
+class Scratch(NamedTuple):
+    """Work arrays of :func:`fill`, allocated once for many calls (an event loop's)."""
+
+    links: np.ndarray  # per entry: int64
+    remaining: np.ndarray  # per entry: float64
+    usage: np.ndarray  # per entry: int64
+    start: np.ndarray  # per entry + 1: int64
+    member: np.ndarray  # per entry: int64
+    frozen: np.ndarray  # per flow: bool
+    capped: np.ndarray  # per flow: int64
+    level: np.ndarray  # per entry: float64
+    heap: np.ndarray  # per entry: int64
+    pos: np.ndarray  # per entry: int64
+
+
+@njit(cache=True, error_model="numpy")
+def scratch(entries, flows):  # pragma: no cover - compiled
+    """Work arrays for :func:`fill_into` on up to ``flows`` flows crossing ``entries`` entries."""
+    return Scratch(
+        np.empty(entries, np.int64),
+        np.empty(entries),
+        np.empty(entries, np.int64),
+        np.empty(entries + 1, np.int64),
+        np.empty(entries, np.int64),
+        np.empty(flows, np.bool_),
+        np.empty(flows, np.int64),
+        np.empty(entries),
+        np.empty(entries, np.int64),
+        np.empty(entries, np.int64),
+    )
+
+
 @njit(cache=True, error_model="numpy")
 def fill(flows, indptr, indices, capacity, cap, rate, local, froze):  # pragma: no cover
     """Write the max-min fair rate of each flow in ``flows`` into ``rate[flow]``, and into
@@ -219,9 +252,14 @@ def fill(flows, indptr, indices, capacity, cap, rate, local, froze):  # pragma: 
     entries = 0
     for f in flows:
         entries += indptr[f + 1] - indptr[f]
-    links = np.empty(entries, np.int64)
-    remaining = np.empty(entries)
-    usage = np.zeros(entries, np.int64)  # unfrozen flows on the resource
+    work = scratch(entries, len(flows))
+    fill_into(flows, indptr, indices, capacity, cap, rate, local, froze, work)
+
+
+@njit(cache=True, error_model="numpy")
+def fill_into(flows, indptr, indices, capacity, cap, rate, local, froze, work):  # pragma: no cover
+    """:func:`fill` with its work arrays given (:func:`scratch`, large enough for ``flows``)."""
+    links, remaining, usage = work.links, work.remaining, work.usage
     nl = 0
     for f in flows:
         if cap[f] <= 0:
@@ -233,15 +271,18 @@ def fill(flows, indptr, indices, capacity, cap, rate, local, froze):  # pragma: 
                 local[indices[e]] = j
                 links[j] = indices[e]
                 remaining[j] = capacity[indices[e]]
+                usage[j] = 0
                 nl += 1
             usage[j] += 1
     # resource -> positions in ``flows`` (CSR), and the capped flows in order of their cap
-    start = np.zeros(nl + 1, np.int64)
-    start[1:] = np.cumsum(usage[:nl])
-    cursor = start[:-1].copy()
-    member = np.empty(start[nl], np.int64)
-    frozen = np.zeros(len(flows), np.bool_)
-    capped = np.empty(len(flows), np.int64)
+    start, member, frozen, capped = work.start, work.member, work.frozen, work.capped
+    start[0] = 0
+    for j in range(nl):
+        start[j + 1] = start[j] + usage[j]
+    cursor = work.heap  # the heap is built after the members: its array serves as cursor first
+    for j in range(nl):
+        cursor[j] = start[j]
+    frozen[: len(flows)] = False
     ncapped = 0
     for i in range(len(flows)):
         f = flows[i]
@@ -260,9 +301,11 @@ def fill(flows, indptr, indices, capacity, cap, rate, local, froze):  # pragma: 
         capped = capped[:ncapped][np.argsort(cap[flows[capped[:ncapped]]], kind="mergesort")]
     # a resource's level only rises as flows freeze below it, so a stale key in the heap is a
     # lower bound: refreshed when it reaches the top (lazy), not on every freeze
-    level = remaining[:nl] / usage[:nl]
-    heap = np.arange(nl)
-    pos = np.arange(nl)
+    level, heap, pos = work.level, work.heap, work.pos
+    for j in range(nl):
+        level[j] = remaining[j] / usage[j]
+        heap[j] = j
+        pos[j] = j
     for i in range(nl // 2 - 1, -1, -1):
         sift_down(heap, pos, level, i, nl)
     size = nl
@@ -286,16 +329,18 @@ def fill(flows, indptr, indices, capacity, cap, rate, local, froze):  # pragma: 
         cap_level = cap[flows[capped[c]]] if c < ncapped else np.inf
         if cap_level == np.inf and size == 0:
             break
-        if cap_level <= link_level:  # a flow reaches its bound before any resource saturates
-            held = capped[c : c + 1]
+        by_cap = cap_level <= link_level  # a flow reaches its bound before any resource
+        if by_cap:
+            lo, hi = c, c + 1
             fix = cap_level
         else:  # the lowest resource saturates: every unfrozen flow on it is fixed at its level
             j = heap[0]
             size = heap_remove(heap, pos, level, size, j)
-            held = member[start[j] : start[j + 1]]
+            lo, hi = start[j], start[j + 1]
             fix = link_level
             froze[links[j]] = fix
-        for i in held:
+        for h in range(lo, hi):
+            i = capped[h] if by_cap else member[h]
             if frozen[i]:
                 continue
             frozen[i] = True
