@@ -366,7 +366,8 @@ def test_run_time_errors_are_one_line(tmp_path, lake, capsys) -> None:
 
 def test_notebook_draws_the_delta_graphs(lake, tmp_path, monkeypatch) -> None:
     """notebooks/coordination.ipynb runs the shipped pair and sizes scenarios (coarse dt steps)
-    and draws 4 figures: two Δ-graphs, the interference factors, the Fig. 11-style cost."""
+    and draws 5 figures: two Δ-graphs, the interference factors, the server-efficiency Δ-graph
+    (calciom_locality), the Fig. 11-style cost."""
     import nbformat
 
     from burstlake.jobs.metrics.notebook import render_notebook
@@ -376,12 +377,15 @@ def test_notebook_draws_the_delta_graphs(lake, tmp_path, monkeypatch) -> None:
     notebook = nbformat.read(out, as_version=4)
     outputs = [o for c in notebook.cells if c.cell_type == "code" for o in c.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
-    assert sum("image/png" in o.get("data", {}) for o in outputs) == 4
+    assert sum("image/png" in o.get("data", {}) for o in outputs) == 5
     text = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
     assert "mean f over the sweep" in text and str(lake) in text
-    # calciom_pair at dt = -20, -10, ..., 60 (9 points) and calciom_sizes at -5, 5, ..., 45 (6)
+    assert "interfere over theory: up to 1." in text
+    # calciom_pair at dt = -20, -10, ..., 60 (9 points), calciom_sizes at -5, 5, ..., 45 (6),
+    # calciom_locality at -30, -20, ..., 30 (7)
     rows = sql(lake, "SELECT scenario, count(DISTINCT dt) AS n FROM delta_graph GROUP BY 1")
     assert sorted(map(tuple, (r.values() for r in rows.to_pylist()))) == [
+        ("calciom_locality", 7),
         ("calciom_pair", 9),
         ("calciom_sizes", 6),
     ]
