@@ -156,7 +156,10 @@ def app_traits(cal: Calibration, apps: Applications, rng: np.random.Generator) -
             cal.writer_rate_bytes_s * np.exp(cal.writer_rate_sigma * rng.standard_normal(count)),
             cal.node_rate_bytes_s,
         ),
-        adjacent=rng.random(count) < cal.adjacent_writers_share,
+        # drawn only when some apps have them, so a preset without keeps its earlier traces
+        adjacent=rng.random(count) < cal.adjacent_writers_share
+        if cal.adjacent_writers_share > 0
+        else np.zeros(count, dtype=bool),
     )
 
 
