@@ -25,6 +25,7 @@ the node's link, which never binds in the calciom scenarios (6 GB/s against a 1.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -33,6 +34,7 @@ import numpy as np
 
 from burstlake.replay.events import Requests, Timeline
 
+log = logging.getLogger(__name__)
 ROUNDS = 12  # replays at most while the stream counts settle
 KEY = "server_efficiency"
 
@@ -90,6 +92,8 @@ class ServerEfficiency:
             timeline = again
             if settled:
                 break
+        else:
+            log.warning("%s: stream counts still moving after %d replays", KEY, ROUNDS)
         return timeline
 
 

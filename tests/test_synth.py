@@ -435,9 +435,10 @@ def test_reduced_preset_statistics_near_the_paper(preset: str, tmp_path: Path) -
 def test_tianhe1a_busiest_ions_share_under_block(tmp_path: Path) -> None:
     """The busiest 10 % of Tianhe-1A's hypothetical IONs (one per 64-node cabinet) carry 58.6 %
     of the traffic per interval under block mapping (004 §7.4.1, Fig. 15c): within 3 points.
-    Ten days (seed 0) stand for the month: they give 58.3 % where the full 24 days give 58.5 %
-    (bench/ion_remap.py). The share moves with which heavy jobs happen to run together: three
-    days (seed 1) give 51-55 %, hence the longer run."""
+    Ten days (seed 0) stand for the month: they give 59.1 % where the full 24 days give 59.2 %
+    (bench/ion_remap.py; replayed through the 1.5 GB/s IONs, block serves 58.5 %). The share
+    moves with which heavy jobs happen to run together: three days (seed 1) give 51-55 %,
+    hence the longer run."""
     synthesize("tianhe1a", lake=tmp_path, days=10, seed=0)
     share = stats.spatial_shares(tmp_path)["top_ion_share"]
     assert abs(share - 0.586) <= 0.03, share
