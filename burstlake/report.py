@@ -250,6 +250,24 @@ def nud_section(lake: lake_io.Cluster) -> Section:
     return Section("nud", title, caption, png=_png(fig))
 
 
+# The papers' values of replay scores, per policy, shown under the burstlake row: paper 004
+# Fig. 15c (Tianhe-1A, the busiest 10 % of IONs) and Fig. 17a (CS19: the busiest 1 % of nodes
+# use about twice as many IONs under remapping; the paper gives the ratio, not the counts).
+PAPER_SCORES: dict[str, tuple[str, dict[str, str]]] = {
+    "top10_ion_share": ("004 Fig. 15c", {"block": "0.586", "cyclic": "0.379"}),
+    "busiest1pct_nodes_ions": ("004 Fig. 17a", {"block": "n", "cyclic": "≈ 2n"}),
+}
+
+
+def _paper_row(metric: str, policies: list[str]) -> str:
+    """The paper's values of ``metric`` under ``policies`` as a table row, or ''."""
+    if metric not in PAPER_SCORES:
+        return ""
+    cite, values = PAPER_SCORES[metric]
+    cells = "".join(f"<td>{html.escape(values.get(p, '–'))}</td>" for p in policies)
+    return f"<tr><td><i>paper ({html.escape(cite)})</i></td>{cells}</tr>"
+
+
 def scenario_sections(lake: Path) -> list[Section]:
     """One section per replay scenario and machine: its policies side by side, a panel per
     score."""
@@ -295,6 +313,7 @@ def scenario_sections(lake: Path) -> list[Section]:
             f"<tr><td>{html.escape(m)}</td>"
             + "".join(f"<td>{'–' if pd.isna(v) else f'{v:.4g}'}</td>" for v in wide.loc[m])
             + "</tr>"
+            + _paper_row(m, policies)
             for m in metrics
         )
         head = "".join(f"<th>{html.escape(p)}</th>" for p in policies)

@@ -19,6 +19,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from functools import partial
 from typing import Any, Protocol, Self, runtime_checkable
 
 import numpy as np
@@ -26,7 +27,8 @@ from numba import njit
 
 from burstlake.allocation import JobRequest, Placements
 from burstlake.lake import Cluster
-from burstlake.replay.events import Requests
+from burstlake.replay.efficiency import ServerEfficiency
+from burstlake.replay.events import Requests, Timeline
 from burstlake.replay.graph import Topology
 from burstlake.replay.intervals import Rows
 
@@ -180,6 +182,7 @@ class Phases:
     release: tuple[np.ndarray, ...] | None = None
     alone: np.ndarray | None = None  # T_alone per phase, when a policy already replayed them
     dt: float | None = None  # the sweep point, if any
+    efficiency: ServerEfficiency | None = None  # the servers' efficiency curve (001), or off
     memo: dict = field(default_factory=dict, compare=False, repr=False)
 
     def rounds(self, i: int) -> np.ndarray:
@@ -196,10 +199,12 @@ class Phases:
         per_file = len(self.rounds(i)) // self.phases[i].files
         return (np.arange(len(self.rounds(i))) + 1) % per_file == 0
 
-    def requests(self, topology: Topology, only: int | None = None) -> tuple[Requests, np.ndarray]:
+    def requests(
+        self, topology: Topology, only: int | None = None
+    ) -> tuple[Requests, np.ndarray, np.ndarray]:
         """Every phase's requests on ``topology`` (or phase ``only``, from time 0, without
-        releases: the phase alone); and the phase of each request. Node j of a phase is one
-        stream of its rounds."""
+        releases: the phase alone); the phase and the node of each request. Node j of a phase
+        is one stream of its rounds."""
         chosen = range(len(self.phases)) if only is None else [only]
         parts: list[tuple[np.ndarray, ...]] = []
         streams = 0
@@ -232,7 +237,20 @@ class Phases:
             paths=topology.io_paths().take(node.astype(np.int64)),
             release=release,
         )
-        return requests, owner.astype(np.int64)
+        return requests, owner.astype(np.int64), node.astype(np.int64)
+
+    def simulate(
+        self, topology: Topology, only: int | None = None, progress: Progress = None
+    ) -> tuple[Timeline, np.ndarray]:
+        """:meth:`requests` replayed under the machine's contention model, through the
+        servers' efficiency curve when the workload sets one; the timeline and the phase of
+        each request."""
+        requests, owner, node = self.requests(topology, only)
+        if self.efficiency is None:
+            return topology.simulate(requests, progress), owner
+        server = topology.ion_of[node]
+        run = partial(topology.simulate, progress=progress)
+        return self.efficiency.simulate(run, requests, server), owner
 
     def alone_times(self, topology: Topology) -> np.ndarray:
         """T_alone of each phase: the phase replayed alone on the machine (001 §II-C);
@@ -244,15 +262,15 @@ class Phases:
             return known[1]
         times = []
         for i in range(len(self.phases)):
-            requests, _ = self.requests(topology, only=i)
-            times.append(float(np.max(topology.simulate(requests).end)))
+            timeline, _ = self.simulate(topology, only=i)
+            times.append(float(np.max(timeline.end)))
         self.memo[id(topology)] = (topology, np.asarray(times))
         return self.memo[id(topology)][1]
 
     def io_times(self, topology: Topology, progress: Progress = None) -> np.ndarray:
         """T of each phase replayed together: from its start to its last byte."""
-        requests, owner = self.requests(topology)
-        end = topology.simulate(requests, progress).end
+        timeline, owner = self.simulate(topology, progress=progress)
+        end = timeline.end
         last = np.full(len(self.phases), -np.inf)
         np.maximum.at(last, owner, end)
         return last - np.asarray([p.start for p in self.phases])

@@ -212,6 +212,80 @@ def test_interfere_delta_graph_is_the_theoretical_curve(tmp_path, lake) -> None:
     assert {"io_cpu_hours_sweep_sum", "sum_interference_factor_sweep_sum"} <= metrics
 
 
+def interfere_points(machine, curve: dict | None) -> list[tuple[float, np.ndarray, tuple]]:
+    """(dt, measured (T_big, T_small), theoretical) of the SWEEP pair under interfere."""
+    workload = {
+        "phases": [
+            {"app": "big", "nodes": 6, "bytes_per_node": 1e9},
+            {"app": "small", "nodes": 2, "bytes_per_node": 1.5e9},
+        ],
+        "request_bytes": 1e8,
+        "sweep": {"dt": [-5.0, -4.0, -1.0, 0.0, 1.0, 3.0, 5.0, 7.0]},
+    }
+    if curve is not None:
+        workload["server_efficiency"] = curve
+    _, work = policy("interfere").apply(machine, ph.demand(workload, machine))
+    points = []
+    for case in work.cases:
+        result = ph.replay_case(case, machine)
+        theory = ph.proportional_sharing(*result.alone, 6, 2, float(case.dt))
+        points.append((float(case.dt), result.io_time, theory))
+    return points
+
+
+def overlapping(dt: float) -> bool:
+    """Whether the SWEEP pair's phases meet (alone: big 6 s from 0, small 3 s from dt)."""
+    return -3.0 < dt < 6.0
+
+
+def test_server_efficiency_departs_from_the_theoretical_curve(machine) -> None:
+    """A server losing 20 % of its throughput past 6 interleaved streams (the big phase alone
+    has 6, the pair 8): wherever the phases overlap both take longer than proportional sharing
+    predicts (I > theory; at dt = 0 by 1/0.8 for the overlap: 10 s against 8 s), and
+    elsewhere the curve is met exactly. A curve rising with the streams (a small phase alone
+    does not keep the server busy, 001 Figs. 7b and 12) gives less interference than theory."""
+    falling = interfere_points(machine, {"streams": [6, 8], "efficiency": [1.0, 0.8]})
+    for dt, measured, theory in falling:
+        if overlapping(dt):
+            assert np.all(measured > np.asarray(theory) + 0.2), (dt, measured, theory)
+        else:
+            np.testing.assert_allclose(measured, theory, rtol=1e-9)
+    at0 = next(m for dt, m, _ in falling if dt == 0)
+    assert at0[0] == pytest.approx(10.0)
+    rising = interfere_points(machine, {"streams": [2, 8], "efficiency": [0.5, 1.0]})
+    for dt, measured, theory in rising:
+        if overlapping(dt):
+            assert np.all(measured < np.asarray(theory) - 0.2), (dt, measured, theory)
+    # a flat curve is the default's exact theory
+    flat = interfere_points(machine, {"streams": [1], "efficiency": [1.0]})
+    for (_, measured, theory), (_, plain, _) in zip(
+        flat, interfere_points(machine, None), strict=True
+    ):
+        np.testing.assert_allclose(measured, theory, atol=1e-6)
+        np.testing.assert_allclose(measured, plain, rtol=1e-12)
+
+
+def test_shipped_locality_scenario_lies_above_the_curve(lake) -> None:
+    """calciom_locality (two 32-node phases behind one Tianhe-1A ION, 80 % efficiency with 64
+    interleaved streams): interfere's Δ-graph is above the theoretical curve where the phases
+    overlap (|dt| < T_alone = 32 × 1e9 / 1.5e9 = 21.3 s; checked to 16 s, as a request keeps
+    the efficiency it was issued at) and on it beyond."""
+    from burstlake.replay.scenario import SCENARIOS
+
+    run(load(SCENARIOS / "calciom_locality.yaml"), lake)
+    rows = sql(
+        lake,
+        "SELECT dt, role, io_time_s, theory_io_time_s FROM delta_graph "
+        "WHERE scenario = 'calciom_locality' AND policy = 'interfere'",
+    ).to_pylist()
+    assert len(rows) == 31 * 2
+    for r in rows:
+        if abs(r["dt"]) <= 16:
+            assert r["io_time_s"] > r["theory_io_time_s"] + 1.0, r
+        elif abs(r["dt"]) > 22:
+            assert r["io_time_s"] == pytest.approx(r["theory_io_time_s"], rel=1e-9), r
+
+
 @pytest.mark.parametrize(
     ("body", "message"),
     [
@@ -242,6 +316,15 @@ def test_interfere_delta_graph_is_the_theoretical_curve(tmp_path, lake) -> None:
         ("sweep: {dt: {from: 0, to: 1e9, step: 1}}", "at most 2000"),
         ("sweep: {dx: [1]}", "sweep is {dt:"),
         ("bytes: 3", "workload phases: unknown keys"),
+        ("server_efficiency: [1, 0.5]", r"server_efficiency must be \{streams"),
+        ("server_efficiency: {streams: [1]}", r"server_efficiency must be \{streams"),
+        ("server_efficiency: {streams: [], efficiency: []}", "streams must be a non-empty"),
+        ("server_efficiency: {streams: [1, x], efficiency: [1, 1]}", "numbers only"),
+        ("server_efficiency: {streams: [1, 2], efficiency: [1]}", "streams has 2 points"),
+        ("server_efficiency: {streams: [4, 2], efficiency: [1, 1]}", "increasing stream counts"),
+        ("server_efficiency: {streams: [0, 2], efficiency: [1, 1]}", "increasing stream counts"),
+        ("server_efficiency: {streams: [1, 2], efficiency: [1, 1.5]}", r"fractions in \(0, 1\]"),
+        ("server_efficiency: {streams: [1, 2], efficiency: [1, 0]}", r"fractions in \(0, 1\]"),
     ],
 )
 def test_bad_phase_scenarios_name_the_key(tmp_path, body, message) -> None:
@@ -283,7 +366,8 @@ def test_run_time_errors_are_one_line(tmp_path, lake, capsys) -> None:
 
 def test_notebook_draws_the_delta_graphs(lake, tmp_path, monkeypatch) -> None:
     """notebooks/coordination.ipynb runs the shipped pair and sizes scenarios (coarse dt steps)
-    and draws 4 figures: two Δ-graphs, the interference factors, the Fig. 11-style cost."""
+    and draws 5 figures: two Δ-graphs, the interference factors, the server-efficiency Δ-graph
+    (calciom_locality), the Fig. 11-style cost."""
     import nbformat
 
     from burstlake.jobs.metrics.notebook import render_notebook
@@ -293,12 +377,15 @@ def test_notebook_draws_the_delta_graphs(lake, tmp_path, monkeypatch) -> None:
     notebook = nbformat.read(out, as_version=4)
     outputs = [o for c in notebook.cells if c.cell_type == "code" for o in c.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
-    assert sum("image/png" in o.get("data", {}) for o in outputs) == 4
+    assert sum("image/png" in o.get("data", {}) for o in outputs) == 5
     text = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
     assert "mean f over the sweep" in text and str(lake) in text
-    # calciom_pair at dt = -20, -10, ..., 60 (9 points) and calciom_sizes at -5, 5, ..., 45 (6)
+    assert "interfere over theory: up to 1." in text
+    # calciom_pair at dt = -20, -10, ..., 60 (9 points), calciom_sizes at -5, 5, ..., 45 (6),
+    # calciom_locality at -30, -20, ..., 30 (7)
     rows = sql(lake, "SELECT scenario, count(DISTINCT dt) AS n FROM delta_graph GROUP BY 1")
     assert sorted(map(tuple, (r.values() for r in rows.to_pylist()))) == [
+        ("calciom_locality", 7),
         ("calciom_pair", 9),
         ("calciom_sizes", 6),
     ]

@@ -21,7 +21,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "throttle_fattree.yaml, split_tapered.yaml, split_tapered_cyclic.yaml, split_bully.yaml, "
         "realloc_lake.yaml, realloc_incremental.yaml, "
         "realloc_alltoall.yaml, bridges_mira512.yaml, bridges_mira512_all.yaml, "
-        "calciom_pair.yaml, calciom_sizes.yaml: I/O "
+        "calciom_pair.yaml, calciom_sizes.yaml, calciom_locality.yaml: I/O "
         "phases coordinated as in paper 001, whose sweeps also fill the delta_graph table).",
     )
     parser.add_argument("--scenario", required=True, help="scenario YAML file")

@@ -11,11 +11,14 @@ every checkpoint period. Ordinary jobs burst, each node at ``node_rate_bytes_s``
 data-intensive job sustains its application's per-node write rate for a large share of its run
 (its duty), a few nodes at a time: its nodes write in staggered windows, so its bytes over the
 whole run keep their per-node distribution while only a few nodes (growing as
-``n^writers_exponent``) write in any interval. Duty and writers are set so that
-``writing_node_share`` of the machine's nodes write at any moment on average; the volume is
-rate × writers × duty × run time. At any moment the machine's traffic then comes from many
-data-intensive jobs writing at comparable rates from few nodes each, spread over many cabinets:
-the top 1 % of nodes carry most of it, the top 20 % of cabinets about 80 % (004 §4.1, Fig. 8).
+``n^writers_exponent``) write in any interval: adjacent nodes in rank order (an application
+with ``adjacent`` writers, so they share an ION under block mapping: 004 §7.4.1, "adjacent
+compute nodes often perform I/O concurrently") or nodes strided over the job. Duty and
+writers are set so that ``writing_node_share`` of the machine's nodes write at any moment on
+average; the volume is rate × writers × duty × run time. At any moment the machine's traffic
+then comes from many data-intensive jobs writing at comparable rates from few nodes each,
+spread over many cabinets: the top 1 % of nodes carry most of it, the top 20 % of cabinets
+about 80 % (004 §4.1, Fig. 8), the top 10 % of IONs under block mapping 58.6 % (§7.4.1).
 Communication rides on the same intervals (gathers before rank-0 writes, halo exchanges), so
 ``net bytes − Lustre bytes`` is the job's communication volume.
 """
@@ -51,6 +54,7 @@ class Traits:
     checkpoint_s: np.ndarray
     xfer_bytes: np.ndarray
     write_rate: np.ndarray  # sustained per-node bytes/s of its data-intensive jobs
+    adjacent: np.ndarray  # its nodes write in waves of adjacent nodes, not strided
 
 
 @dataclass(frozen=True)
@@ -79,6 +83,7 @@ class Behaviour:
     low_comm: np.ndarray
     io_bytes: np.ndarray  # intended Lustre bytes (read + write)
     writers: np.ndarray  # nodes writing at once during an I/O phase
+    adjacent: np.ndarray  # those nodes are adjacent (rank order), else strided over the job
     node_rate: np.ndarray  # bytes/s of each writing node during an I/O phase
     comm_bytes: np.ndarray  # intended communication bytes
     io_nud: np.ndarray  # NUD of the intended per-node shares (NaN for single-node jobs)
@@ -151,6 +156,10 @@ def app_traits(cal: Calibration, apps: Applications, rng: np.random.Generator) -
             cal.writer_rate_bytes_s * np.exp(cal.writer_rate_sigma * rng.standard_normal(count)),
             cal.node_rate_bytes_s,
         ),
+        # drawn only when some apps have them, so a preset without keeps its earlier traces
+        adjacent=rng.random(count) < cal.adjacent_writers_share
+        if cal.adjacent_writers_share > 0
+        else np.zeros(count, dtype=bool),
     )
 
 
@@ -319,6 +328,7 @@ def job_behaviour(
         low_comm=low_comm,
         io_bytes=io_bytes,
         writers=writers,
+        adjacent=traits.adjacent[app] & di,
         node_rate=node_rate,
         comm_bytes=(io_bytes * ratio).astype(np.int64),
         io_nud=degrees,
@@ -396,7 +406,8 @@ def traffic(
     )
     window = np.clip(-(-node_bytes // phases.node_bytes_per_interval[pair_phase]), 1, length)
     waves = -(-jobs.nnodes[job] // behaviour.writers[job])
-    offset = position % waves * (length - window + 1) // waves
+    wave = np.where(behaviour.adjacent[job], position // behaviour.writers[job], position % waves)
+    offset = wave * (length - window + 1) // waves
     row_pair = np.repeat(np.arange(len(pair_phase)), window)
     step = np.arange(len(row_pair)) - np.repeat(np.cumsum(window) - window, window)
     per_phase = np.bincount(pair_phase, weights=window, minlength=len(phases)).astype(np.int64)

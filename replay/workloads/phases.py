@@ -16,6 +16,7 @@ round, or only at file ends: the granularity of 001 §IV-C) by giving a round a 
         - {app: A, nodes: 64, bytes_per_node: 4.0e9, files: 4}
         - {app: B, nodes: 64, bytes_per_node: 1.0e9, start: 5.0}
       sweep: {dt: {from: -10, to: 10, step: 1}}   # Δ-graph: B starts dt after A (001 §II-C)
+      server_efficiency: {streams: [64, 128], efficiency: [1.0, 0.8]}  # optional (efficiency.py)
 
 ``source: lake_phases`` replays instead the ``io_phases`` the metrics detected in the lake's
 node_io (a ``window`` of them), each on its job's allocated nodes, and scores it against the
@@ -43,6 +44,8 @@ from burstlake.lake import Cluster, cluster_of
 from burstlake.machines import PRESETS
 from burstlake.replay import scores as sc
 from burstlake.replay.demands import REQUEST_BYTES, Phase, PhaseDemand, Phases, require
+from burstlake.replay.efficiency import KEY as EFFICIENCY_KEY
+from burstlake.replay.efficiency import ServerEfficiency
 from burstlake.replay.graph import Topology
 from burstlake.replay.workloads import (
     Kind,
@@ -187,6 +190,7 @@ def check(workload: dict, limits: ScenarioLimits) -> None:
         )
     size = request_bytes(workload)
     cores_per_node(workload, None)
+    ServerEfficiency.from_mapping(workload.get(EFFICIENCY_KEY))
     per_case = sum(
         s["nodes"] * s["files"] * math.ceil(s["bytes_per_node"] / s["files"] / size - 1e-9)
         for s in specs
@@ -223,13 +227,19 @@ def demand(workload: dict, topology: Topology, _lake: Any = None) -> PhaseDemand
     size = request_bytes(workload)
     cores = cores_per_node(workload, topology.name)
     points = sweep_points(workload)
+    curve = ServerEfficiency.from_mapping(workload.get(EFFICIENCY_KEY))
     if points is None:
-        return PhaseDemand((Phases(phases, size),), cores)
+        return PhaseDemand((Phases(phases, size, efficiency=curve),), cores)
     cases = []
     for dt in points:
         a, b = phases
         cases.append(
-            Phases((replace(a, start=max(0.0, -dt)), replace(b, start=max(0.0, dt))), size, dt=dt)
+            Phases(
+                (replace(a, start=max(0.0, -dt)), replace(b, start=max(0.0, dt))),
+                size,
+                dt=dt,
+                efficiency=curve,
+            )
         )
     return PhaseDemand(tuple(cases), cores, sweep=True)
 
@@ -398,7 +408,7 @@ LAKE_KIND = register(
 KIND = register(
     "phases",
     Kind(
-        keys=frozenset({"phases", "request_bytes", "sweep", "cores_per_node"}),
+        keys=frozenset({"phases", "request_bytes", "sweep", "cores_per_node", EFFICIENCY_KEY}),
         check=check,
         demand=demand,
         scores=scores,
