@@ -64,10 +64,14 @@ PREDICATE = "burstlake.predicate"  # commit metadata: the rows a write replaced
 class LakeError(OSError):
     """The lake cannot be written (full disk, read-only, permissions): a one-line reason."""
 
+    def __str__(self) -> str:
+        return self.strerror or super().__str__()  # the reason, without '[Errno 28]'
+
 
 def lake_path(lake: str | os.PathLike | None = None) -> Path:
-    """The lake directory: the argument, else ``$BURSTLAKE_LAKE``, else ``./lake``."""
-    return Path(lake or os.environ.get("BURSTLAKE_LAKE") or DEFAULT_LAKE).absolute()
+    """The lake directory: the argument, else ``$BURSTLAKE_LAKE``, else ``./lake``, absolute
+    and normalised (``sub/../lake`` is ``lake``: Delta names its files that way)."""
+    return Path(os.path.abspath(lake or os.environ.get("BURSTLAKE_LAKE") or DEFAULT_LAKE))
 
 
 def table_dir(lake: str | os.PathLike | None, table: str) -> Path:
@@ -294,10 +298,15 @@ def landing(lake: str | os.PathLike | None, source_id: str, record: dict) -> Ite
     the ingest finishes or undoes it.
     """
     root = lake_path(lake)
-    with _locked(root, "snapshot"):
-        owned = _Owned(root / TXN / f"{source_id}-{uuid.uuid4().hex[:8]}")
-        info = {**record, "source_id": source_id, "started": time.time()}
-        (owned.path / "intent.json").write_text(json.dumps(info))
+    path = root / TXN / f"{source_id}-{uuid.uuid4().hex[:8]}"
+    try:
+        with _locked(root, "snapshot"):
+            owned = _Owned(path)
+            info = {**record, "source_id": source_id, "started": time.time()}
+            (owned.path / "intent.json").write_text(json.dumps(info))
+    except OSError as err:  # nothing committed yet: no intent left behind either
+        shutil.rmtree(path, ignore_errors=True)
+        raise (_lake_error(err, root) or err) from err
     try:
         yield owned.path
     except BaseException:
@@ -612,15 +621,18 @@ def _stored(rows: pa.Table, table_spec: TableSpec, source_id: str) -> pa.Table:
 
 
 def _lake_error(err: BaseException, lake: Path) -> LakeError | None:
-    """A one-line LakeError for a full disk or a read-only lake, else None."""
+    """A one-line LakeError for a full disk or a read-only lake, else None. It says what went
+    wrong, not what was committed: the command that knows (ingest) says that."""
+    if isinstance(err, LakeError):
+        return err
     text = str(err)
     codes = {errno.ENOSPC: "no space left on device", errno.EROFS: "read-only file system"}
     code = getattr(err, "errno", None)
     for number, words in codes.items():
         if code == number or words in text.lower():
-            return LakeError(number, f"lake {lake}: {words}; nothing was changed")
+            return LakeError(number, f"lake {lake}: {words}")
     if code in (errno.EACCES, errno.EPERM) or "permission denied" in text.lower():
-        return LakeError(errno.EACCES, f"lake {lake}: permission denied; nothing was changed")
+        return LakeError(errno.EACCES, f"lake {lake}: permission denied")
     return None
 
 
@@ -659,6 +671,7 @@ class ContributionWriter:
         except OSError as err:
             raise (_lake_error(err, self.lake) or err) from err
         self._writer: pq.ParquetWriter | None = None
+        self._sink: pa.NativeFile | None = None
         self._files: list[Path] = []
         self._file_rows = 0
 
@@ -681,12 +694,12 @@ class ContributionWriter:
         self.rows += table.num_rows
         try:
             if self._writer is not None and self._file_rows >= ROWS_PER_FILE:
-                self._writer.close()
-                self._writer = None
+                self._close()
             if self._writer is None:
                 path = self.staging / f"part-{len(self._files):04d}.parquet"
                 self._files.append(path)
-                self._writer = pq.ParquetWriter(path, stored.schema, compression="zstd")
+                self._sink = pa.OSFile(str(path), "wb")  # closed by _close whatever happens
+                self._writer = pq.ParquetWriter(self._sink, stored.schema, compression="zstd")
                 self._file_rows = 0
             self._writer.write_table(stored)
         except OSError as err:
@@ -696,9 +709,7 @@ class ContributionWriter:
     def commit(self) -> int:
         """Commit the staged rows as one Delta version; returns rows written."""
         try:
-            if self._writer is not None:
-                self._writer.close()
-                self._writer = None
+            self._close()
             with _locked(self.lake, self.spec.name):
                 for attempt in range(COMMIT_RETRIES):
                     try:
@@ -723,11 +734,20 @@ class ContributionWriter:
         """Every contribution the commit replaces: its own, ``replaces`` and those written."""
         return [self.source_id, *self.replaces, *sorted(self.contributions - {self.source_id})]
 
+    def _close(self) -> None:
+        """Finish the staged file being written; its file handle is closed even on error (a
+        full disk), so no deleted file stays open."""
+        writer, sink, self._writer, self._sink = self._writer, self._sink, None, None
+        try:
+            if writer is not None:
+                writer.close()
+        finally:
+            if sink is not None and not sink.closed:
+                sink.close()
+
     def abort(self) -> None:
-        if self._writer is not None:
-            with contextlib.suppress(OSError):
-                self._writer.close()
-            self._writer = None
+        with contextlib.suppress(OSError):
+            self._close()
         self._scratch.remove()
         with contextlib.suppress(OSError):
             (self.lake / STAGING).rmdir()  # only when no other write is staged

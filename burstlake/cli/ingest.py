@@ -30,7 +30,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from burstlake.jobs.ingest.base import describe, expand_paths, ingest, totals
+    from burstlake.jobs.ingest.base import IngestFailed, describe, expand_paths, ingest, totals
 
     module = source_module(args.source)
     options = {k: v for k, v in vars(args).items() if k not in ("paths", "lake", "handler")}
@@ -41,7 +41,12 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    reports = ingest(module.SOURCE, files, args.lake, options, progress=sys.stderr.isatty())
+    try:
+        reports = ingest(module.SOURCE, files, args.lake, options, progress=sys.stderr.isatty())
+    except IngestFailed as err:  # what landed and what did not, then the one-line error
+        for report in err.reports:
+            print(report.line())
+        raise
     for report in reports:
         print(report.line())
         for line in report.traffic_lines():

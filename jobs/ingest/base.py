@@ -52,6 +52,8 @@ from burstlake import catalog
 from burstlake import lake as lakes
 from burstlake.lake import (
     ContributionWriter,
+    LakeError,
+    _lake_error,
     checkpoint,
     delete_contribution,
     lake_path,
@@ -69,6 +71,22 @@ log = logging.getLogger(__name__)
 
 class UnusableInput(Exception):
     """The file as a whole cannot be read as this source; the message is the one-line reason."""
+
+
+class IngestFailed(LakeError):
+    """The lake could not take every file (full disk, read-only lake): ``reports`` says, file by
+    file, what landed and what did not; the message is one line that says the same."""
+
+    def __init__(self, reports: list[FileReport], reason: str) -> None:
+        super().__init__(reason)
+        self.reports = reports
+
+
+def _files(count: int) -> str:
+    return f"{count} file{'s' * (count != 1)}"
+
+
+NOT_ATTEMPTED = "not attempted: the lake failed on an earlier file"
 
 
 @dataclass(frozen=True)
@@ -196,12 +214,17 @@ class FileReport:
     error: str | None = None  # set when the file was unusable as a whole
     traffic: dict[str, dict[str, int]] = field(default_factory=dict)  # metric -> reason -> n
     same_as: str | None = None  # the file already landed with the same bytes (nothing to do)
+    keep: frozenset[str] = frozenset()  # earlier contents the parser keeps (Batch.keep_previous)
+    # set when the lake could not take the file (full disk, read-only): what was committed
+    failure: str | None = None
 
     def traffic_lines(self) -> list[str]:
         """One line per traffic metric: seen = landed + each named loss (+ unexplained)."""
         return [f"  {metric}: {describe_traffic(parts)}" for metric, parts in self.traffic.items()]
 
     def line(self) -> str:
+        if self.failure:
+            return f"{self.file}: {self.failure}"
         if self.same_as:
             return f"{self.file}: same content as {self.same_as}, already landed: nothing to do"
         text = (
@@ -471,8 +494,27 @@ def _land(
     report: FileReport,
 ) -> None:
     """Parse, screen and stage the file, then land it (module doc)."""
+    try:
+        writers = _stage(source, file, root, context, topology_nodes, report)
+        _commit_landing(source, root, context, report, writers)
+    except OSError as err:
+        failure = _lake_error(err, root)
+        if failure is None:
+            raise
+        done = report.failure or "nothing of it was committed"
+        report.failure = f"not landed ({failure}): {done}"
+
+
+def _stage(
+    source: Source,
+    file: Path,
+    root: Path,
+    context: ParseContext,
+    topology_nodes: list[str] | None,
+    report: FileReport,
+) -> dict[str, ContributionWriter]:
+    """Parse, screen and stage the file: nothing is committed yet."""
     writers = _writers(root, source, report.source_id)
-    keep: frozenset[str] = frozenset()
     try:
         for batch in source.parse(file, context):
             checkpoint("ingest-parse")
@@ -484,10 +526,10 @@ def _land(
                 writers[table].write(rows)
             for table in source.tables:
                 writers[table].claim(batch.contributions)
-            keep |= batch.keep_previous
             writers["quarantine"].write(_quarantine_rows(report, batch.rejects + rejects))
             report.records_in += batch.records
             report.quarantined += len(batch.rejects) + failed
+            report.keep |= batch.keep_previous
     except UnusableInput as err:
         for writer in writers.values():
             writer.abort()
@@ -502,7 +544,20 @@ def _land(
         raise
     report.landed = report.records_in - report.quarantined
     checkpoint("ingest-stage")
-    replaces = [r for r in _previous_versions(root, report.file, report.source_id) if r not in keep]
+    return writers
+
+
+def _commit_landing(
+    source: Source,
+    root: Path,
+    context: ParseContext,
+    report: FileReport,
+    writers: dict[str, ContributionWriter],
+) -> None:
+    """Commit the staged tables, then ``ingest_log``, as one landing (module doc). When the lake
+    fails part-way, ``report.failure`` says what was committed."""
+    previous = _previous_versions(root, report.file, report.source_id)
+    replaces = [r for r in previous if r not in report.keep]
     record = {
         "source": source.name,
         "file": report.file,
@@ -524,6 +579,13 @@ def _land(
     except BaseException:
         for writer in writers.values():
             writer.abort()
+        done = [t for t, w in writers.items() if w.version is not None]
+        if done:
+            report.failure = (
+                f"{len(done)} of its {len(writers) + 1} table commits ({', '.join(done)}) "
+                "stay hidden from readers until the next ingest or `burstlake lake clean` "
+                "finishes or undoes them"
+            )
         raise
 
 
@@ -578,11 +640,42 @@ def ingest(
     context = ParseContext(options=dict(options or {}), progress=bar.update)
     bar_base = 0
     topology_nodes = _topology_nodes(lake, source)  # a source checking names never writes them
-    for file in files:
-        reports.append(ingest_file(source, file, lake, context, topology_nodes))
+    for at, file in enumerate(files):
+        report = ingest_file(source, file, lake, context, topology_nodes)
+        reports.append(report)
+        if report.failure:  # the lake cannot take files now: say so for the others
+            skipped = files[at + 1 :]
+            reports += [
+                FileReport(source.name, str(f), "-", failure=NOT_ATTEMPTED) for f in skipped
+            ]
+            break
         bar_base += file.stat().st_size if file.is_file() else 0
         bar.n = bar_base
         bar.refresh()
     bar.close()
-    catalog.refresh(lake)
+    _finish(lake, reports)
     return reports
+
+
+def _finish(lake: str | os.PathLike | None, reports: list[FileReport]) -> None:
+    """Refresh the catalog; raise :class:`IngestFailed` when a file did not land or the catalog
+    could not be rebuilt, saying which files landed and which did not."""
+    failed = [r for r in reports if r.failure and r.failure != NOT_ATTEMPTED]
+    untried = sum(r.failure == NOT_ATTEMPTED for r in reports)
+    summary = f"{_files(sum(r.failure is None for r in reports))} landed"
+    if failed:
+        summary += f", {_files(len(failed))} not landed"
+    if untried:
+        summary += f", {_files(untried)} not attempted"
+    summary += " (each listed above)"
+    checkpoint("ingest-catalog")
+    try:
+        catalog.refresh(lake)
+    except OSError as err:
+        raise IngestFailed(
+            reports,
+            f"{summary}; then the catalog was not rebuilt: {err} (the next `burstlake sql` or "
+            "`burstlake lake catalog` rebuilds it)",
+        ) from err
+    if failed:
+        raise IngestFailed(reports, f"{summary}: {failed[0].file}: {failed[0].failure}")
