@@ -569,13 +569,22 @@ def cluster_of(lake: str | os.PathLike | Cluster | None, name: str | None = None
     return held[0] if held else Cluster(lake_path(lake), None)
 
 
-def contribution_ids(lake: str | os.PathLike | None, table: str) -> set[str]:
-    """The source_ids that have rows in a table."""
+def contribution_keys(
+    lake: str | os.PathLike | None, table: str, columns: Iterable[str] = ()
+) -> set[tuple]:
+    """The distinct (source_id, *columns) of a table's rows: which contribution holds what."""
+    names = [SOURCE, *columns]
     files = [str(p) for p in table_files(lake, table)]
     if not files:
         return set()
-    column = ds.dataset(files, format="parquet").to_table(columns=[SOURCE]).column(0)
-    return set(pc.unique(column).to_pylist())
+    rows = ds.dataset(files, format="parquet").to_table(columns=names)
+    rows = rows.group_by(names).aggregate([])
+    return set(zip(*(rows.column(n).to_pylist() for n in names), strict=True))
+
+
+def contribution_ids(lake: str | os.PathLike | None, table: str) -> set[str]:
+    """The source_ids that have rows in a table."""
+    return {key[0] for key in contribution_keys(lake, table)}
 
 
 def spark_frame(spark, lake: str | os.PathLike | None, table: str):

@@ -94,7 +94,7 @@ from burstlake.jobs.ingest.zabbix_mapping import (
     load_mapping,
     prefix_rewrite,
 )
-from burstlake.lake import dataset, lake_path, read_table
+from burstlake.lake import contribution_keys, dataset, lake_path, read_table
 
 LOG = logging.getLogger(__name__)
 FILE_PATTERN = "history*"
@@ -793,7 +793,9 @@ def _balance(
 
 def stream_balance(lake: str | os.PathLike | None, interval: int) -> dict[str, dict[str, int]]:
     """The byte accounting of the lake's whole Zabbix stream, as it stands: per traffic metric
-    seen = landed + gap + reset (see :func:`counters.balance_query`). Unlike the per-file rows
+    seen = landed + quarantined + gap + reset (see :func:`counters.balance_query`; bytes of a
+    node whose rows were quarantined, such as a node the topology does not know, are not in
+    ``node_io``: they count as quarantined, as in the per-file balance). Unlike the per-file rows
     of ``ingest_log`` (each as of its file's ingest), this does not depend on the order in
     which the files arrived: it is what the concatenation of all the files gives."""
     lake = lake_path(lake)
@@ -806,6 +808,7 @@ def stream_balance(lake: str | os.PathLike | None, interval: int) -> dict[str, d
     regions = pa.table({"c": keys.column("cluster"), "b": keys.column("bucket"), "d": days})
     regions = regions.group_by(["c", "b", "d"]).aggregate([]).to_pylist()
     traffic: dict[str, dict[str, int]] = {}
+    held = contribution_keys(lake, "node_io", ["node"])  # (region contribution, node) landed
     with duckdb.connect() as con:
         for r in sorted(regions, key=lambda r: (r["c"] or "", r["c"] is not None, r["b"], r["d"])):
             first, last, window = _slots(r["d"], interval)
@@ -814,7 +817,9 @@ def stream_balance(lake: str | os.PathLike | None, interval: int) -> dict[str, d
             region = samples.scanner(columns=_SAMPLE_COLUMNS, filter=where & span).to_reader()
             con.register("region", region)
             query = counters.balance_query("region", interval, (first, last))
-            for _, metric, reason, amount in con.execute(query).fetchall():
+            for node, metric, reason, amount in con.execute(query).fetchall():
+                if reason == "landed" and (region_id(r["d"], r["b"], r["c"]), node) not in held:
+                    reason = "quarantined"
                 parts = traffic.setdefault(metric, {})
                 parts["seen"] = parts.get("seen", 0) + amount
                 parts[reason] = parts.get(reason, 0) + amount
