@@ -673,6 +673,7 @@ class ContributionWriter:
         self.contributions: set[str] = set()  # other contributions written (replaced whole)
         self.rows = 0
         self.superseded = 0  # rows of older contributions replaced on commit
+        self.stale = 0  # staged rows kept out on commit: the lake holds newer ones
         self.version: int | None = None  # the committed version
         name = f"{self.spec.name}-{uuid.uuid4().hex[:12]}"
         try:
@@ -722,7 +723,8 @@ class ContributionWriter:
             with _locked(self.lake, self.spec.name):
                 for attempt in range(COMMIT_RETRIES):
                     try:
-                        self.superseded, self.version = _commit(self)
+                        self.version = _commit(self)
+                        self.rows -= self.stale
                         break
                     except CommitFailedError:
                         if attempt == COMMIT_RETRIES - 1:
@@ -783,8 +785,9 @@ def _republish(root: Path, table: str, version: int) -> None:
             os.replace(scratch, path)
 
 
-def _commit(writer: ContributionWriter) -> tuple[int, int]:
-    """One Delta commit of a staged contribution; returns (rows superseded, new version)."""
+def _commit(writer: ContributionWriter) -> int:
+    """One Delta commit of a staged contribution; sets the writer's ``superseded`` and
+    ``stale`` counts and returns the new version."""
     table_spec, path = writer.spec, writer.lake / writer.spec.name
     schema = delta_schema(table_spec)
     ids = writer.owned()
@@ -799,14 +802,18 @@ def _commit(writer: ContributionWriter) -> tuple[int, int]:
             path, schema.empty_table(), mode="append", partition_by=partition_by, name=path.name
         )
     dt = DeltaTable(path)
-    superseded, kept, days = _superseded(dt, table_spec, writer)
+    outcome = _resolve(dt, table_spec, writer)
+    writer.superseded, writer.stale = outcome.superseded, outcome.stale
     data: pa.Table | pa.RecordBatchReader = new.scanner().to_reader()
-    if superseded:
+    if outcome.landing is not None:
+        data = outcome.landing.cast(schema)
+    if outcome.superseded:
         if table_spec.partition_by:
-            predicate += f" OR {DAY} IN ({', '.join(_quote(str(d)) for d in days)})"
+            predicate += f" OR {DAY} IN ({', '.join(_quote(str(d)) for d in outcome.days)})"
         else:
             predicate = None  # the whole table is rewritten
-        data = pa.concat_tables([new.to_table(), kept.cast(schema)])
+        landing = outcome.landing if outcome.landing is not None else new.to_table()
+        data = pa.concat_tables([landing.cast(schema), outcome.kept.cast(schema)])
     metadata[PREDICATE] = predicate or ""  # what the commit replaced (see undo_landing)
     properties = CommitProperties(custom_metadata=metadata)
     write_deltalake(
@@ -818,69 +825,138 @@ def _commit(writer: ContributionWriter) -> tuple[int, int]:
         commit_properties=properties,
     )
     dt.update_incremental()
-    return superseded, dt.version()
+    return dt.version()
 
 
-def _superseded(
-    dt: DeltaTable, table_spec: TableSpec, writer: ContributionWriter
-) -> tuple[int, pa.Table | None, list]:
-    """Rows of other contributions whose ``replace_key`` reappears in the staged rows.
+@dataclass
+class _Outcome:
+    """What a commit does besides replacing its own contributions (see :func:`_resolve`)."""
 
-    Only the days the new contribution touches are compared (the whole table when it is not
-    partitioned); NULL keys match NULL keys. Returns (count, the rows of those days that stay,
-    those days).
+    superseded: int = 0  # rows of other contributions replaced by staged rows
+    kept: pa.Table | None = None  # the other rows of the days (or the table) rewritten
+    days: list = field(default_factory=list)  # the days rewritten
+    stale: int = 0  # staged rows kept out: the lake holds newer content for their key
+    landing: pa.Table | None = None  # the staged rows that land, when some are kept out
+
+
+def _files_sql(paths: Iterable[str]) -> str:
+    return "[" + ", ".join(_quote(p) for p in paths) + "]"
+
+
+def _resolve(dt: DeltaTable, table_spec: TableSpec, writer: ContributionWriter) -> _Outcome:
+    """Which staged rows land and which rows of other contributions they replace.
+
+    Rows meet by ``replace_key`` (NULL matches NULL); only the days the staged rows touch are
+    compared (the whole table when it is not partitioned). A staged row lands unless the lake
+    holds a newer row of its key (``precedence``), or, for a table that ``follows`` another,
+    unless another contribution holds that table's row of its key; the rows it meets are
+    replaced. Records win by their content, so every order of landing ends the same.
     """
     if not table_spec.replace_key or not writer._files:
-        return 0, None, []
-    staged = [str(f) for f in writer._files]
+        return _Outcome()
     own = set(writer.owned())
+    mine = ", ".join(map(_quote, own))
+    key = table_spec.replace_key
+    match = " AND ".join(f'o."{k}" IS NOT DISTINCT FROM n."{k}"' for k in key)
     with duckdb.connect() as con:
-        files = "[" + ", ".join(_quote(f) for f in staged) + "]"
-        keys = ", ".join(f'"{k}"' for k in table_spec.replace_key)
-        con.execute(f"CREATE TEMP TABLE n AS SELECT DISTINCT {keys} FROM read_parquet({files})")
+        staged = _files_sql(str(f) for f in writer._files)
+        con.execute(f"CREATE TEMP VIEW s AS SELECT * FROM read_parquet({staged})")
         uris = [u.removeprefix("file://") for u in dt.file_uris()]
-        days: list = []
         if table_spec.partition_by:
-            query = f"SELECT DISTINCT {DAY} FROM read_parquet({files})"
-            days = [r[0] for r in con.execute(query).fetchall()]
-            wanted = {f"{DAY}={d}" for d in days}
-            uris = [u for u in uris if Path(u).parent.name in wanted]
-        if not uris:
-            return 0, None, []
-        older = "[" + ", ".join(_quote(u) for u in uris) + "]"
-        hive = "true" if table_spec.partition_by else "false"
-        con.execute(
-            f"CREATE TEMP VIEW f AS SELECT * FROM read_parquet({older}, hive_partitioning={hive}, "
-            f"hive_types_autocast=false, union_by_name=true)"
+            days = {r[0] for r in con.execute(f"SELECT DISTINCT {DAY} FROM s").fetchall()}
+            uris = [u for u in uris if Path(u).parent.name in {f"{DAY}={d}" for d in days}]
+        _older_view(con, table_spec, uris, mine)
+        land = _landing_sql(con, table_spec, writer.lake, mine)
+        columns = ", ".join(f'"{k}"' for k in key)
+        con.execute(f"CREATE TEMP TABLE n AS SELECT DISTINCT {columns} FROM s WHERE {land}")
+        outcome = _Outcome(
+            stale=con.execute(f"SELECT count(*) FROM s WHERE NOT ({land})").fetchone()[0]
         )
-        # files of an older layout lack the contract's newer columns: they read as nulls
-        stored = {row[0] for row in con.execute("DESCRIBE f").fetchall()}
-        newer = "".join(f', NULL AS "{c}"' for c in table_spec.schema.names if c not in stored)
-        con.execute(f"CREATE TEMP VIEW o AS SELECT *{newer} FROM f")
-        mine = ", ".join(map(_quote, own))
-        match = " AND ".join(
-            f'o."{k}" IS NOT DISTINCT FROM n."{k}"' for k in table_spec.replace_key
-        )
-        hit = f"o.{SOURCE} NOT IN ({mine}) AND EXISTS (SELECT 1 FROM n WHERE {match})"
-        count = con.execute(f"SELECT count(*) FROM o WHERE {hit}").fetchone()[0]
-        if not count:
-            return 0, None, []
+        if outcome.stale:
+            outcome.landing = con.execute(f"SELECT * FROM s WHERE {land}").fetch_arrow_table()
+        hit = f"EXISTS (SELECT 1 FROM n WHERE {match})"
+        outcome.superseded = con.execute(f"SELECT count(*) FROM o WHERE {hit}").fetchone()[0]
+        if not outcome.superseded:
+            return outcome
+        scope = ""
         if table_spec.partition_by:
             query = f"SELECT DISTINCT CAST({DAY} AS DATE) FROM o WHERE {hit}"
-            days = [r[0] for r in con.execute(query).fetchall()]
-            keep_days = ", ".join(_quote(str(d)) for d in days)
-            scope = f"CAST(o.{DAY} AS DATE) IN ({keep_days}) AND "
-        else:
-            scope = ""
-        columns = ", ".join(f'o."{c}"' for c in table_spec.schema.names)
+            outcome.days = [r[0] for r in con.execute(query).fetchall()]
+            scope = (
+                f"CAST(o.{DAY} AS DATE) IN ({', '.join(_quote(str(d)) for d in outcome.days)}) AND "
+            )
+        names = ", ".join(f'o."{c}"' for c in table_spec.schema.names)
         kept = con.execute(
-            f"SELECT {columns}, o.{SOURCE} FROM o WHERE {scope}o.{SOURCE} NOT IN ({mine}) "
-            f"AND NOT ({hit})"
+            f"SELECT {names}, o.{SOURCE} FROM o WHERE {scope}NOT ({hit})"
         ).fetch_arrow_table()
-    kept = conform(kept, table_spec).append_column(SOURCE, kept.column(SOURCE))
+    outcome.kept = conform(kept, table_spec).append_column(SOURCE, kept.column(SOURCE))
     if table_spec.partition_by:
-        kept = kept.append_column(DAY, _day_keys(kept, table_spec.partition_by))
-    return count, kept, days
+        outcome.kept = outcome.kept.append_column(
+            DAY, _day_keys(outcome.kept, table_spec.partition_by)
+        )
+    return outcome
+
+
+def _older_view(
+    con: duckdb.DuckDBPyConnection, table_spec: TableSpec, uris: list[str], mine: str
+) -> None:
+    """View ``o``: the rows of other contributions in ``uris`` (files of an older layout lack
+    the contract's newer columns: they read as nulls)."""
+    if not uris:
+        con.execute(f"CREATE TEMP VIEW o AS SELECT * FROM s WHERE {SOURCE} IS NULL")
+        return
+    hive = "true" if table_spec.partition_by else "false"
+    con.execute(
+        f"CREATE TEMP VIEW f AS SELECT * FROM read_parquet({_files_sql(uris)}, "
+        f"hive_partitioning={hive}, hive_types_autocast=false, union_by_name=true)"
+    )
+    stored = {row[0] for row in con.execute("DESCRIBE f").fetchall()}
+    newer = "".join(f', NULL AS "{c}"' for c in table_spec.schema.names if c not in stored)
+    con.execute(f"CREATE TEMP VIEW o AS SELECT *{newer} FROM f WHERE {SOURCE} NOT IN ({mine})")
+
+
+def _landing_sql(
+    con: duckdb.DuckDBPyConnection, table_spec: TableSpec, lake: Path, mine: str
+) -> str:
+    """SQL condition on a staged row ``s``: whether it lands (see :func:`_resolve`)."""
+    key = table_spec.replace_key
+    if table_spec.follows:
+        parent = spec(table_spec.follows)
+        uris = (
+            [u.removeprefix("file://") for u in _open(lake, parent.name, None).file_uris()]
+            if is_delta(lake / parent.name)
+            else []
+        )
+        if not uris:
+            return "true"
+        pkey = ", ".join(f'"{k}"' for k in parent.replace_key)
+        con.execute(
+            f"CREATE TEMP TABLE x AS SELECT DISTINCT {pkey} FROM read_parquet({_files_sql(uris)}, "
+            f"hive_partitioning=false, union_by_name=true) WHERE {SOURCE} NOT IN ({mine})"
+        )
+        same = " AND ".join(f'x."{k}" IS NOT DISTINCT FROM s."{k}"' for k in parent.replace_key)
+        return f"NOT EXISTS (SELECT 1 FROM x WHERE {same})"
+    if not table_spec.precedence:
+        return "true"
+    ranks = ", ".join(f"{expr} AS r{i}" for i, expr in enumerate(table_spec.precedence))
+    as_of = f"max({table_spec.as_of or 'NULL'}) OVER (PARTITION BY {SOURCE}) AS ra"
+    columns = ", ".join(f'"{k}"' for k in key)
+    names = table_spec.schema.names
+    content = "hash(" + ", ".join(f'"{c}"' for c in names) + ")"
+    con.execute(
+        f"CREATE TEMP TABLE x AS SELECT {columns}, {SOURCE}, mine, {ranks}, {as_of}, "
+        f"{content} AS h FROM (SELECT *, true AS mine FROM s "
+        "UNION ALL BY NAME SELECT *, false AS mine FROM o)"
+    )
+    order = ", ".join(f"r{i} DESC NULLS LAST" for i in range(len(table_spec.precedence)))
+    con.execute(
+        f"CREATE TEMP TABLE w AS SELECT {columns}, mine, h FROM x QUALIFY row_number() OVER "
+        f"(PARTITION BY {columns} ORDER BY {order}, ra DESC NULLS LAST, {SOURCE} DESC) = 1"
+    )
+    same = " AND ".join(f'w."{k}" IS NOT DISTINCT FROM s."{k}"' for k in key)
+    # a staged row the same as the newest lands too (it changes nothing): not older
+    staged = "hash(" + ", ".join(f's."{c}"' for c in names) + ")"
+    return f"EXISTS (SELECT 1 FROM w WHERE {same} AND (w.mine OR w.h = {staged}))"
 
 
 def write_table(

@@ -211,6 +211,7 @@ class FileReport:
     quarantined: int = 0
     rows: dict[str, int] = field(default_factory=dict)  # lake rows written per table
     superseded: int = 0  # rows of earlier files replaced by this one's (same natural key)
+    stale: int = 0  # records kept out: the lake holds newer content for them (an older dump)
     error: str | None = None  # set when the file was unusable as a whole
     traffic: dict[str, dict[str, int]] = field(default_factory=dict)  # metric -> reason -> n
     same_as: str | None = None  # the file already landed with the same bytes (nothing to do)
@@ -231,15 +232,19 @@ class FileReport:
             f"{self.file}: {self.records_in} records in, {self.landed} landed, "
             f"{self.quarantined} quarantined"
         )
+        if self.stale:
+            text += f", {self.stale} older than the lake's (kept out"
+            text += ": nothing changed)" if self.stale == self.records_in else ")"
         if self.superseded:
             text += f" ({self.superseded} older rows superseded)"
         return text + (f" — unusable: {self.error}" if self.error else "")
 
 
 def totals(reports: Iterable[FileReport]) -> dict[str, int]:
-    """Row accounting summed over files: files, records_in, landed, quarantined, superseded."""
+    """Row accounting summed over files: files, records_in, landed, quarantined, stale,
+    superseded."""
     reports = list(reports)
-    keys = ("records_in", "landed", "quarantined", "superseded")
+    keys = ("records_in", "landed", "quarantined", "stale", "superseded")
     return {"files": len(reports), **{k: sum(getattr(r, k) for r in reports) for k in keys}}
 
 
@@ -249,7 +254,7 @@ def describe(totals_: dict[str, int]) -> str:
     return (
         f"{t['files']} files, {t['records_in']} records in, {t['landed']} landed, "
         f"{t['quarantined']} quarantined"
-    )
+    ) + (f", {t['stale']} older than the lake's" if t.get("stale") else "")
 
 
 TRAFFIC_REASONS = ("landed", "quarantined", "gap", "reset")
@@ -426,7 +431,8 @@ def reconcile(
                 log.warning("re-ingesting %s: its last ingest was interrupted", file)
                 source = source_module(record["source"]).SOURCE
                 context = ParseContext(options=record.get("options", {}))
-                reports.append(ingest_file(source, file, root, context))
+                nodes = _topology_nodes(root, source)  # the checks of any ingest
+                reports.append(ingest_file(source, file, root, context, nodes))
         else:
             log.warning(
                 "%s changed or vanished during an interrupted ingest; undoing its commits", file
@@ -574,7 +580,10 @@ def _commit_landing(
                     if report.error is None:
                         report.rows[table] = rows
                     report.superseded += writer.superseded
+                    if spec(table).key == spec(table).replace_key:  # a row is a record
+                        report.stale += writer.stale
                 checkpoint("ingest-commit")
+            report.landed -= report.stale
             _log(root, report, replaces)
     except BaseException:
         for writer in writers.values():
@@ -598,6 +607,7 @@ def _log(lake: Path, report: FileReport, replaces: list[str]) -> None:
         "records_in": report.records_in,
         "landed": report.landed,
         "quarantined": report.quarantined,
+        "stale": report.stale,
         "traffic": [
             {"metric": m, **{r: parts.get(r, 0) for r in ("seen", *TRAFFIC_REASONS)}}
             for m, parts in sorted(report.traffic.items())
