@@ -36,7 +36,7 @@ class TableSpec:
     # Which of two rows with one replace_key is newer, by their content: SQL expressions over a
     # row, compared in turn (larger is newer, NULL lowest), then ``as_of`` of the row's
     # contribution (the largest over its rows: a dump's own time), then the contribution id,
-    # so every order of landing ends with the same row (burstlake/lake.py, _resolve).
+    # so every order of landing ends with the same row (burstlake/lake/write.py, _resolve).
     precedence: tuple[str, ...] = field(default=())
     as_of: str | None = None
     # A table whose rows belong to rows of another (job_steps, job_nodes to jobs): they land

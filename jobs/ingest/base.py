@@ -54,15 +54,17 @@ from burstlake.lake import (
     ContributionWriter,
     LakeError,
     _lake_error,
+    check_cluster,
     checkpoint,
     delete_contribution,
     lake_path,
+    node_keys,
     read_table,
     table_files,
     write_table,
 )
 from burstlake.schemas import spec
-from burstlake.validate import node_keys, validate
+from burstlake.validate import validate
 
 RECORD = "_record"
 CONTRIBUTION = "_contribution"
@@ -147,21 +149,6 @@ def add_cluster_argument(parser: argparse.ArgumentParser) -> None:
         help="the machine these records come from; it overrides a cluster named in the input "
         "(sacct's Cluster field). Without either the records belong to the unnamed machine",
     )
-
-
-def check_cluster(options: Mapping[str, Any]) -> None:
-    """``cluster``: absent, or a name that is not blank and holds no '/' or control character
-    (it names contributions and is compared in every join). Raises ValueError."""
-    name = options.get("cluster")
-    if name is None:
-        return
-    if not isinstance(name, str) or not name.strip():
-        raise ValueError(f"--cluster names the machine: it cannot be empty or blank ({name!r})")
-    if name != name.strip():
-        raise ValueError(f"--cluster {name!r}: no leading or trailing whitespace")
-    bad = next((c for c in name if c == "/" or not c.isprintable()), None)
-    if bad is not None:
-        raise ValueError(f"--cluster {name!r}: {bad!r} is not allowed in a machine name")
 
 
 def record_cluster(options: Mapping[str, Any], named: str | None = None) -> str | None:
@@ -636,7 +623,7 @@ def ingest(
     """Ingest files of one source, then refresh the catalog. Returns one report per file."""
     from tqdm import tqdm
 
-    check_cluster(dict(options or {}))
+    check_cluster((options or {}).get("cluster"), "--cluster")
     source.check_options(dict(options or {}))
     files = list(map(Path, paths))
     reports = reconcile(lake, skip=files)

@@ -94,7 +94,7 @@ from burstlake.jobs.ingest.zabbix_mapping import (
     load_mapping,
     prefix_rewrite,
 )
-from burstlake.lake import contribution_keys, dataset, lake_path, read_table
+from burstlake.lake import contribution_keys, dataset, lake_path, machine_filter, read_table
 
 LOG = logging.getLogger(__name__)
 FILE_PATTERN = "history*"
@@ -509,8 +509,8 @@ def region_id(day: int, bucket: int, cluster: str | None = None) -> str:
 
 
 def same_machine(cluster: str | None) -> pc.Expression:
-    """Filter: rows of the machine ``cluster`` (null: the unnamed machine)."""
-    return pc.field("cluster").is_null() if cluster is None else pc.field("cluster") == cluster
+    """Filter: rows of the machine ``cluster`` (null: the unnamed machine; the lake's rule)."""
+    return machine_filter(cluster)
 
 
 @dataclass(frozen=True)

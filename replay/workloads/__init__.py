@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from burstlake.replay.scores import Score
 
 Progress = Callable[[int], None] | None
-Lake = Cluster  # the one machine of the lake a scenario reads
 
 
 @dataclass(frozen=True)
@@ -96,7 +95,7 @@ class Kind:
 
     keys: frozenset[str]
     check: Callable[[dict, ScenarioLimits], None]
-    demand: Callable[[dict, Topology, Lake], Any]
+    demand: Callable[[dict, Topology, Cluster], Any]
     scores: Callable[[Scenario, Topology, Any, Progress], list[Score] | Scored]
     window: Callable[[dict], tuple[datetime | None, datetime | None]] = _no_window
     reads_lake: bool = False
