@@ -4,10 +4,10 @@ which rows belong to which machine, and the one check of a machine's name.
 
 from __future__ import annotations
 
-import logging
-import os
 import functools
+import logging
 import operator
+import os
 from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
