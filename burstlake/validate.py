@@ -18,6 +18,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from burstlake.lake.machines import checked_keys, node_keys  # noqa: F401 - node_keys re-exported
+
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
 
 
@@ -118,33 +120,6 @@ def _present(rows: pa.Table, columns: tuple[str, ...], known: list[str]) -> list
     for column in columns:
         present.update(v for v in pc.unique(rows.column(column)).to_pylist() if v is not None)
     return sorted(present.intersection(known))
-
-
-MACHINE_SEP = "\x1f"  # never in a cluster name (base.check_cluster refuses control characters)
-
-
-def node_keys(clusters: pa.Array | pa.ChunkedArray, nodes: pa.Array | pa.ChunkedArray):
-    """A node of one machine as one string, ``cluster`` + U+001F + ``node`` (the unnamed
-    machine: an empty cluster): node names are unique only within a machine, so checks against
-    ``topology`` compare (cluster, node), a null cluster matching a null one."""
-    return pc.binary_join_element_wise(pc.fill_null(clusters, ""), nodes, MACHINE_SEP)
-
-
-def checked_keys(clusters: pa.Array | pa.ChunkedArray, nodes, topology_nodes: list[str]):
-    """The :func:`node_keys` to look up in ``topology_nodes`` (the topology's keys) for rows of
-    ``clusters`` × ``nodes``, each row checked against the topology of its machine: a machine
-    without a topology of its own against the unnamed topology, and rows naming no machine
-    against the only named topology when there is no unnamed one (the rule of
-    :class:`burstlake.lake.Cluster`: rows naming none belong to the only named machine)."""
-    named = {key.split(MACHINE_SEP, 1)[0] for key in topology_nodes}
-    unnamed = "" in named
-    named.discard("")
-    machine = pc.fill_null(clusters, "")
-    if not unnamed and len(named) == 1:
-        machine = pc.if_else(pc.equal(machine, ""), next(iter(named)), machine)
-    if unnamed:
-        machine = pc.if_else(pc.is_in(machine, pa.array(sorted(named), pa.string())), machine, "")
-    return node_keys(machine, nodes)
 
 
 def _keyed(rows: pa.Table, columns: tuple[str, ...], topology_nodes: list[str]) -> pa.Table:

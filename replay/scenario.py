@@ -27,7 +27,7 @@ import pyarrow as pa
 import yaml
 
 from burstlake import catalog, paths
-from burstlake.lake import Cluster, cluster_of, clusters, lake_path, write_table
+from burstlake.lake import Cluster, check_cluster, cluster_of, clusters, lake_path, write_table
 from burstlake.lake import run as lake_run
 from burstlake.replay import models, topologies, workloads
 from burstlake.replay.graph import Topology
@@ -154,13 +154,6 @@ def _files_beside(entry: object, scenario: Path) -> object:
     where = given if given.is_absolute() else scenario.parent / given
     paths.input_file(where, f"policy {entry.get('name')}: path")
     return {**entry, "path": str(where)}
-
-
-def check_cluster(cluster: object) -> str | None:
-    """A scenario's ``cluster``: absent, or the name of one machine of the lake."""
-    if cluster is not None and (not isinstance(cluster, str) or not cluster.strip()):
-        raise ValueError(f"cluster names one machine of the lake, got {cluster!r}")
-    return cluster
 
 
 def run(scenario: Scenario, lake: str | os.PathLike | None, progress: Progress = None) -> pa.Table:

@@ -29,14 +29,49 @@ class TableSpec:
     nonnegative: tuple[str, ...] = field(default=())  # count/byte columns that must be >= 0
     ordered: tuple[tuple[str, str], ...] = field(default=())  # (earlier, later) time pairs
     node_columns: tuple[str, ...] = field(default=())  # node names that must resolve in topology
-    # Rows of an older contribution with the same values here are replaced by a newer one
-    # (last ingest wins): overlapping sacct dumps, re-exported topologies, overlapping exports.
+    # Rows of another contribution with the same values here are replaced by the one being
+    # written (overlapping sacct dumps, re-exported topologies, overlapping exports), unless
+    # ``precedence`` or ``follows`` says the row in the lake is the newer.
     replace_key: tuple[str, ...] = field(default=())
+    # Which of two rows with one replace_key is newer, by their content: SQL expressions over a
+    # row, compared in turn (larger is newer, NULL lowest), then ``as_of`` of the row's
+    # contribution (the largest over its rows: a dump's own time), then the contribution id,
+    # so every order of landing ends with the same row (burstlake/lake/write.py, _resolve).
+    precedence: tuple[str, ...] = field(default=())
+    as_of: str | None = None
+    # A table whose rows belong to rows of another (job_steps, job_nodes to jobs): they land
+    # only with the contribution that holds that table's row of the same replace_key.
+    follows: str | None = None
 
 
 def _schema(*fields: tuple[str, pa.DataType, bool]) -> pa.Schema:
     return pa.schema([pa.field(name, dtype, nullable=nullable) for name, dtype, nullable in fields])
 
+
+# Slurm's order of a job's states (docs/design.md, "Records win by their content"): a state a
+# job can only reach later is the newer record. Unknown or missing states rank lowest.
+SLURM_PENDING = ("PENDING", "REQUEUE_HOLD", "REQUEUE_FED", "SUSPENDED_PENDING")
+SLURM_ACTIVE = (
+    "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "STOPPED", "RESIZING", "SIGNALING",
+    "STAGE_OUT", "POWER_UP_NODE", "UPDATE_DB",
+)  # fmt: skip
+SLURM_TERMINAL = (
+    "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "OUT_OF_MEMORY",
+    "BOOT_FAIL", "DEADLINE", "REQUEUED", "REVOKED", "SPECIAL_EXIT",
+)  # fmt: skip
+
+
+def _rank_sql(column: str, *levels: tuple[str, ...]) -> str:
+    """SQL: 1 + the index of the level holding ``column``'s value, 0 for none or NULL."""
+    cases = " ".join(
+        f"WHEN {column} IN ({', '.join(repr(v) for v in level)}) THEN {i}"
+        for i, level in enumerate(levels, start=1)
+    )
+    return f"CASE {cases} ELSE 0 END"
+
+
+JOB_PRECEDENCE = (_rank_sql("state", SLURM_PENDING, SLURM_ACTIVE, SLURM_TERMINAL), '"end"')
+JOB_AS_OF = 'greatest(submit, eligible, start, "end")'  # the latest time a sacct row names
 
 JOBS = TableSpec(
     name="jobs",
@@ -71,6 +106,8 @@ JOBS = TableSpec(
     nonnegative=("uid", "req_cpus", "alloc_cpus", "nnodes", "run"),
     ordered=(("submit", "start"), ("eligible", "start"), ("start", "end")),
     replace_key=("job_id", "cluster", "run"),
+    precedence=JOB_PRECEDENCE,
+    as_of=JOB_AS_OF,
 )
 
 JOB_STEPS = TableSpec(
@@ -94,6 +131,7 @@ JOB_STEPS = TableSpec(
     nonnegative=("alloc_cpus", "nnodes", "run"),
     ordered=(("start", "end"),),
     replace_key=("job_id", "cluster", "run", "step_id"),
+    follows="jobs",
 )
 
 JOB_NODES = TableSpec(
@@ -110,6 +148,7 @@ JOB_NODES = TableSpec(
     nonnegative=("node_index", "run"),
     node_columns=("node",),
     replace_key=("job_id", "cluster", "run"),
+    follows="jobs",
 )
 
 NODE_IO_TRAFFIC = (  # per-interval volumes: a node_io row exists only where one is > 0
@@ -315,6 +354,9 @@ INGEST_LOG = TableSpec(
         ("records_in", pa.int64(), False),
         ("landed", pa.int64(), False),
         ("quarantined", pa.int64(), False),
+        # records the lake already held newer content for (an older dump ingested later):
+        # records_in = landed + quarantined + stale; null in lakes written before it existed
+        ("stale", pa.int64(), True),
         # Byte accounting per traffic metric (Zabbix, Darshan): seen in the input = landed +
         # quarantined (its record failed) + gap (not attributable to an interval) + reset
         # (counted since a counter reset); null for sources without traffic.
@@ -322,7 +364,7 @@ INGEST_LOG = TableSpec(
         ("ingested_at", TS, False),
     ),
     key=("source_id",),
-    nonnegative=("bytes", "records_in", "landed", "quarantined"),
+    nonnegative=("bytes", "records_in", "landed", "quarantined", "stale"),
 )
 
 RAW_TABLES: tuple[TableSpec, ...] = (

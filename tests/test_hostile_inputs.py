@@ -170,7 +170,8 @@ class Case:
     ``accounts``: per file, (records_in, landed, quarantined), :data:`UNUSABLE`, :data:`SAME`
     or :data:`SAME_REFUSED`.
     ``problems``: (file, location, part of the reason), exactly the file's quarantine rows.
-    ``lands``: (SQL over the lake, expected rows) for the good records.
+    ``lands``: (SQL over the lake, or a function of the files' paths giving it, expected rows)
+    for the good records.
     """
 
     source: str
@@ -179,7 +180,7 @@ class Case:
     files: dict[str, bytes | str | Callable[[Path], bytes]]
     accounts: dict[str, tuple[int, int, int] | str]
     problems: tuple[tuple[str, str, str], ...] = ()
-    lands: tuple[str, list] | None = None
+    lands: tuple[str | Callable[[dict[str, Path]], str], list] | None = None
 
     @property
     def unusable(self) -> bool:
@@ -203,12 +204,15 @@ def _read_bytes(host: str, total: int) -> tuple[str, list]:
     return query, [{"b": total}]
 
 
-def _logs(count: int, *names: str) -> tuple[str, list]:
-    listed = ", ".join(f"'{n}'" for n in names)
-    query = (
-        "SELECT count(*) AS n FROM darshan_jobs j JOIN ingest_log i ON j.log_id = i.source_id "
-        f"WHERE regexp_extract(i.file, '[^/]+$') IN ({listed})"
-    )
+def _logs(count: int, *names: str) -> tuple[Callable[[dict[str, Path]], str], list]:
+    """darshan_jobs rows of these files' logs (a log's id is what it says, not its bytes)."""
+
+    def query(paths: dict[str, Path]) -> str:
+        from burstlake.jobs.ingest.darshan import identify
+
+        listed = ", ".join(f"'{identify(paths[n])}'" for n in names)
+        return f"SELECT count(*) AS n FROM darshan_jobs WHERE log_id IN ({listed})"
+
     return query, [{"n": count}]
 
 
@@ -939,6 +943,7 @@ def test_hostile_input(case: Case, runs) -> None:
         assert location.startswith(where) and part in reason, (location, reason)
     if case.lands:
         query, rows = case.lands
+        query = query(run.paths) if callable(query) else query
         assert sql(run.lake, query).to_pylist() == rows
 
 

@@ -29,12 +29,11 @@ def check_lake(args: argparse.Namespace) -> None:
     :func:`add_lake_argument`)."""
     if getattr(args, "lake", None) is None or not hasattr(args, "lake_must_exist"):
         return
-    from pathlib import Path
-
     from burstlake.lake import is_lake as lake_at
+    from burstlake.lake import lake_path
 
     text, existing = args.lake, args.lake_must_exist
-    path = Path(text)
+    path = lake_path(text)
     if path.exists() and not path.is_dir():
         raise ValueError(f"--lake {text} is a file, not a lake directory")
     is_lake = lake_at(path)
@@ -75,6 +74,10 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         check_lake(args)
+        if hasattr(args, "lake_must_exist"):  # resolved once, before anything is written
+            from burstlake.lake import lake_path
+
+            args.lake = lake_path(args.lake).resolve()
         return int(args.handler(args) or 0)
     except (ValueError, OSError) as err:  # bad input, missing file, full disk, read-only lake
         print(f"burstlake {args.command}: {one_line(err)}", file=sys.stderr)

@@ -61,7 +61,7 @@ def options_of(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from burstlake.jobs.ingest.base import expand_paths, ingest
+    from burstlake.jobs.ingest.base import IngestFailed, expand_paths, ingest
     from burstlake.lake import lake_path
 
     source = source_module(args.source).SOURCE
@@ -80,7 +80,12 @@ def run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 2
-        reports = ingest(source, files, args.lake, options, progress=sys.stderr.isatty())
+        try:
+            reports = ingest(source, files, args.lake, options, progress=sys.stderr.isatty())
+        except IngestFailed as err:  # what landed and what did not, then the one-line error
+            for report in err.reports:
+                print(report.line())
+            raise
         code = _tell(args, source, options, reports)
     if pulled is not None and pulled.error:
         print(

@@ -52,15 +52,19 @@ from burstlake import catalog, paths
 from burstlake import lake as lakes
 from burstlake.lake import (
     ContributionWriter,
+    LakeError,
+    _lake_error,
+    check_cluster,
     checkpoint,
     delete_contribution,
     lake_path,
+    node_keys,
     read_table,
     table_files,
     write_table,
 )
 from burstlake.schemas import spec
-from burstlake.validate import node_keys, validate
+from burstlake.validate import validate
 
 RECORD = "_record"
 WHOLE_FILE = "whole file"  # the quarantine location of a file refused as a whole
@@ -70,6 +74,22 @@ log = logging.getLogger(__name__)
 
 class UnusableInput(Exception):
     """The file as a whole cannot be read as this source; the message is the one-line reason."""
+
+
+class IngestFailed(LakeError):
+    """The lake could not take every file (full disk, read-only lake): ``reports`` says, file by
+    file, what landed and what did not; the message is one line that says the same."""
+
+    def __init__(self, reports: list[FileReport], reason: str) -> None:
+        super().__init__(reason)
+        self.reports = reports
+
+
+def _files(count: int) -> str:
+    return f"{count} file{'s' * (count != 1)}"
+
+
+NOT_ATTEMPTED = "not attempted: the lake failed on an earlier file"
 
 
 @dataclass(frozen=True)
@@ -130,21 +150,6 @@ def add_cluster_argument(parser: argparse.ArgumentParser) -> None:
         help="the machine these records come from; it overrides a cluster named in the input "
         "(sacct's Cluster field). Without either the records belong to the unnamed machine",
     )
-
-
-def check_cluster(options: Mapping[str, Any]) -> None:
-    """``cluster``: absent, or a name that is not blank and holds no '/' or control character
-    (it names contributions and is compared in every join). Raises ValueError."""
-    name = options.get("cluster")
-    if name is None:
-        return
-    if not isinstance(name, str) or not name.strip():
-        raise ValueError(f"--cluster names the machine: it cannot be empty or blank ({name!r})")
-    if name != name.strip():
-        raise ValueError(f"--cluster {name!r}: no leading or trailing whitespace")
-    bad = next((c for c in name if c == "/" or not c.isprintable()), None)
-    if bad is not None:
-        raise ValueError(f"--cluster {name!r}: {bad!r} is not allowed in a machine name")
 
 
 def record_cluster(options: Mapping[str, Any], named: str | None = None) -> str | None:
@@ -234,15 +239,21 @@ class FileReport:
     quarantined: int = 0
     rows: dict[str, int] = field(default_factory=dict)  # lake rows written per table
     superseded: int = 0  # rows of earlier files replaced by this one's (same natural key)
+    stale: int = 0  # records kept out: the lake holds newer content for them (an older dump)
     error: str | None = None  # set when the file was unusable as a whole
     traffic: dict[str, dict[str, int]] = field(default_factory=dict)  # metric -> reason -> n
     same_as: str | None = None  # the file already landed with the same bytes (nothing to do)
+    keep: frozenset[str] = frozenset()  # earlier contents the parser keeps (Batch.keep_previous)
+    # set when the lake could not take the file (full disk, read-only): what was committed
+    failure: str | None = None
 
     def traffic_lines(self) -> list[str]:
         """One line per traffic metric: seen = landed + each named loss (+ unexplained)."""
         return [f"  {metric}: {describe_traffic(parts)}" for metric, parts in self.traffic.items()]
 
     def line(self) -> str:
+        if self.failure:
+            return f"{self.file}: {self.failure}"
         if self.same_as and self.error:
             return f"{self.file}: same content as {self.same_as}, refused: {self.error}"
         if self.same_as:
@@ -251,15 +262,19 @@ class FileReport:
             f"{self.file}: {self.records_in} records in, {self.landed} landed, "
             f"{self.quarantined} quarantined"
         )
+        if self.stale:
+            text += f", {self.stale} older than the lake's (kept out"
+            text += ": nothing changed)" if self.stale == self.records_in else ")"
         if self.superseded:
             text += f" ({self.superseded} older rows superseded)"
         return text + (f" — unusable: {self.error}" if self.error else "")
 
 
 def totals(reports: Iterable[FileReport]) -> dict[str, int]:
-    """Row accounting summed over files: files, records_in, landed, quarantined, superseded."""
+    """Row accounting summed over files: files, records_in, landed, quarantined, stale,
+    superseded."""
     reports = list(reports)
-    keys = ("records_in", "landed", "quarantined", "superseded")
+    keys = ("records_in", "landed", "quarantined", "stale", "superseded")
     return {"files": len(reports), **{k: sum(getattr(r, k) for r in reports) for k in keys}}
 
 
@@ -269,7 +284,7 @@ def describe(totals_: dict[str, int]) -> str:
     return (
         f"{t['files']} files, {t['records_in']} records in, {t['landed']} landed, "
         f"{t['quarantined']} quarantined"
-    )
+    ) + (f", {t['stale']} older than the lake's" if t.get("stale") else "")
 
 
 TRAFFIC_REASONS = ("landed", "quarantined", "gap", "reset")
@@ -458,7 +473,8 @@ def reconcile(
                 log.warning("re-ingesting %s: its last ingest was interrupted", file)
                 source = source_module(record["source"]).SOURCE
                 context = ParseContext(options=record.get("options", {}))
-                reports.append(ingest_file(source, file, root, context))
+                nodes = _topology_nodes(root, source)  # the checks of any ingest
+                reports.append(ingest_file(source, file, root, context, nodes))
         else:
             log.warning(
                 "%s changed or vanished during an interrupted ingest; undoing its commits", file
@@ -529,8 +545,27 @@ def _land(
     report: FileReport,
 ) -> None:
     """Parse, screen and stage the file, then land it (module doc)."""
+    try:
+        writers = _stage(source, file, root, context, topology_nodes, report)
+        _commit_landing(source, root, context, report, writers)
+    except OSError as err:
+        failure = _lake_error(err, root)
+        if failure is None:
+            raise
+        done = report.failure or "nothing of it was committed"
+        report.failure = f"not landed ({failure}): {done}"
+
+
+def _stage(
+    source: Source,
+    file: Path,
+    root: Path,
+    context: ParseContext,
+    topology_nodes: list[str] | None,
+    report: FileReport,
+) -> dict[str, ContributionWriter]:
+    """Parse, screen and stage the file: nothing is committed yet."""
     writers = _writers(root, source, report.source_id)
-    keep: frozenset[str] = frozenset()
     try:
         for batch in source.parse(file, context):
             checkpoint("ingest-parse")
@@ -542,10 +577,10 @@ def _land(
                 writers[table].write(rows)
             for table in source.tables:
                 writers[table].claim(batch.contributions)
-            keep |= batch.keep_previous
             writers["quarantine"].write(_quarantine_rows(report, batch.rejects + rejects))
             report.records_in += batch.records
             report.quarantined += len(batch.rejects) + failed
+            report.keep |= batch.keep_previous
     except UnusableInput as err:
         for writer in writers.values():
             writer.abort()
@@ -560,7 +595,20 @@ def _land(
         raise
     report.landed = report.records_in - report.quarantined
     checkpoint("ingest-stage")
-    replaces = [r for r in _previous_versions(root, report.file, report.source_id) if r not in keep]
+    return writers
+
+
+def _commit_landing(
+    source: Source,
+    root: Path,
+    context: ParseContext,
+    report: FileReport,
+    writers: dict[str, ContributionWriter],
+) -> None:
+    """Commit the staged tables, then ``ingest_log``, as one landing (module doc). When the lake
+    fails part-way, ``report.failure`` says what was committed."""
+    previous = _previous_versions(root, report.file, report.source_id)
+    replaces = [r for r in previous if r not in report.keep]
     record = {
         "source": source.name,
         "file": report.file,
@@ -577,11 +625,21 @@ def _land(
                     if report.error is None:
                         report.rows[table] = rows
                     report.superseded += writer.superseded
+                    if spec(table).key == spec(table).replace_key:  # a row is a record
+                        report.stale += writer.stale
                 checkpoint("ingest-commit")
+            report.landed -= report.stale
             _log(root, report, replaces)
     except BaseException:
         for writer in writers.values():
             writer.abort()
+        done = [t for t, w in writers.items() if w.version is not None]
+        if done:
+            report.failure = (
+                f"{len(done)} of its {len(writers) + 1} table commits ({', '.join(done)}) "
+                "stay hidden from readers until the next ingest or `burstlake lake clean` "
+                "finishes or undoes them"
+            )
         raise
 
 
@@ -594,6 +652,7 @@ def _log(lake: Path, report: FileReport, replaces: list[str]) -> None:
         "records_in": report.records_in,
         "landed": report.landed,
         "quarantined": report.quarantined,
+        "stale": report.stale,
         "traffic": [
             {"metric": m, **{r: parts.get(r, 0) for r in ("seen", *TRAFFIC_REASONS)}}
             for m, parts in sorted(report.traffic.items())
@@ -622,7 +681,7 @@ def ingest(
     """Ingest files of one source, then refresh the catalog. Returns one report per file."""
     from tqdm import tqdm
 
-    check_cluster(dict(options or {}))
+    check_cluster((options or {}).get("cluster"), "--cluster")
     source.check_options(dict(options or {}))
     files = list(map(Path, paths))
     reports = reconcile(lake, skip=files)
@@ -636,11 +695,42 @@ def ingest(
     context = ParseContext(options=dict(options or {}), progress=bar.update)
     bar_base = 0
     topology_nodes = _topology_nodes(lake, source)  # a source checking names never writes them
-    for file in files:
-        reports.append(ingest_file(source, file, lake, context, topology_nodes))
+    for at, file in enumerate(files):
+        report = ingest_file(source, file, lake, context, topology_nodes)
+        reports.append(report)
+        if report.failure:  # the lake cannot take files now: say so for the others
+            skipped = files[at + 1 :]
+            reports += [
+                FileReport(source.name, str(f), "-", failure=NOT_ATTEMPTED) for f in skipped
+            ]
+            break
         bar_base += file.stat().st_size if file.is_file() else 0
         bar.n = bar_base
         bar.refresh()
     bar.close()
-    catalog.refresh(lake)
+    _finish(lake, reports)
     return reports
+
+
+def _finish(lake: str | os.PathLike | None, reports: list[FileReport]) -> None:
+    """Refresh the catalog; raise :class:`IngestFailed` when a file did not land or the catalog
+    could not be rebuilt, saying which files landed and which did not."""
+    failed = [r for r in reports if r.failure and r.failure != NOT_ATTEMPTED]
+    untried = sum(r.failure == NOT_ATTEMPTED for r in reports)
+    summary = f"{_files(sum(r.failure is None for r in reports))} landed"
+    if failed:
+        summary += f", {_files(len(failed))} not landed"
+    if untried:
+        summary += f", {_files(untried)} not attempted"
+    summary += " (each listed above)"
+    checkpoint("ingest-catalog")
+    try:
+        catalog.refresh(lake)
+    except OSError as err:
+        raise IngestFailed(
+            reports,
+            f"{summary}; then the catalog was not rebuilt: {err} (the next `burstlake sql` or "
+            "`burstlake lake catalog` rebuilds it)",
+        ) from err
+    if failed:
+        raise IngestFailed(reports, f"{summary}: {failed[0].file}: {failed[0].failure}")

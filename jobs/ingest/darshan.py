@@ -7,9 +7,11 @@ Lands one ``darshan_jobs`` row per log, one ``darshan_rank_io`` row per module a
 and uneven I/O from, and the heatmap bins with traffic in ``darshan_heatmap``. Logs are read
 with pydarshan (:mod:`.darshan_log`).
 
-Identity and joins: ``log_id`` is the log's content id (blake2b-64 of its bytes, the
-``source_id`` of its ``ingest_log`` row): the same log always gets the same id, different logs
-never share one, even the per-process logs of one non-MPI job that started in the same second.
+Identity and joins: ``log_id`` is the id of what the log says (blake2b-64 of everything read
+from it: header, module × rank totals, host names, heatmaps; :func:`log_id`), not of its bytes:
+the same log always gets the same id, whatever its bytes (a copy with a few bytes changed that
+reads the same is the same record and replaces it), and different logs never share one, even the
+per-process logs of one non-MPI job that started in the same second.
 ``job_id`` is the scheduler job id Darshan recorded (``SLURM_JOB_ID``), as text, so it joins
 ``jobs.job_id_raw``. A log does not name its machine: ``cluster`` is ``--cluster``, else null,
 and a null-cluster log joins the one job of that raw id if exactly one machine has it
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import hashlib
 import json
 import pickle
 import signal
@@ -50,7 +53,6 @@ from burstlake.jobs.ingest.base import (
     ParseContext,
     Source,
     UnusableInput,
-    content_id,
     record_cluster,
 )
 from burstlake.jobs.ingest.darshan_log import MEASURES, STORAGE_MODULES, DarshanLog, UnreadableLog
@@ -133,6 +135,29 @@ def _storage_bytes(log: DarshanLog, measure: str) -> int:
     return int(
         sum(t.measures[measure].sum() or 0 for t in log.totals if t.module in STORAGE_MODULES)
     )
+
+
+def log_id(log: DarshanLog) -> str:
+    """The id of a log's content as read (see the module doc): blake2b-64, hex."""
+    digest = hashlib.blake2b(digest_size=8)
+    header = {"job": log.job, "exe": log.exe, "modules": log.modules, "hosts": log.hostnames}
+    digest.update(json.dumps(header, sort_keys=True, default=str).encode())
+    for totals in log.totals:
+        digest.update(totals.module.encode() + np.ascontiguousarray(totals.ranks).tobytes())
+        for measure in sorted(totals.measures):
+            values = np.ma.asarray(totals.measures[measure])
+            digest.update(measure.encode() + np.ma.getdata(values).tobytes())
+            digest.update(np.ma.getmaskarray(values).tobytes())
+    for heatmap in log.heatmaps:
+        digest.update(f"{heatmap.module}:{heatmap.bin_width_s!r}".encode())
+        for array in (heatmap.ranks, heatmap.bytes_read, heatmap.bytes_written):
+            digest.update(np.ascontiguousarray(array).tobytes())
+    return digest.hexdigest()
+
+
+def identify(path: Path) -> str:
+    """The :func:`log_id` of the log at ``path`` (read in the reader process)."""
+    return log_id(_READER.read(path))
 
 
 def _job_row(log: DarshanLog, log_id: str) -> dict:
@@ -242,11 +267,11 @@ def parse(path: Path, context: ParseContext) -> Iterator[Batch]:
     """One batch per log: its ``darshan_jobs``, ``darshan_rank_io`` and ``darshan_heatmap``
     rows."""
     log = _READER.read(path)
-    log_id, cluster = content_id(path), record_cluster(context.options)
-    job = {**_job_row(log, log_id), "cluster": cluster, RECORD: 0}
+    identity, cluster = log_id(log), record_cluster(context.options)
+    job = {**_job_row(log, identity), "cluster": cluster, RECORD: 0}
     ranks = [
         {**row, "cluster": cluster, RECORD: i}
-        for i, row in enumerate(_rank_rows(log, log_id), start=1)
+        for i, row in enumerate(_rank_rows(log, identity), start=1)
     ]
     first_heatmap = len(ranks) + 1
     origins = {0: _origin(job, "log header")}
@@ -257,7 +282,7 @@ def parse(path: Path, context: ParseContext) -> Iterator[Batch]:
         tables={
             "darshan_jobs": _table("darshan_jobs", [job]),
             "darshan_rank_io": _table("darshan_rank_io", ranks),
-            "darshan_heatmap": _heatmap_table(log, log_id, first_heatmap, cluster),
+            "darshan_heatmap": _heatmap_table(log, identity, first_heatmap, cluster),
         },
         records=len(origins),
         origins=origins,

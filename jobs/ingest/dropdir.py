@@ -41,6 +41,14 @@ def drop_folders(
     return [(d.path, deployment.drop_options(d)) for d in deployment.drops if d.source == source]
 
 
+def _unseen(files: list[Path], lake: str | os.PathLike | None) -> list[Path]:
+    """The files whose content is not in the lake's ingest_log yet."""
+    seen: set[str] = set()
+    if table_files(lake, "ingest_log"):
+        seen = set(read_table(lake, "ingest_log", columns=["source_id"]).column(0).to_pylist())
+    return [f for f in files if not f.is_file() or content_id(f) not in seen]
+
+
 def pending_files(
     source: str,
     drop: str | os.PathLike | None = None,
@@ -51,11 +59,8 @@ def pending_files(
     folder = Path(drop) if drop is not None else drop_path() / source
     if not folder.is_dir():
         return []
-    seen: set[str] = set()
-    if table_files(lake, "ingest_log"):
-        seen = set(read_table(lake, "ingest_log", columns=["source_id"]).column(0).to_pylist())
     pattern = source_module(source).SOURCE.file_pattern
-    return [str(f) for f in expand_paths([folder], pattern) if content_id(f) not in seen]
+    return [str(f) for f in _unseen(expand_paths([folder], pattern), lake)]
 
 
 def land_files(
@@ -64,15 +69,19 @@ def land_files(
     lake: str | os.PathLike | None = None,
     options: Mapping[str, Any] | None = None,
 ) -> dict:
-    """Ingest ``files`` of ``source`` with ``options`` (the parse options, as on the command
-    line); returns the row accounting and the findings of the source's checks of rows landed
-    earlier. Raises if any file was unusable."""
+    """Ingest those of ``files`` of ``source`` the lake has not seen, with ``options`` (the
+    parse options, as on the command line); returns the row accounting (``already_landed``:
+    the others) and the findings of the source's checks of rows landed earlier. Raises if any
+    was unusable, or when the lake failed (:class:`IngestFailed` names what landed): a retry
+    of the task lands only the rest, so a task that failed after committing is safe to run
+    again."""
     spec = source_module(source).SOURCE
-    reports = ingest(spec, files, lake_path(lake), dict(options or {}))
+    todo = _unseen([Path(f) for f in files], lake)
+    reports = ingest(spec, todo, lake_path(lake), dict(options or {}))
     unusable = [f"{r.file}: {r.error}" for r in reports if r.error]
     if unusable:
         raise ValueError(f"{source}: unusable input files: {'; '.join(unusable)}")
-    result: dict = totals(reports)
+    result: dict = {**totals(reports), "already_landed": len(files) - len(todo)}
     for check, lines in spec.after_landing(lake_path(lake)).items():
         result[check] = lines
         for line in lines:

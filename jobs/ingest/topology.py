@@ -37,8 +37,8 @@ from burstlake.jobs.ingest.base import (
     UnusableInput,
     record_cluster,
 )
+from burstlake.lake import checked_keys, node_keys
 from burstlake.schemas import REGISTRY, spec
-from burstlake.validate import checked_keys, node_keys
 
 FILE_PATTERN = "*"
 CSV_COLUMNS = (

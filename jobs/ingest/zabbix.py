@@ -93,7 +93,7 @@ from burstlake.jobs.ingest.zabbix_mapping import (
     load_mapping,
     prefix_rewrite,
 )
-from burstlake.lake import dataset, lake_path, read_table
+from burstlake.lake import contribution_keys, dataset, lake_path, machine_filter, read_table
 
 LOG = logging.getLogger(__name__)
 ROWS_PER_BATCH = 200_000  # node_io rows per batch (whole nodes)
@@ -252,8 +252,8 @@ def region_id(day: int, bucket: int, cluster: str | None = None) -> str:
 
 
 def same_machine(cluster: str | None) -> pc.Expression:
-    """Filter: rows of the machine ``cluster`` (null: the unnamed machine)."""
-    return pc.field("cluster").is_null() if cluster is None else pc.field("cluster") == cluster
+    """Filter: rows of the machine ``cluster`` (null: the unnamed machine; the lake's rule)."""
+    return machine_filter(cluster)
 
 
 @dataclass(frozen=True)
@@ -553,7 +553,9 @@ def stream_balance(
     lake: str | os.PathLike | None, options: Mapping[str, Any] | None = None
 ) -> dict[str, dict[str, int]]:
     """The byte accounting of the lake's whole Zabbix stream, as it stands: per traffic metric
-    seen = landed + gap + reset (see :func:`counters.balance_query`). Unlike the per-file rows
+    seen = landed + quarantined + gap + reset (see :func:`counters.balance_query`; bytes of a
+    node whose rows were quarantined, such as a node the topology does not know, are not in
+    ``node_io``: they count as quarantined, as in the per-file balance). Unlike the per-file rows
     of ``ingest_log`` (each as of its file's ingest), this does not depend on the order in
     which the files arrived: it is what the concatenation of all the files gives."""
     settings = Settings.from_options(dict(options or {}))
@@ -571,6 +573,7 @@ def stream_balance(
         found = {(b, d) for b, lo, hi in reached for d in range(lo, hi + 1)}
         regions += [{"c": cluster, "b": b, "d": d} for b, d in found]
     traffic: dict[str, dict[str, int]] = {}
+    held = contribution_keys(lake, "node_io", ["node"])  # (region contribution, node) landed
     with duckdb.connect() as con:
         for r in sorted(regions, key=lambda r: (r["c"] or "", r["c"] is not None, r["b"], r["d"])):
             first, last, window = _slots(r["d"], interval)
@@ -581,7 +584,9 @@ def stream_balance(
             query = counters.balance_query(
                 "region", interval, (first, last), gap_factor=settings.gap_factor
             )
-            for _, metric, reason, amount in con.execute(query).fetchall():
+            for node, metric, reason, amount in con.execute(query).fetchall():
+                if reason == "landed" and (region_id(r["d"], r["b"], r["c"]), node) not in held:
+                    reason = "quarantined"
                 parts = traffic.setdefault(metric, {})
                 parts["seen"] = parts.get("seen", 0) + amount
                 parts[reason] = parts.get(reason, 0) + amount

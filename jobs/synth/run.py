@@ -16,11 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from burstlake.jobs.ingest.base import check_cluster
 from burstlake.jobs.synth import allocator, behaviour, submissions
 from burstlake.jobs.synth.calibration import Calibration, calibration
 from burstlake.jobs.synth.trace import DAY_S, Trace
 from burstlake.jobs.synth.writers import check_raw_size, write_lake, write_raw
+from burstlake.lake import check_cluster
 from burstlake.machines import Machine
 from burstlake.machines import machine as machine_preset
 
@@ -124,7 +124,7 @@ def synthesize(
         cal = calibration(preset, params_file, overrides)
         check_raw_size(machine_preset(preset), cal, _window_s(machine_preset(preset), cal, days))
     if cluster is not None:
-        check_cluster({"cluster": cluster})
+        check_cluster(cluster, "--cluster")
     trace = build_trace(preset, days, seed, params_file, overrides, cluster)
     written = {"jobs_synthesized": len(trace.jobs)}
     if raw is not None:

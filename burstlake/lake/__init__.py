@@ -1,0 +1,203 @@
+"""The lake: one Delta Lake table per folder, and the one place that writes.
+
+See docs/design.md, 'The lake: the only interface between stages'.
+
+Layout: ``<lake>/<table>/`` is a Delta table (Parquet files plus ``_delta_log``); day-partitioned
+tables are partitioned by a ``day`` column (``day=YYYY-MM-DD`` folders) derived from their
+timestamp. Every table also carries a hidden ``_source_id`` column. A *contribution* is
+everything one input (a file, a synthesizer run, a metrics job) wrote, named by its
+``source_id``; writing a contribution replaces whatever the same ``source_id`` wrote before.
+
+Every write is **one atomic Delta commit** made by delta-rs (``deltalake``): a predicate
+overwrite ``_source_id = '<id>'`` and, for tables with a ``replace_key``, the rewrite of the
+days whose rows the new contribution supersedes, in the same commit. A killed write leaves the
+previous version whole: rows are staged under ``<lake>/_staging`` first, and uncommitted files
+are invisible to every reader. Writers of one table take a per-table file lock and retry a
+commit that conflicts, so concurrent ingests (as Airflow runs DAGs) neither lose nor duplicate
+rows.
+
+Readers see one snapshot: :func:`snapshot` pins one version of each table for the duration of
+a job (metrics, replay), and :func:`run` additionally stamps every commit with the run id and
+the versions read, and *publishes* a multi-table result (the metrics) only when all of its
+tables are committed: until then readers keep seeing the previous run's tables.
+
+One module per concern, their names all importable from here: :mod:`.paths` (folders, hidden
+columns, locks, the one-line lake error), :mod:`.snapshot` (versions, landings in progress,
+runs), :mod:`.read` (Arrow and Spark readers), :mod:`.machines` (the machines rule and the one
+check of a machine's name), :mod:`.write` (the writer; records win by their content) and
+:mod:`.maintenance` (undoing a landing, vacuum, migration).
+"""
+
+from __future__ import annotations
+
+from burstlake.lake.machines import (
+    CLUSTER_TABLES,
+    MACHINE_SEP,
+    Cluster,
+    check_cluster,
+    checked_keys,
+    cluster_of,
+    clusters,
+    machine_filter,
+    machine_sql,
+    node_keys,
+    owner_of_unnamed,
+)
+from burstlake.lake.maintenance import (
+    _put_back,
+    legacy_tables,
+    migrate,
+    undo_landing,
+    vacuum,
+)
+from burstlake.lake.paths import (
+    COMMIT_RETRIES,
+    DAY,
+    DEFAULT_LAKE,
+    LOCKS,
+    MIGRATE,
+    PREDICATE,
+    ROWS_PER_FILE,
+    RUNS,
+    SOURCE,
+    STAGING,
+    TXN,
+    LakeError,
+    _abandoned,
+    _alive,
+    _lake_error,
+    _locked,
+    _Owned,
+    _quote,
+    checkpoint,
+    clean_leftovers,
+    delta_schema,
+    exclusive,
+    is_delta,
+    is_lake,
+    lake_path,
+    table_dir,
+)
+from burstlake.lake.read import (
+    _open,
+    contribution_ids,
+    contribution_keys,
+    dataset,
+    read_table,
+    spark_frame,
+    table_files,
+    table_layout,
+)
+from burstlake.lake.snapshot import (
+    _PINS,
+    _RUN,
+    Run,
+    _commit_sources,
+    _consistent_cut,
+    _publish,
+    _published,
+    commit_metadata,
+    intents,
+    landing,
+    latest_version,
+    published_run,
+    read_version,
+    read_versions,
+    run,
+    snapshot,
+)
+from burstlake.lake.write import (
+    ContributionWriter,
+    _commit,
+    _day_keys,
+    _files_sql,
+    _landing_sql,
+    _older_view,
+    _Outcome,
+    _republish,
+    _resolve,
+    _stored,
+    delete_contribution,
+    write_table,
+)
+
+__all__ = [
+    "CLUSTER_TABLES",
+    "COMMIT_RETRIES",
+    "DAY",
+    "DEFAULT_LAKE",
+    "LOCKS",
+    "MACHINE_SEP",
+    "MIGRATE",
+    "PREDICATE",
+    "ROWS_PER_FILE",
+    "RUNS",
+    "SOURCE",
+    "STAGING",
+    "TXN",
+    "_PINS",
+    "_RUN",
+    "Cluster",
+    "ContributionWriter",
+    "LakeError",
+    "Run",
+    "_Outcome",
+    "_Owned",
+    "_abandoned",
+    "_alive",
+    "_commit",
+    "_commit_sources",
+    "_consistent_cut",
+    "_day_keys",
+    "_files_sql",
+    "_lake_error",
+    "_landing_sql",
+    "_locked",
+    "_older_view",
+    "_open",
+    "_publish",
+    "_published",
+    "_put_back",
+    "_quote",
+    "_republish",
+    "_resolve",
+    "_stored",
+    "check_cluster",
+    "checked_keys",
+    "checkpoint",
+    "clean_leftovers",
+    "cluster_of",
+    "clusters",
+    "commit_metadata",
+    "contribution_ids",
+    "contribution_keys",
+    "dataset",
+    "delete_contribution",
+    "delta_schema",
+    "exclusive",
+    "intents",
+    "is_delta",
+    "is_lake",
+    "lake_path",
+    "landing",
+    "latest_version",
+    "legacy_tables",
+    "machine_filter",
+    "machine_sql",
+    "migrate",
+    "node_keys",
+    "owner_of_unnamed",
+    "published_run",
+    "read_table",
+    "read_version",
+    "read_versions",
+    "run",
+    "snapshot",
+    "spark_frame",
+    "table_dir",
+    "table_files",
+    "table_layout",
+    "undo_landing",
+    "vacuum",
+    "write_table",
+]

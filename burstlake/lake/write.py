@@ -1,0 +1,423 @@
+"""The one writer: a contribution staged, then one atomic Delta commit in which records win by
+their content (docs/design.md, 'The lake').
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import time
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+from deltalake import CommitProperties, DeltaTable, write_deltalake
+from deltalake.exceptions import CommitFailedError, DeltaError
+
+from burstlake.lake.paths import (
+    COMMIT_RETRIES,
+    DAY,
+    PREDICATE,
+    ROWS_PER_FILE,
+    RUNS,
+    SOURCE,
+    STAGING,
+    _lake_error,
+    _locked,
+    _Owned,
+    _quote,
+    delta_schema,
+    is_delta,
+    lake_path,
+)
+from burstlake.lake.read import _open
+from burstlake.lake.snapshot import _RUN
+from burstlake.schemas import REGISTRY, TableSpec, conform, spec
+
+log = logging.getLogger(__name__)
+
+
+def _day_keys(table: pa.Table, column: str) -> pa.Array:
+    return pc.cast(table.column(column), pa.date32()).combine_chunks()
+
+
+def _stored(rows: pa.Table, table_spec: TableSpec, source_id: str) -> pa.Table:
+    """Contract rows plus the hidden columns, in the stored schema."""
+    out = rows.append_column(SOURCE, pa.array([source_id] * rows.num_rows, pa.string()))
+    if table_spec.partition_by:
+        days = _day_keys(rows, table_spec.partition_by)
+        if days.null_count:
+            raise ValueError(
+                f"{table_spec.name}: null {table_spec.partition_by} in a partitioned table"
+            )
+        out = out.append_column(DAY, days)
+    return out.cast(delta_schema(table_spec))
+
+
+class ContributionWriter:
+    """Streams the rows of one contribution into one table; ``commit()`` swaps them in.
+
+    Rows are staged as Parquet under ``<lake>/_staging`` (memory stays bounded by one batch);
+    ``commit()`` lands them in one Delta commit that also removes what the same ``source_id``
+    (and the ids in ``replaces``) wrote before, and the rows of other contributions whose
+    ``replace_key`` reappears (``superseded``).
+
+    One writer may also write rows into other contributions of the table
+    (``write(rows, contribution=...)``, or :meth:`claim` for one that ends up empty): rows
+    computed from several inputs, such as the Zabbix stream's day x node-bucket parts of
+    ``node_io``. Each such contribution is replaced whole by the same commit.
+    """
+
+    def __init__(
+        self,
+        lake: str | os.PathLike | None,
+        table: str,
+        source_id: str,
+        replaces: Iterable[str] = (),
+    ) -> None:
+        self.spec = spec(table)
+        self.lake = lake_path(lake)
+        self.source_id = source_id
+        self.replaces = sorted(set(replaces) - {source_id})
+        self.contributions: set[str] = set()  # other contributions written (replaced whole)
+        self.rows = 0
+        self.superseded = 0  # rows of older contributions replaced on commit
+        self.stale = 0  # staged rows kept out on commit: the lake holds newer ones
+        self.version: int | None = None  # the committed version
+        name = f"{self.spec.name}-{uuid.uuid4().hex[:12]}"
+        try:
+            self._scratch = _Owned(self.lake / STAGING / name)
+        except OSError as err:
+            raise (_lake_error(err, self.lake) or err) from err
+        self._writer: pq.ParquetWriter | None = None
+        self._sink: pa.NativeFile | None = None
+        self._files: list[Path] = []
+        self._file_rows = 0
+
+    @property
+    def staging(self) -> Path:
+        return self._scratch.path
+
+    def claim(self, contributions: Iterable[str]) -> None:
+        """Replace these contributions in the commit, whether or not rows are written to them."""
+        self.contributions.update(contributions)
+
+    def write(self, rows: pa.Table | pa.RecordBatch, contribution: str | None = None) -> None:
+        """Stage rows of this writer's contribution, or of ``contribution`` (see class doc)."""
+        if contribution is not None and contribution != self.source_id:
+            self.contributions.add(contribution)
+        table = conform(rows, self.spec)
+        if table.num_rows == 0:
+            return
+        stored = _stored(table, self.spec, contribution or self.source_id)
+        self.rows += table.num_rows
+        try:
+            if self._writer is not None and self._file_rows >= ROWS_PER_FILE:
+                self._close()
+            if self._writer is None:
+                path = self.staging / f"part-{len(self._files):04d}.parquet"
+                self._files.append(path)
+                self._sink = pa.OSFile(str(path), "wb")  # closed by _close whatever happens
+                self._writer = pq.ParquetWriter(self._sink, stored.schema, compression="zstd")
+                self._file_rows = 0
+            self._writer.write_table(stored)
+        except OSError as err:
+            raise (_lake_error(err, self.lake) or err) from err
+        self._file_rows += stored.num_rows
+
+    def commit(self) -> int:
+        """Commit the staged rows as one Delta version; returns rows written."""
+        try:
+            self._close()
+            with _locked(self.lake, self.spec.name):
+                for attempt in range(COMMIT_RETRIES):
+                    try:
+                        self.version = _commit(self)
+                        self.rows -= self.stale
+                        break
+                    except CommitFailedError:
+                        if attempt == COMMIT_RETRIES - 1:
+                            raise
+                        time.sleep(0.05 * (attempt + 1))
+                current = _RUN.get()
+                if current is not None and current.lake == self.lake:
+                    current.written[self.spec.name] = self.version
+                else:
+                    _republish(self.lake, self.spec.name, self.version)
+        except (OSError, DeltaError) as err:
+            raise (_lake_error(err, self.lake) or err) from err
+        finally:
+            self.abort()
+        return self.rows
+
+    def owned(self) -> list[str]:
+        """Every contribution the commit replaces: its own, ``replaces`` and those written."""
+        return [self.source_id, *self.replaces, *sorted(self.contributions - {self.source_id})]
+
+    def _close(self) -> None:
+        """Finish the staged file being written; its file handle is closed even on error (a
+        full disk), so no deleted file stays open."""
+        writer, sink, self._writer, self._sink = self._writer, self._sink, None, None
+        try:
+            if writer is not None:
+                writer.close()
+        finally:
+            if sink is not None and not sink.closed:
+                sink.close()
+
+    def abort(self) -> None:
+        with contextlib.suppress(OSError):
+            self._close()
+        self._scratch.remove()
+        with contextlib.suppress(OSError):
+            (self.lake / STAGING).rmdir()  # only when no other write is staged
+
+    def __enter__(self) -> ContributionWriter:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.commit()
+        else:
+            self.abort()
+
+
+def _republish(root: Path, table: str, version: int) -> None:
+    """A write outside a run into a table a run publishes is visible at once."""
+    folder = root / RUNS
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        record = json.loads(path.read_text())
+        if table in record.get("tables", {}):
+            record["tables"][table] = version
+            scratch = path.with_suffix(f".{os.getpid()}.tmp")
+            scratch.write_text(json.dumps(record, indent=1, sort_keys=True))
+            os.replace(scratch, path)
+
+
+def _commit(writer: ContributionWriter) -> int:
+    """One Delta commit of a staged contribution; sets the writer's ``superseded`` and
+    ``stale`` counts and returns the new version."""
+    table_spec, path = writer.spec, writer.lake / writer.spec.name
+    schema = delta_schema(table_spec)
+    ids = writer.owned()
+    predicate = f"{SOURCE} IN ({', '.join(map(_quote, ids))})"
+    new = ds.dataset([str(f) for f in writer._files], schema=schema, format="parquet")
+    current = _RUN.get()
+    metadata = current.metadata() if current is not None and current.lake == writer.lake else {}
+    metadata["burstlake.source_id"] = writer.source_id
+    partition_by = [DAY] if table_spec.partition_by else None
+    if not is_delta(path):  # created empty first, so the rows below stream in
+        write_deltalake(
+            path, schema.empty_table(), mode="append", partition_by=partition_by, name=path.name
+        )
+    dt = DeltaTable(path)
+    outcome = _resolve(dt, table_spec, writer)
+    writer.superseded, writer.stale = outcome.superseded, outcome.stale
+    data: pa.Table | pa.RecordBatchReader = new.scanner().to_reader()
+    if outcome.landing is not None:
+        data = outcome.landing.cast(schema)
+    if outcome.superseded:
+        if table_spec.partition_by:
+            predicate += f" OR {DAY} IN ({', '.join(_quote(str(d)) for d in outcome.days)})"
+        else:
+            predicate = None  # the whole table is rewritten
+        landing = outcome.landing if outcome.landing is not None else new.to_table()
+        data = pa.concat_tables([landing.cast(schema), outcome.kept.cast(schema)])
+    metadata[PREDICATE] = predicate or ""  # what the commit replaced (see undo_landing)
+    properties = CommitProperties(custom_metadata=metadata)
+    write_deltalake(
+        dt,
+        data,
+        mode="overwrite",
+        predicate=predicate,
+        schema_mode="merge",
+        commit_properties=properties,
+    )
+    dt.update_incremental()
+    return dt.version()
+
+
+@dataclass
+class _Outcome:
+    """What a commit does besides replacing its own contributions (see :func:`_resolve`)."""
+
+    superseded: int = 0  # rows of other contributions replaced by staged rows
+    kept: pa.Table | None = None  # the other rows of the days (or the table) rewritten
+    days: list = field(default_factory=list)  # the days rewritten
+    stale: int = 0  # staged rows kept out: the lake holds newer content for their key
+    landing: pa.Table | None = None  # the staged rows that land, when some are kept out
+
+
+def _files_sql(paths: Iterable[str]) -> str:
+    return "[" + ", ".join(_quote(p) for p in paths) + "]"
+
+
+def _resolve(dt: DeltaTable, table_spec: TableSpec, writer: ContributionWriter) -> _Outcome:
+    """Which staged rows land and which rows of other contributions they replace.
+
+    Rows meet by ``replace_key`` (NULL matches NULL); only the days the staged rows touch are
+    compared (the whole table when it is not partitioned). A staged row lands unless the lake
+    holds a newer row of its key (``precedence``), or, for a table that ``follows`` another,
+    unless another contribution holds that table's row of its key; the rows it meets are
+    replaced. Records win by their content, so every order of landing ends the same.
+    """
+    if not table_spec.replace_key or not writer._files:
+        return _Outcome()
+    own = set(writer.owned())
+    mine = ", ".join(map(_quote, own))
+    key = table_spec.replace_key
+    match = " AND ".join(f'o."{k}" IS NOT DISTINCT FROM n."{k}"' for k in key)
+    with duckdb.connect() as con:
+        staged = _files_sql(str(f) for f in writer._files)
+        con.execute(f"CREATE TEMP VIEW s AS SELECT * FROM read_parquet({staged})")
+        uris = [u.removeprefix("file://") for u in dt.file_uris()]
+        if table_spec.partition_by:
+            days = {r[0] for r in con.execute(f"SELECT DISTINCT {DAY} FROM s").fetchall()}
+            uris = [u for u in uris if Path(u).parent.name in {f"{DAY}={d}" for d in days}]
+        _older_view(con, table_spec, uris, mine)
+        land = _landing_sql(con, table_spec, writer.lake, mine)
+        columns = ", ".join(f'"{k}"' for k in key)
+        con.execute(f"CREATE TEMP TABLE n AS SELECT DISTINCT {columns} FROM s WHERE {land}")
+        outcome = _Outcome(
+            stale=con.execute(f"SELECT count(*) FROM s WHERE NOT ({land})").fetchone()[0]
+        )
+        if outcome.stale:
+            outcome.landing = con.execute(f"SELECT * FROM s WHERE {land}").fetch_arrow_table()
+        hit = f"EXISTS (SELECT 1 FROM n WHERE {match})"
+        outcome.superseded = con.execute(f"SELECT count(*) FROM o WHERE {hit}").fetchone()[0]
+        if not outcome.superseded:
+            return outcome
+        scope = ""
+        if table_spec.partition_by:
+            query = f"SELECT DISTINCT CAST({DAY} AS DATE) FROM o WHERE {hit}"
+            outcome.days = [r[0] for r in con.execute(query).fetchall()]
+            scope = (
+                f"CAST(o.{DAY} AS DATE) IN ({', '.join(_quote(str(d)) for d in outcome.days)}) AND "
+            )
+        names = ", ".join(f'o."{c}"' for c in table_spec.schema.names)
+        kept = con.execute(
+            f"SELECT {names}, o.{SOURCE} FROM o WHERE {scope}NOT ({hit})"
+        ).fetch_arrow_table()
+    outcome.kept = conform(kept, table_spec).append_column(SOURCE, kept.column(SOURCE))
+    if table_spec.partition_by:
+        outcome.kept = outcome.kept.append_column(
+            DAY, _day_keys(outcome.kept, table_spec.partition_by)
+        )
+    return outcome
+
+
+def _older_view(
+    con: duckdb.DuckDBPyConnection, table_spec: TableSpec, uris: list[str], mine: str
+) -> None:
+    """View ``o``: the rows of other contributions in ``uris`` (files of an older layout lack
+    the contract's newer columns: they read as nulls)."""
+    if not uris:
+        con.execute(f"CREATE TEMP VIEW o AS SELECT * FROM s WHERE {SOURCE} IS NULL")
+        return
+    hive = "true" if table_spec.partition_by else "false"
+    con.execute(
+        f"CREATE TEMP VIEW f AS SELECT * FROM read_parquet({_files_sql(uris)}, "
+        f"hive_partitioning={hive}, hive_types_autocast=false, union_by_name=true)"
+    )
+    stored = {row[0] for row in con.execute("DESCRIBE f").fetchall()}
+    newer = "".join(f', NULL AS "{c}"' for c in table_spec.schema.names if c not in stored)
+    con.execute(f"CREATE TEMP VIEW o AS SELECT *{newer} FROM f WHERE {SOURCE} NOT IN ({mine})")
+
+
+def _landing_sql(
+    con: duckdb.DuckDBPyConnection, table_spec: TableSpec, lake: Path, mine: str
+) -> str:
+    """SQL condition on a staged row ``s``: whether it lands (see :func:`_resolve`)."""
+    key = table_spec.replace_key
+    if table_spec.follows:
+        parent = spec(table_spec.follows)
+        uris = (
+            [u.removeprefix("file://") for u in _open(lake, parent.name, None).file_uris()]
+            if is_delta(lake / parent.name)
+            else []
+        )
+        if not uris:
+            return "true"
+        pkey = ", ".join(f'"{k}"' for k in parent.replace_key)
+        con.execute(
+            f"CREATE TEMP TABLE x AS SELECT DISTINCT {pkey} FROM read_parquet({_files_sql(uris)}, "
+            f"hive_partitioning=false, union_by_name=true) WHERE {SOURCE} NOT IN ({mine})"
+        )
+        same = " AND ".join(f'x."{k}" IS NOT DISTINCT FROM s."{k}"' for k in parent.replace_key)
+        return f"NOT EXISTS (SELECT 1 FROM x WHERE {same})"
+    if not table_spec.precedence:
+        return "true"
+    ranks = ", ".join(f"{expr} AS r{i}" for i, expr in enumerate(table_spec.precedence))
+    as_of = f"max({table_spec.as_of or 'NULL'}) OVER (PARTITION BY {SOURCE}) AS ra"
+    columns = ", ".join(f'"{k}"' for k in key)
+    names = table_spec.schema.names
+    content = "hash(" + ", ".join(f'"{c}"' for c in names) + ")"
+    con.execute(
+        f"CREATE TEMP TABLE x AS SELECT {columns}, {SOURCE}, mine, {ranks}, {as_of}, "
+        f"{content} AS h FROM (SELECT *, true AS mine FROM s "
+        "UNION ALL BY NAME SELECT *, false AS mine FROM o)"
+    )
+    order = ", ".join(f"r{i} DESC NULLS LAST" for i in range(len(table_spec.precedence)))
+    con.execute(
+        f"CREATE TEMP TABLE w AS SELECT {columns}, mine, h FROM x QUALIFY row_number() OVER "
+        f"(PARTITION BY {columns} ORDER BY {order}, ra DESC NULLS LAST, {SOURCE} DESC) = 1"
+    )
+    same = " AND ".join(f'w."{k}" IS NOT DISTINCT FROM s."{k}"' for k in key)
+    # a staged row the same as the newest lands too (it changes nothing): not older
+    staged = "hash(" + ", ".join(f's."{c}"' for c in names) + ")"
+    return f"EXISTS (SELECT 1 FROM w WHERE {same} AND (w.mine OR w.h = {staged}))"
+
+
+def write_table(
+    lake: str | os.PathLike | None,
+    table: str,
+    rows: pa.Table | Iterable[pa.Table | pa.RecordBatch],
+    source_id: str,
+    replaces: Iterable[str] = (),
+) -> int:
+    """Write a whole contribution (one table, or an iterable of batches) as one commit.
+
+    ``replaces`` names other source_ids whose rows the same commit removes (a file re-ingested
+    with new content replaces what its earlier content wrote).
+    """
+    with ContributionWriter(lake, table, source_id, replaces) as writer:
+        for batch in [rows] if isinstance(rows, pa.Table) else rows:
+            writer.write(batch)
+    return writer.rows
+
+
+def delete_contribution(
+    lake: str | os.PathLike | None, source_id: str, tables: Iterable[str] | None = None
+) -> int:
+    """Delete what ``source_id`` contributed to ``tables`` (default: every table), one commit
+    per table that has its rows. Returns rows deleted."""
+    root = lake_path(lake)
+    names = list(tables) if tables is not None else sorted(REGISTRY)
+    removed = 0
+    for name in names:
+        path = root / name
+        if not is_delta(path):
+            continue
+        try:
+            with _locked(root, name):
+                dt = DeltaTable(path)
+                metrics = dt.delete(
+                    f"{SOURCE} = {_quote(source_id)}",
+                    commit_properties=CommitProperties(
+                        custom_metadata={"burstlake.deleted": source_id}
+                    ),
+                )
+                removed += int(metrics.get("num_deleted_rows") or 0)
+                dt.update_incremental()
+                _republish(root, name, dt.version())
+        except (OSError, DeltaError) as err:
+            raise (_lake_error(err, root) or err) from err
+    return removed
