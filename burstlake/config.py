@@ -169,14 +169,14 @@ def _list(path: Path, key: str, value: Any) -> list:
 
 
 def _check_machine(path: Path, key: str, name: Any) -> None:
-    from burstlake.jobs.ingest.base import check_cluster
+    from burstlake.lake import check_cluster
 
     if not isinstance(name, str):
         raise _fail(path, key, f"a machine name is text, not {name!r}")
     try:
-        check_cluster({"cluster": name})
+        check_cluster(name, "machine name")
     except ValueError as err:
-        raise _fail(path, key, str(err).replace("--cluster", "machine name")) from None
+        raise _fail(path, key, str(err)) from None
 
 
 def _known_machine(path: Path, key: str, name: Any, machines: Mapping[str, Any]) -> None:
