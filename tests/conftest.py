@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+FIXTURES = REPO / "tests" / "fixtures"  # the small hand-made inputs, shared by every stage
 SHARED_DATA = REPO.parent / "shared" / "data"
 
 # Airflow and GX read their settings at import: set them before anything imports either.

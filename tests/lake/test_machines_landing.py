@@ -15,8 +15,8 @@ from burstlake.jobs.ingest.base import ingest
 from burstlake.jobs.ingest.topology import unknown_nodes
 from burstlake.lake import read_table
 from burstlake.schemas import spec
+from tests.conftest import FIXTURES
 
-FIXTURES = Path(__file__).parent / "fixtures"
 EXPORT = FIXTURES / "zabbix" / "history-tags.ndjson"  # 25 usable samples of host cn00001
 SYNTH_SACCT = FIXTURES / "slurm" / "synth_shape.sacct"  # its Cluster field says th1a
 LOG = "mpi-io-test-x86_64-3.4.7.darshan"

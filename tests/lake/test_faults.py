@@ -202,7 +202,7 @@ def test_metrics_killed_mid_run_then_rerun_beside_an_ingest(spark, tmp_path):
     """A killed metrics run leaves the previous run in view; the re-run, made while an ingest
     is stopped between its commits, reads the state before the ingest, never a mix."""
     from burstlake.jobs.metrics.run import INPUTS, run
-    from tests.test_metrics import build_hand_lake
+    from tests.metrics.test_metrics import build_hand_lake
 
     lake = tmp_path / "lake"
     build_hand_lake(lake)
