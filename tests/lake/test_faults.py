@@ -23,6 +23,8 @@ from burstlake.jobs.ingest import slurm, topology
 from burstlake.jobs.ingest.base import ingest
 from burstlake.lake import delete_contribution, read_table
 
+pytestmark = pytest.mark.slow  # kill tests: real processes killed at each phase
+
 INGEST_TABLES = ("jobs", "job_steps", "job_nodes", "topology", "quarantine", "ingest_log")
 WAIT_S = 900  # a loaded 2-core machine starts Spark slowly
 

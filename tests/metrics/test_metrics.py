@@ -421,6 +421,7 @@ def test_tables_read_back_through_lake_and_catalog(hand):
         assert count == written[table], table
 
 
+@pytest.mark.slow  # a second full metrics run
 def test_rerun_replaces_previous_output(hand, spark):
     lake, written = hand
     again = run(lake, spark=spark, settings=SETTINGS, progress=False)
@@ -428,6 +429,7 @@ def test_rerun_replaces_previous_output(hand, spark):
     assert len(table_files(lake, "job_io_metrics")) == 1  # the current Delta version's
 
 
+@pytest.mark.slow  # recomputes job_io_metrics in Spark
 def test_thresholds_are_settings(hand, spark):
     lake, _ = hand
     frames_ = {t: frames.read(spark, lake, t) for t in ("jobs", "job_nodes", "node_io", "topology")}
