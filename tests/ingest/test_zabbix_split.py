@@ -246,6 +246,7 @@ def test_cli_ingest_of_a_split_export(reference: dict, tmp_path: Path, capsys) -
     )
 
 
+@pytest.mark.slow  # Airflow dag.test() of a rotated export, ~40 s
 def test_rotation_through_the_drop_directory_dag(reference: dict, tmp_path: Path, run_dag) -> None:
     """Two DAG runs: the syncer files, then the same files rotated to .old with new current
     files holding the later values."""
