@@ -1,4 +1,5 @@
-# burstlake — two commands: `make demo` and `make test`. Both build .venv from nothing.
+# burstlake — `make demo` and `make test` (the fast default; `make test-all` runs everything, as CI
+# does). Each builds .venv from nothing.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -8,7 +9,7 @@ LAKE   ?= lake
 export GX_ANALYTICS_ENABLED := false
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 
-.PHONY: venv browser demo test test-fast bench lint airflow clean
+.PHONY: venv browser demo test test-all bench lint airflow clean
 
 # pip's and setuptools' chatter goes to .venv/install.log; it is shown only if the install fails.
 $(STAMP): pyproject.toml
@@ -21,9 +22,9 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-# The report test opens the HTML report in Debian's headless Chromium (never a downloaded
-# browser). Installed here when missing and we are root (CI, a fresh dev machine); otherwise
-# that one test is skipped with its reason.
+# The report test (in test-all) opens the HTML report in Debian's headless Chromium (never a
+# downloaded browser). Installed here when missing and we are root (CI, a fresh dev machine);
+# otherwise that one test is skipped with its reason.
 browser:
 	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
 	  { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
@@ -34,11 +35,15 @@ browser:
 demo: venv
 	$(BIN)/burstlake demo --lake $(LAKE)
 
-test: venv browser
-	$(BIN)/python -m pytest -q
-
-test-fast: venv
+# The fast default: every module's unit and hand-derived tests, one small real-Spark and one
+# DuckDB test; the tests marked slow (pyproject.toml, [tool.pytest.ini_options]) are left out.
+test: venv
 	$(BIN)/python -m pytest -q -m "not slow"
+
+# Everything, as CI runs it: adds Airflow's scheduler, the Spark standalone cluster, Chromium,
+# kill tests, the wheel install, the notebooks and the other slow tests.
+test-all: venv browser
+	$(BIN)/python -m pytest -q
 
 bench: venv
 	$(BIN)/python -m bench

@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED_DATA = REPO.parent / "shared" / "data"
+FIXTURES = REPO / "tests" / "fixtures"  # the small hand-made inputs, shared by every stage
+# The real samples: $BURSTLAKE_SAMPLES (as for the demo), else ../shared/data.
+SHARED_DATA = Path(os.environ.get("BURSTLAKE_SAMPLES") or REPO.parent / "shared" / "data")
 
 # Airflow and GX read their settings at import: set them before anything imports either.
 _AIRFLOW_HOME = Path(tempfile.mkdtemp(prefix="burstlake-airflow-"))
@@ -34,7 +36,7 @@ def lake(tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
-    """The real input samples beside the checkout (../shared/data)."""
+    """The real input samples (``$BURSTLAKE_SAMPLES``, else ../shared/data beside the checkout)."""
     if not SHARED_DATA.is_dir():
         pytest.skip(f"real samples not found at {SHARED_DATA}")
     return SHARED_DATA

@@ -23,6 +23,7 @@ def test_notebook_renders_every_figure(tiny_metrics_lake, tmp_path):
     assert "applications" in text
 
 
+@pytest.mark.slow  # runs a notebook kernel
 def test_notebook_needs_a_metrics_lake(lake, tmp_path):
     from nbclient.exceptions import CellExecutionError
 

@@ -4,7 +4,7 @@ The rule for every source (docs/design.md, "Sources"; issue 14): empty, truncate
 wrong encoding, enormous lines, duplicate files under other names, clocks running backwards.
 Each gets a one-line reason with file and location, the good records land, and nothing is lost
 silently. One table, :data:`CASES`, holds the whole grid; cases already tested one by one
-elsewhere (tests/test_slurm.py, test_zabbix.py, test_topology.py, test_darshan.py) are here
+elsewhere (tests/ingest/test_slurm.py, test_zabbix.py, test_topology.py, test_darshan.py) are here
 too, so that the grid is complete in one place.
 
 Each source's cases run as two ``burstlake ingest SOURCE FILE...`` commands into one lake per

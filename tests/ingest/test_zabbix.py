@@ -22,8 +22,9 @@ from burstlake.jobs.ingest.base import ingest
 from burstlake.jobs.ingest.zabbix_mapping import HostNames, load_mapping, prefix_rewrite
 from burstlake.lake import read_table, write_table
 from burstlake.schemas.tables import NODE_IO_TRAFFIC
+from tests.conftest import FIXTURES as ALL_FIXTURES
 
-FIXTURES = Path(__file__).parent / "fixtures" / "zabbix"
+FIXTURES = ALL_FIXTURES / "zabbix"
 T0 = 1700000000
 TRAFFIC = NODE_IO_TRAFFIC
 

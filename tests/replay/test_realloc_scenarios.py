@@ -4,13 +4,12 @@ out-of-range values with one line naming the key."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from burstlake.replay.scenario import load, run
+from tests.conftest import REPO
 
-SCENARIOS = Path(__file__).resolve().parents[1] / "replay" / "scenarios"
+SCENARIOS = REPO / "replay" / "scenarios"
 MINE = (
     "bridges_mira512",
     "bridges_mira512_all",

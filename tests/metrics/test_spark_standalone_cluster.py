@@ -19,9 +19,10 @@ import pytest
 
 from burstlake.jobs.metrics.run import TABLES, run
 from burstlake.lake import read_table
-from tests.test_metrics import SETTINGS, build_hand_lake
+from tests.conftest import REPO
+from tests.metrics.test_metrics import SETTINGS, build_hand_lake
 
-SCRIPT = Path(__file__).resolve().parents[1] / "infra" / "spark-standalone.sh"
+SCRIPT = REPO / "infra" / "spark-standalone.sh"
 
 
 def free_port() -> int:

@@ -5,7 +5,6 @@ at reduced job sizes. Expected values in the hand-checked cases are derived in t
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,8 +17,9 @@ from burstlake.replay.policies import policy
 from burstlake.replay.scenario import load, run
 from burstlake.replay.topologies import build, fattree
 from burstlake.replay.workloads import jobs as jw
+from tests.conftest import REPO
 
-SCENARIOS = Path(__file__).resolve().parents[1] / "replay" / "scenarios"
+SCENARIOS = REPO / "replay" / "scenarios"
 LATENCY = 1e-6  # seconds per link in the hand-checked cases
 
 

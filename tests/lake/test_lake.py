@@ -434,6 +434,7 @@ def test_full_disk_and_read_only_lake_give_one_line_and_change_nothing(
     assert read_table(lake, "jobs").num_rows == 5 + 2900
 
 
+@pytest.mark.slow  # reads the lake through Spark's Delta reader
 def test_a_lake_from_an_older_release_reads_newer_columns_as_nulls(lake, spark):
     """jobs written before ``job_id_raw`` existed (a Delta table without the column): the
     catalog, the Arrow readers and Spark give the column as nulls, and the next write adds

@@ -364,6 +364,7 @@ def test_run_time_errors_are_one_line(tmp_path, lake, capsys) -> None:
         policy("fcfs").apply(machine, None)
 
 
+@pytest.mark.slow  # runs a notebook kernel
 def test_notebook_draws_the_delta_graphs(lake, tmp_path, monkeypatch) -> None:
     """notebooks/coordination.ipynb runs the shipped pair and sizes scenarios (coarse dt steps)
     and draws 5 figures: two Δ-graphs, the interference factors, the server-efficiency Δ-graph

@@ -40,6 +40,7 @@ def full_lake(tiny_metrics_lake, tmp_path_factory) -> Path:
     return lake
 
 
+@pytest.mark.slow  # synthesizes a machine and runs every metric
 def test_report_is_self_contained_with_every_figure(full_lake, tmp_path, capsys):
     out = tmp_path / "r.html"
     assert main(["report", "--lake", str(full_lake), "--out", str(out)]) == 0

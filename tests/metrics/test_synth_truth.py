@@ -8,6 +8,8 @@ import pytest
 from burstlake import catalog
 from burstlake.jobs.metrics.headline_sql import headline
 
+pytestmark = pytest.mark.slow  # synthesizes a machine and runs every metric on it
+
 
 @pytest.fixture(scope="module")
 def tiny(tiny_metrics_lake):

@@ -3,14 +3,11 @@ ingest: the command line, the drop-directory DAG or the demo (docs/design.md, "S
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from burstlake.jobs.ingest import source_module
 from burstlake.jobs.ingest.base import ingest
-
-FIXTURES = Path(__file__).parent / "fixtures"
+from tests.conftest import FIXTURES
 
 
 @pytest.mark.parametrize(

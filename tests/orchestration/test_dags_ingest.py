@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import pytest
 
 from burstlake.lake import read_table
+from tests.conftest import FIXTURES
 
 
 def _drop(tmp_path, source: str, *files):
@@ -50,7 +50,7 @@ def test_ingest_dag_fails_on_an_unusable_file_but_keeps_the_good_ones(run_dag, l
 
 
 def test_ingest_zabbix_dag_lands_an_export_with_its_accounting(run_dag, lake, tmp_path):
-    _drop(tmp_path, "zabbix", Path(__file__).parent / "fixtures" / "zabbix" / "history-tags.ndjson")
+    _drop(tmp_path, "zabbix", FIXTURES / "zabbix" / "history-tags.ndjson")
     assert run_dag("ingest_zabbix").state == "success"
     [log] = read_table(lake, "ingest_log").to_pylist()
     assert (log["records_in"], log["landed"], log["quarantined"]) == (31, 25, 6)

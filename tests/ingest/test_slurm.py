@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 
@@ -18,8 +17,9 @@ from burstlake.cli import main
 from burstlake.jobs.ingest import slurm
 from burstlake.jobs.ingest.base import ParseContext, ingest
 from burstlake.lake import read_table
+from tests.conftest import FIXTURES as ALL_FIXTURES
 
-FIXTURES = Path(__file__).parent / "fixtures" / "slurm"
+FIXTURES = ALL_FIXTURES / "slurm"
 EDISON = "slurm/edison_job4478544.sacct"
 
 

@@ -175,6 +175,10 @@ def nud_of(values) -> float | None:
     return 1 + float((p * np.log(p)).sum()) / math.log(len(x))
 
 
+# The tests of the hand-built lake's one full metrics run in Spark (`hand`): in make test-all.
+full_run = pytest.mark.slow
+
+
 @pytest.fixture(scope="module")
 def hand(spark, tmp_path_factory):
     """The hand-built lake after one metrics run: (lake, {table: rows keyed by the key})."""
@@ -257,6 +261,7 @@ def test_top_count():
     assert top_count(0.2, 10) == 2  # 0.2 * 10 is 2.0000000000000004 in floating point
 
 
+@full_run
 def test_job_io_distribution(hand):
     lake, _ = hand
     jobs = rows(lake, "job_io_metrics")
@@ -294,6 +299,7 @@ def test_job_io_distribution(hand):
     assert (j8["cabinets"], j8["min_cabinets"], j8["in_min_cabinets"]) == (1, 1, True)
 
 
+@full_run
 def test_job_node_distribution_and_characteristics(hand):
     lake, _ = hand
     jobs = rows(lake, "job_io_metrics")
@@ -315,6 +321,7 @@ def test_job_node_distribution_and_characteristics(hand):
     assert jobs["app0"]["app_id"] == "u2|app|2"
 
 
+@full_run
 def test_interval_metrics(hand):
     lake, _ = hand
     intervals = {r["ts"]: r for r in read_table(lake, "interval_metrics").to_pylist()}
@@ -338,6 +345,7 @@ def test_interval_metrics(hand):
     )
 
 
+@full_run
 def test_cabinet_and_ion_load(hand):
     lake, _ = hand
     cabinets, ions = rows(lake, "cabinet_load"), rows(lake, "ion_load")
@@ -355,6 +363,7 @@ def test_cabinet_and_ion_load(hand):
     assert sum(v["share"] for v in ions.values()) == pytest.approx(1)
 
 
+@full_run
 def test_app_metrics(hand):
     lake, _ = hand
     apps = rows(lake, "app_metrics")
@@ -368,6 +377,7 @@ def test_app_metrics(hand):
     assert app["consistency_low_comm"] is None  # no network counters on these nodes
 
 
+@full_run
 def test_darshan_job_metrics(hand):
     lake, _ = hand
     logs = rows(lake, "darshan_job_metrics")
@@ -385,6 +395,7 @@ def test_darshan_job_metrics(hand):
     assert (l3["rank_bytes"], l3["shared_share"], l3["rank_nud"]) == (0, None, None)
 
 
+@full_run
 def test_platform_summary_by_hand(hand):
     lake, _ = hand
     figures = rows(lake, "platform_summary")
@@ -403,6 +414,7 @@ def test_platform_summary_by_hand(hand):
     assert figures["consistent_apps"]["value"] == 0.0
 
 
+@full_run
 def test_headline_figures_agree_with_duckdb(hand):
     lake, _ = hand
     figures = rows(lake, "platform_summary")
@@ -412,6 +424,7 @@ def test_headline_figures_agree_with_duckdb(hand):
         assert figures[name]["value"] == pytest.approx(value, abs=1e-12), name
 
 
+@full_run
 def test_tables_read_back_through_lake_and_catalog(hand):
     lake, written = hand
     for table in TABLES:
@@ -421,6 +434,7 @@ def test_tables_read_back_through_lake_and_catalog(hand):
         assert count == written[table], table
 
 
+@pytest.mark.slow  # a second full metrics run
 def test_rerun_replaces_previous_output(hand, spark):
     lake, written = hand
     again = run(lake, spark=spark, settings=SETTINGS, progress=False)
@@ -428,6 +442,7 @@ def test_rerun_replaces_previous_output(hand, spark):
     assert len(table_files(lake, "job_io_metrics")) == 1  # the current Delta version's
 
 
+@pytest.mark.slow  # recomputes job_io_metrics in Spark
 def test_thresholds_are_settings(hand, spark):
     lake, _ = hand
     frames_ = {t: frames.read(spark, lake, t) for t in ("jobs", "job_nodes", "node_io", "topology")}
@@ -460,6 +475,7 @@ def test_settings_overrides():
         MetricSettings(rank0_share=1.5)
 
 
+@pytest.mark.slow  # a full metrics run in Spark
 def test_empty_lake(lake, spark):
     written = run(lake, spark=spark, progress=False)
     figures = rows(lake, "platform_summary")

@@ -11,7 +11,8 @@ import pytest
 
 from burstlake.lake import Cluster, cluster_of, clusters, read_table, write_table
 from burstlake.replay.scenario import load, run
-from tests.test_replay_scenario import SCENARIOS, bursty_lake
+from tests.conftest import FIXTURES
+from tests.replay.test_scenario import SCENARIOS, bursty_lake
 
 TABLES = ("topology", "node_io", "jobs", "job_nodes")
 
@@ -116,8 +117,7 @@ def test_rows_naming_no_machine_meet_the_only_named_one_at_ingest(tmp_path) -> N
     from burstlake.cli import main
     from burstlake.jobs.ingest.topology import unknown_nodes
 
-    fixtures = Path(__file__).parent / "fixtures"
-    sacct = fixtures / "slurm" / "synth_shape.sacct"  # its Cluster field says th1a
+    sacct = FIXTURES / "slurm" / "synth_shape.sacct"  # its Cluster field says th1a
     first, second = tmp_path / "topology-first", tmp_path / "sacct-first"
     probe = tmp_path / "probe"
     assert main(["ingest", "slurm", str(sacct), "--tz", "Asia/Shanghai", "--lake", str(probe)]) == 0

@@ -22,6 +22,7 @@ from burstlake.cli import main
 from burstlake.jobs.ingest import zabbix
 from burstlake.jobs.ingest.base import ingest, totals
 from burstlake.lake import latest_version, read_table, table_files
+from tests.conftest import FIXTURES
 
 MIDNIGHT = 1700006400  # 2023-11-15 00:00:00 UTC: the export crosses a day boundary
 START = MIDNIGHT - 400
@@ -240,6 +241,7 @@ def test_cli_ingest_of_a_split_export(reference: dict, tmp_path: Path, capsys) -
     )
 
 
+@pytest.mark.slow  # Airflow dag.test() of a rotated export, ~40 s
 def test_rotation_through_the_drop_directory_dag(reference: dict, tmp_path: Path, run_dag) -> None:
     """Two DAG runs: the syncer files, then the same files rotated to .old with new current
     files holding the later values."""
@@ -274,7 +276,7 @@ def test_lake_option_and_empty_query_answers(tmp_path: Path, capsys) -> None:
     afile = tmp_path / "notes.txt"
     afile.write_text("x")
     lake = tmp_path / "lake"
-    fixture = Path(__file__).parent / "fixtures" / "zabbix" / "history-tags.ndjson"
+    fixture = FIXTURES / "zabbix" / "history-tags.ndjson"
     assert main(["ingest", "zabbix", str(fixture), "--lake", str(lake)]) == 0
     assert "starting a new one" in capsys.readouterr().err
     cases = [

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import gzip
 import shutil
-from pathlib import Path
 
 import pytest
 
@@ -15,8 +14,9 @@ from burstlake import catalog
 from burstlake.jobs.ingest import topology
 from burstlake.jobs.ingest.base import ingest
 from burstlake.lake import read_table
+from tests.conftest import FIXTURES as ALL_FIXTURES
 
-FIXTURES = Path(__file__).parent / "fixtures" / "topology"
+FIXTURES = ALL_FIXTURES / "topology"
 EDISON_JOB_NODES = [f"nid{i:05d}" for i in range(5301, 5429)]
 
 
@@ -197,7 +197,7 @@ def test_rows_that_landed_before_their_topology_are_checked_when_it_arrives(lake
     from burstlake.cli import main
     from burstlake.jobs.ingest.dropdir import land_files
 
-    export = Path(__file__).parent / "fixtures" / "zabbix" / "history-tags.ndjson"
+    export = ALL_FIXTURES / "zabbix" / "history-tags.ndjson"
     assert main(["ingest", "zabbix", str(export), "--lake", str(lake)]) == 0
     path = tmp_path / "topo.csv"
     path.write_text("node,cabinet\ncn2,cab0\n")

@@ -15,8 +15,8 @@ from burstlake.jobs.ingest.base import ingest
 from burstlake.jobs.ingest.topology import unknown_nodes
 from burstlake.lake import read_table
 from burstlake.schemas import spec
+from tests.conftest import FIXTURES
 
-FIXTURES = Path(__file__).parent / "fixtures"
 EXPORT = FIXTURES / "zabbix" / "history-tags.ndjson"  # 25 usable samples of host cn00001
 SYNTH_SACCT = FIXTURES / "slurm" / "synth_shape.sacct"  # its Cluster field says th1a
 LOG = "mpi-io-test-x86_64-3.4.7.darshan"
@@ -192,6 +192,7 @@ def _sorted_frame(table: pa.Table, name: str):
     return table.to_pandas().sort_values(keys, na_position="first").reset_index(drop=True)
 
 
+@pytest.mark.slow  # three metrics runs in Spark
 def test_two_machines_get_each_the_figures_they_get_alone(tiny_metrics_lake, spark, tmp_path):
     """The Done-when test of the several-machines bullet: machine tiny alone (the shared
     fixture), then a second machine from the same preset (another seed, named tiny-b, the same

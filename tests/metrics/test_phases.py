@@ -140,6 +140,7 @@ def as_tuples(rows: list[dict]) -> list[tuple]:
     ]
 
 
+@pytest.mark.slow  # reads a Delta lake and computes job_io_metrics in Spark
 def test_detected_phases_by_hand_and_by_numpy(job_io) -> None:
     rows = spark_phases(job_io, SETTINGS)
     expected = [

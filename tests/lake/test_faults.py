@@ -23,6 +23,8 @@ from burstlake.jobs.ingest import slurm, topology
 from burstlake.jobs.ingest.base import ingest
 from burstlake.lake import delete_contribution, read_table
 
+pytestmark = pytest.mark.slow  # kill tests: real processes killed at each phase
+
 INGEST_TABLES = ("jobs", "job_steps", "job_nodes", "topology", "quarantine", "ingest_log")
 WAIT_S = 900  # a loaded 2-core machine starts Spark slowly
 
@@ -202,7 +204,7 @@ def test_metrics_killed_mid_run_then_rerun_beside_an_ingest(spark, tmp_path):
     """A killed metrics run leaves the previous run in view; the re-run, made while an ingest
     is stopped between its commits, reads the state before the ingest, never a mix."""
     from burstlake.jobs.metrics.run import INPUTS, run
-    from tests.test_metrics import build_hand_lake
+    from tests.metrics.test_metrics import build_hand_lake
 
     lake = tmp_path / "lake"
     build_hand_lake(lake)

@@ -16,9 +16,10 @@ from burstlake.lake import write_table
 from burstlake.machines import machine
 from burstlake.replay.scenario import load, run
 from burstlake.replay.scenario import scores as policy_scores
+from tests.conftest import REPO
 
 T0 = dt.datetime(2018, 1, 1, tzinfo=dt.UTC)
-SCENARIOS = Path(__file__).resolve().parents[1] / "replay" / "scenarios"
+SCENARIOS = REPO / "replay" / "scenarios"
 
 
 def write_jobs(lake: Path, jobs: list[tuple[str, int, int, list[str]]], step: int) -> None:

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from burstlake.lake import read_table
+from tests.conftest import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 AIRFLOW = Path(sys.executable).with_name("airflow")
 NODES = [f"cn{i:03d}" for i in range(1, 9)]
 T0 = int(datetime(2024, 3, 4, 10, 0, tzinfo=UTC).timestamp())

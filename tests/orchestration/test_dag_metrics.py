@@ -1,5 +1,5 @@
 """The metrics DAG under Airflow (dag.test() on a SQLite metadata DB): it computes the metrics
-tables of the test's lake (that a re-run replaces them is tests/test_metrics.py's
+tables of the test's lake (that a re-run replaces them is tests/metrics/test_metrics.py's
 test_rerun_replaces_previous_output, without Airflow around it)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from burstlake.lake import read_table
 from burstlake.schemas.metrics import INPUTS
 from burstlake.schemas.metrics import NAMES as TABLES
-from tests.test_metrics import build_hand_lake
+from tests.metrics.test_metrics import build_hand_lake
 
 
 def test_metrics_dag_is_scheduled_on_the_input_tables(airflow_db):
