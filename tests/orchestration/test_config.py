@@ -9,8 +9,9 @@ import pytest
 from burstlake import config
 from burstlake.cli import main
 from burstlake.lake import read_table
+from tests.conftest import FIXTURES as TESTS_FIXTURES
 
-FIXTURES = Path(__file__).parent / "fixtures" / "zabbix"
+FIXTURES = TESTS_FIXTURES / "zabbix"
 
 GOOD = """
 machines:

@@ -14,8 +14,9 @@ from burstlake.cli import main
 from burstlake.jobs.ingest import zabbix
 from burstlake.jobs.ingest.base import ingest
 from burstlake.lake import read_table, write_table
+from tests.conftest import FIXTURES as TESTS_FIXTURES
 
-FIXTURES = Path(__file__).parent / "fixtures" / "zabbix"
+FIXTURES = TESTS_FIXTURES / "zabbix"
 TAGS = FIXTURES / "history-tags.ndjson"  # node cn00001 only
 BALANCE = "read_bytes: seen 4400 = landed 0 + quarantined 3300 + gap 1000 + reset 100"
 

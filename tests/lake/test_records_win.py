@@ -18,7 +18,7 @@ from burstlake.cli import main
 from burstlake.jobs.ingest import darshan, slurm
 from burstlake.jobs.ingest.base import content_id, ingest
 from burstlake.lake import read_table
-from tests.test_lake_faults import _cli, _kill, _paused
+from tests.lake.test_faults import _cli, _kill, _paused
 
 HEADER = "JobIDRaw|JobName|Submit|Start|End|NNodes|NodeList|State|Cluster"
 RUNNING = ("8001", "RUNNING", "Unknown")

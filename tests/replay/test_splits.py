@@ -4,8 +4,6 @@ against Control (Table 2) and cyclic against block mapping (Table 3)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -14,8 +12,9 @@ from burstlake.replay import traffic as tr
 from burstlake.replay.scenario import load
 from burstlake.replay.workloads import ScenarioLimits
 from burstlake.replay.workloads import jobs as jw
+from tests.conftest import REPO
 
-SCENARIOS = Path(__file__).resolve().parents[1] / "replay" / "scenarios"
+SCENARIOS = REPO / "replay" / "scenarios"
 RNG = np.random.default_rng(0)
 
 
