@@ -9,7 +9,7 @@ LAKE   ?= lake
 export GX_ANALYTICS_ENABLED := false
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 
-.PHONY: venv browser demo test test-all bench lint airflow clean
+.PHONY: venv browser peers demo test test-all bench lint airflow clean
 
 # pip's and setuptools' chatter goes to .venv/install.log; it is shown only if the install fails.
 $(STAMP): pyproject.toml
@@ -32,6 +32,19 @@ browser:
 	      chromium chromium-driver >/dev/null; } || \
 	    echo "make: chromium not installed; the browser test of the report will be skipped"; }
 
+# The Zabbix-database tests (in test-all) run a real PostgreSQL server on loopback with Zabbix's
+# own schema (Debian's postgresql and zabbix-server-pgsql); the flow engine's agreement test
+# drives SimGrid (Debian's python3-simgrid). Installed here when missing and we are root (CI, a
+# fresh dev machine); otherwise those tests are skipped with their reason.
+peers:
+	@{ ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && \
+	   [ -f /usr/share/zabbix-server-pgsql/schema.sql.gz ] && \
+	   /usr/bin/python3 -c "import simgrid" 2>/dev/null; } || \
+	  { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	      --no-install-recommends postgresql zabbix-server-pgsql python3-simgrid >/dev/null; } || \
+	    echo "make: PostgreSQL, Zabbix's schema or SimGrid not installed; their tests will be skipped"; }
+
 demo: venv
 	$(BIN)/burstlake demo --lake $(LAKE)
 
@@ -42,7 +55,7 @@ test: venv
 
 # Everything, as CI runs it: adds Airflow's scheduler, the Spark standalone cluster, Chromium,
 # kill tests, the wheel install, the notebooks and the other slow tests.
-test-all: venv browser
+test-all: venv browser peers
 	$(BIN)/python -m pytest -q
 
 bench: venv
