@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
 def _tell(args: argparse.Namespace, source, options: dict[str, Any], reports: list) -> int:
     """Print each file's accounting, the totals, the byte balance and the source's checks of
     rows landed earlier; the exit code (1 when a file was unusable)."""
-    from burstlake.jobs.ingest.base import describe, describe_traffic, totals
+    from burstlake.jobs.ingest.accounting import describe, describe_traffic, totals
     from burstlake.lake import lake_path
 
     for report in reports:

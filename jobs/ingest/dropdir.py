@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from burstlake.jobs.ingest import source_module
-from burstlake.jobs.ingest.base import content_id, expand_paths, ingest, totals
+from burstlake.jobs.ingest.accounting import totals
+from burstlake.jobs.ingest.base import content_id, expand_paths, ingest
 from burstlake.lake import lake_path, read_table, table_files
 
 LOG = logging.getLogger(__name__)
