@@ -198,12 +198,18 @@ def _load_items(con: duckdb.DuckDBPyConnection, path: Path | None) -> None:
     if path is None:
         con.execute(f"CREATE TEMP TABLE items ({', '.join(c + ' VARCHAR' for c in columns)})")
         return
+    with open(path, "rb") as head:
+        try:
+            inputs.check_text(head.read(inputs.SNIFF_BYTES))
+        except UnusableInput as err:
+            raise ValueError(f"item table {path}: {err}") from None
     try:
         found = con.execute(
             "SELECT * FROM read_csv(?, header = true, all_varchar = true) LIMIT 0", [str(path)]
         ).description
     except duckdb.Error as err:
-        raise ValueError(f"item table {path}: cannot read it as CSV/TSV: {err}") from None
+        first = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise ValueError(f"item table {path}: cannot read it as CSV/TSV: {first}") from None
     names = [d[0] for d in found]
     if not {"itemid", "host", "key_"} <= set(names):
         raise ValueError(f"item table {path}: needs a header with itemid, host, key_")

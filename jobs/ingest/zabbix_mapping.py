@@ -100,8 +100,8 @@ def _rule(entry: object, where: str) -> ItemRule:
         scale = Decimal(str(entry.get("scale", 1)))
     except InvalidOperation:
         raise ValueError(f"{where}: scale {entry.get('scale')!r} is not a number") from None
-    if not scale > 0:
-        raise ValueError(f"{where}: scale must be > 0")
+    if not scale.is_finite() or not scale > 0:
+        raise ValueError(f"{where}: scale must be > 0 (a finite number), got {entry.get('scale')!r}")
     return ItemRule(metric, kind, names, keys, scale)
 
 
@@ -130,7 +130,10 @@ def load_mapping(path: str | os.PathLike | None = None) -> ItemMapping:
     try:
         document = yaml.safe_load(text)
     except yaml.YAMLError as err:
-        raise ValueError(f"{origin}: not valid YAML: {err}") from None
+        mark = getattr(err, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        problem = getattr(err, "problem", None) or "cannot be parsed"
+        raise ValueError(f"{origin}: not valid YAML{where}: {problem}") from None
     items = document.get("items") if isinstance(document, dict) else None
     if not isinstance(items, list) or not items:
         raise ValueError(f"{origin}: expected a top-level 'items' list (see {DEFAULT_MAPPING})")
