@@ -411,7 +411,7 @@ MPI_METRICS = ("baseline_latency_mean", "latency_mean", "latency_median", "laten
                "latency_max", "slowdown")  # fmt: skip
 
 
-def models_section(root: Path) -> Section:
+def models_section(root: Path) -> list[Section]:
     """MPI latency under each contention model for every jobs scenario with an MPI job, on its
     first policy, beside CODES' and paper 000's figures (000 §5.1; docs/design.md,
     "Contention models")."""
@@ -427,21 +427,23 @@ def models_section(root: Path) -> Section:
         got = [values.get(f"mpi_{m}") for m in MPI_METRICS]
         label = f"{scenario} ({first}), {model} model"
         rows.append(_latency_row(label, *got))
-    if rows:
-        rows += [_latency_row(*reference) for reference in MPI_REFERENCES]
+    rows += [_latency_row(*reference) for reference in MPI_REFERENCES] if rows else []
+    if not rows:  # no MPI what-if in the lake: no section
+        return []
     head = "".join(
         f"<th>{h}</th>"
         for h in ("replay", "alone mean", "mean", "median", "p99", "max", "MPI slowdown")
     )
-    return Section(
-        "models",
-        "MPI latency under the two contention models",
-        "The MPI job's latency (µs) with the I/O job, under the flow model (max-min fluid, no "
-        "buffers) and the packet model (lossless buffers and credits, as CODES), beside CODES "
-        "and paper 000 §5.1 at the paper's full size; the lake's scenarios are reduced.",
-        table_html=f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>",
-        empty="" if rows else "no MPI what-if replayed: run `burstlake replay` on a jobs scenario",
-    )
+    return [
+        Section(
+            "models",
+            "MPI latency under the two contention models",
+            "The MPI job's latency (µs) with the I/O job, under the flow model (max-min fluid, no "
+            "buffers) and the packet model (lossless buffers and credits, as CODES), beside CODES "
+            "and paper 000 §5.1 at the paper's full size; the lake's scenarios are reduced.",
+            table_html=f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>",
+        )
+    ]
 
 
 def _latency_row(label: str, *values: float | None) -> str:
@@ -493,7 +495,7 @@ def sections_of(root: Path) -> list[Section]:
     return [
         answers_section(root, busy, idle, traffic),
         *figures[0],
-        models_section(root),
+        *models_section(root),
         *scenario_sections(root),
         *(s for sections in figures[1:] for s in sections),
     ]

@@ -101,7 +101,8 @@ def _rule(entry: object, where: str) -> ItemRule:
     except InvalidOperation:
         raise ValueError(f"{where}: scale {entry.get('scale')!r} is not a number") from None
     if not scale.is_finite() or not scale > 0:
-        raise ValueError(f"{where}: scale must be > 0 (a finite number), got {entry.get('scale')!r}")
+        given = entry.get("scale")
+        raise ValueError(f"{where}: scale must be > 0 (a finite number), got {given!r}")
     return ItemRule(metric, kind, names, keys, scale)
 
 

@@ -58,7 +58,7 @@ def test_report_is_self_contained_with_every_figure(full_lake, tmp_path, capsys)
     # The page opens on the answers: the machine's traffic and each what-if's verdict.
     assert re.findall(r'<section id="([^"]+)"', text)[:2] == ["answers", "platform"]
     answers = text[: text.index('<section id="platform"')]
-    assert "GB of node traffic" in answers and " against " in answers and "(model: " in answers
+    assert "GB of node traffic" in answers and " against " in answers and " model)" in answers
     # The platform table carries the paper's values beside the lake's (004 Table 3).
     assert "25.7 %" in text and "6.6 %" in text  # rank-0 jobs, Tianhe-1A and CS19
     # The ION what-if's table carries 004 Fig. 15c's block and cyclic shares under its own.
