@@ -134,17 +134,15 @@ def simulate(
     window = np.zeros(n) if requests.window is None else np.asarray(requests.window)
     packets = np.maximum(1, np.ceil(size / settings.packet_bytes)).astype(np.int64)
 
-    # a resource that some route enters after another one leaves a switch (or a server) and
-    # pays router_delay; one that only ever starts a route is a NIC's injection link
-    leaves_switch = np.zeros(len(capacity))
-    later = np.ones(len(paths.indices), dtype=bool)
-    later[paths.indptr[:-1][paths.lengths > 0]] = False
-    leaves_switch[paths.indices[later]] = 1.0
     # where each route entry sits in its route: FIRST (from a NIC), LAST (to the sink)
     place = np.zeros(len(paths.indices), np.int8)
     lengths = paths.lengths
     place[paths.indptr[:-1][lengths > 0]] |= FIRST
     place[paths.indptr[1:][lengths > 0] - 1] |= LAST
+    # a resource that some route enters after another one leaves a switch (or a server) and
+    # pays router_delay; one that only ever starts a route is a NIC's injection link
+    leaves_switch = np.zeros(len(capacity))
+    leaves_switch[paths.indices[(place & FIRST) == 0]] = 1.0
     buffers = len(capacity) * channels
     used = np.unique(buffer_of_entry)
     streams = int(np.count_nonzero(np.r_[True, stream[1:] != stream[:-1]])) if n else 0
