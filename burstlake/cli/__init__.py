@@ -36,15 +36,17 @@ def check_lake(args: argparse.Namespace) -> None:
     path = lake_path(text)
     if path.exists() and not path.is_dir():
         raise ValueError(f"--lake {text} is a file, not a lake directory")
+    from burstlake.config import FILE_NAME
+
+    # List first, judge after: a writer starting the same new lake at this moment has made
+    # its own folders by the time they are judged, so they never read as "other files".
+    others = [p for p in path.iterdir() if p.name != FILE_NAME] if path.is_dir() else []
     is_lake = lake_at(path)
     if existing and not is_lake:
         raise ValueError(
             f"no lake at --lake {text} (mistyped? a lake is made by burstlake ingest, synth "
             "or demo)"
         )
-    from burstlake.config import FILE_NAME
-
-    others = [p for p in path.iterdir() if p.name != FILE_NAME] if path.is_dir() else []
     if not is_lake and others:  # a new lake may hold its deployment file already
         raise ValueError(f"--lake {text} holds other files, not a lake: give a new directory")
     if not path.exists():

@@ -293,3 +293,26 @@ def test_lake_option_and_empty_query_answers(tmp_path: Path, capsys) -> None:
         assert len(err) == 1 and message in err[0] and "Traceback" not in err[0], argv
     assert not (tmp_path / "lkae").exists()
     assert main(["sql", "--lake", str(lake), "SELECT count(*) AS n FROM node_io"]) == 0
+
+
+def test_a_writer_starting_the_same_new_lake_is_not_other_files(tmp_path: Path, monkeypatch):
+    """Two ingests start one new lake at once (CI saw it): the one that looks while the other
+    is making its folders must not read them as "other files". The other writer is made to
+    arrive just after the directory is judged not yet a lake."""
+    import argparse
+
+    from burstlake import cli
+    from burstlake import lake as lakes
+
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    real = lakes.is_lake
+
+    def other_writer_arrives(path: Path) -> bool:
+        answer = real(path)
+        for name in (lakes.LOCKS, "_txn"):
+            (path / name).mkdir(exist_ok=True)
+        return answer
+
+    monkeypatch.setattr(lakes, "is_lake", other_writer_arrives)
+    cli.check_lake(argparse.Namespace(lake=str(lake), lake_must_exist=False))
