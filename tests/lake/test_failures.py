@@ -11,40 +11,17 @@ from __future__ import annotations
 
 import contextlib
 import os
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-
-import pytest
 
 from burstlake import catalog
 from burstlake import lake as lakes
 from burstlake.cli import main
 from burstlake.jobs.ingest.base import IngestFailed
 from burstlake.lake import read_table
-
-
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 16 MB tmpfs: a disk that can fill up."""
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mount)], capture_output=True
-    )
-    if done.returncode:
-        pytest.skip(f"cannot mount a tmpfs here (needs root): {done.stderr.decode().strip()}")
-    yield mount
-    subprocess.run(["umount", "-l", str(mount)], check=False)
-
-
-def _sacct(path: Path, jobs: range) -> Path:
-    header = "JobIDRaw|JobName|Start|End|NNodes|NodeList|State|Cluster"
-    lines = [f"{j}|a|2024-03-01T00:10:00|2024-03-01T01:00:00|1|cn001|COMPLETED|th" for j in jobs]
-    path.write_text("\n".join([header, *lines]) + "\n")
-    return path
+from tests.lake.conftest import write_sacct
 
 
 @contextlib.contextmanager
@@ -99,21 +76,28 @@ def _job_ids(lake: Path) -> int:
     return read_table(lake, "jobs").num_rows
 
 
+def _second_ingest_on_full_disk(
+    phase: str, disk: Path, tmp_path: Path, capsys, *later: Path
+) -> tuple[Path, Path, int, str, str]:
+    """A lake of 5 jobs on ``disk``; then 300 more (and ``later`` dumps) ingested, the disk
+    filling at ``phase``. Returns the lake, the 300-job dump, the exit code, stdout, stderr."""
+    lake = disk / "lake"
+    first = write_sacct(tmp_path / "first.sacct", range(1, 6))
+    assert main(["ingest", "slurm", str(first), "--lake", str(lake)]) == 0
+    second = write_sacct(tmp_path / "second.sacct", range(100, 400))
+    argv = ["ingest", "slurm", str(second), *map(str, later), "--lake", str(lake)]
+    capsys.readouterr()
+    code = _fill_at(phase, disk, tmp_path, lambda: main(argv))
+    out, err = capsys.readouterr()
+    return lake, second, code, out, err
+
+
 def test_disk_full_after_the_rows_committed_says_they_landed(small_disk, tmp_path, capsys):
     """The sweep's 10 of 12: rows and ingest_log committed, then the catalog rebuild hits the
     full disk. The command says the file landed (and that only the catalog is behind)."""
-    lake = small_disk / "lake"
-    first = _sacct(tmp_path / "first.sacct", range(1, 6))
-    assert main(["ingest", "slurm", str(first), "--lake", str(lake)]) == 0
-    second = _sacct(tmp_path / "second.sacct", range(100, 400))
-    capsys.readouterr()
-    code = _fill_at(
-        "ingest-catalog",
-        small_disk,
-        tmp_path,
-        lambda: main(["ingest", "slurm", str(second), "--lake", str(lake)]),
+    lake, second, code, out, err = _second_ingest_on_full_disk(
+        "ingest-catalog", small_disk, tmp_path, capsys
     )
-    out, err = capsys.readouterr()
     assert code == 2
     assert f"{second}: 300 records in, 300 landed, 0 quarantined" in out.splitlines()
     [line] = err.strip().splitlines()
@@ -130,19 +114,10 @@ def test_disk_full_between_commits_says_what_is_hidden_and_clean_finishes_it(
     """The disk fills after the file's first table commit: the file did not land, and the
     message says its commits so far are hidden until ``lake clean`` (or the next ingest)
     finishes them; readers see the lake as before; ``lake clean`` then lands it whole."""
-    lake = small_disk / "lake"
-    first = _sacct(tmp_path / "first.sacct", range(1, 6))
-    assert main(["ingest", "slurm", str(first), "--lake", str(lake)]) == 0
-    second = _sacct(tmp_path / "second.sacct", range(100, 400))
-    third = _sacct(tmp_path / "third.sacct", range(500, 510))
-    capsys.readouterr()
-    code = _fill_at(
-        "ingest-commit",
-        small_disk,
-        tmp_path,
-        lambda: main(["ingest", "slurm", str(second), str(third), "--lake", str(lake)]),
+    third = write_sacct(tmp_path / "third.sacct", range(500, 510))
+    lake, second, code, out, err = _second_ingest_on_full_disk(
+        "ingest-commit", small_disk, tmp_path, capsys, third
     )
-    out, err = capsys.readouterr()
     assert code == 2
     lines = out.splitlines()
     assert any(
@@ -163,18 +138,9 @@ def test_disk_full_between_commits_says_what_is_hidden_and_clean_finishes_it(
 
 
 def test_disk_full_before_any_commit_says_nothing_was_committed(small_disk, tmp_path, capsys):
-    lake = small_disk / "lake"
-    first = _sacct(tmp_path / "first.sacct", range(1, 6))
-    assert main(["ingest", "slurm", str(first), "--lake", str(lake)]) == 0
-    second = _sacct(tmp_path / "second.sacct", range(100, 400))
-    capsys.readouterr()
-    code = _fill_at(
-        "ingest-parse",
-        small_disk,
-        tmp_path,
-        lambda: main(["ingest", "slurm", str(second), "--lake", str(lake)]),
+    lake, second, code, out, err = _second_ingest_on_full_disk(
+        "ingest-parse", small_disk, tmp_path, capsys
     )
-    out, err = capsys.readouterr()
     assert code == 2
     expected = f"{second}: not landed (lake {lake}: no space left on device): nothing of it"
     assert any(line.startswith(expected) for line in out.splitlines()), out
@@ -189,7 +155,7 @@ def test_a_dag_task_that_failed_after_committing_is_a_no_op_when_retried(small_d
     from burstlake.jobs.ingest.dropdir import land_files
 
     lake = small_disk / "lake"
-    dump = str(_sacct(tmp_path / "dump.sacct", range(1, 50)))
+    dump = str(write_sacct(tmp_path / "dump.sacct", range(1, 50)))
     failed = _fill_at(
         "ingest-catalog", small_disk, tmp_path, lambda: land_files("slurm", [dump], lake)
     )
@@ -208,7 +174,7 @@ def test_lake_path_with_dot_dot_is_resolved_before_anything_is_written(
 ):
     """``--lake sub/../relx`` (the sweep: rows landed, then a pathlib error and exit 2)."""
     monkeypatch.chdir(tmp_path)
-    dump = _sacct(tmp_path / "dump.sacct", range(1, 4))
+    dump = write_sacct(tmp_path / "dump.sacct", range(1, 4))
     assert main(["ingest", "slurm", str(dump), "--lake", "sub/../relx"]) == 0
     assert "3 landed" in capsys.readouterr().out
     assert _job_ids(tmp_path / "relx") == 3 and not (tmp_path / "sub").exists()

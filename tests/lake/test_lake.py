@@ -24,6 +24,7 @@ from burstlake.lake import (
     write_table,
 )
 from burstlake.schemas import spec
+from tests.lake.conftest import write_sacct
 
 
 def _io_rows(node: str, hours: list[int], day: int = 1) -> pa.Table:
@@ -371,44 +372,16 @@ def test_migrate_converts_a_legacy_lake_once_every_row_kept(lake, capsys):
     assert sorted(read_table(lake, "jobs").column("job_id").to_pylist()) == ["1", "3"]
 
 
-@pytest.fixture
-def small_disk(tmp_path):
-    """A 16 MB tmpfs (skipped where mounting is not allowed): a disk that can fill up."""
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mount)], capture_output=True
-    )
-    if done.returncode:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
-    yield mount
-    subprocess.run(["umount", "-l", str(mount)], check=False)
-
-
-def _sacct(path: Path, jobs: range) -> Path:
-    header = (
-        "JobIDRaw|JobName|User|UID|Account|Partition|Submit|Eligible|Start|End|ReqCPUS"
-        "|AllocCPUS|NNodes|NodeList|State|ExitCode|Cluster"
-    )
-    lines = [
-        f"{j}|a|u|1|x|w|2024-03-01T00:00:00|2024-03-01T00:00:00|2024-03-01T00:10:00|"
-        f"2024-03-01T01:00:00|8|8|1|cn001|COMPLETED|0:0|th"
-        for j in jobs
-    ]
-    path.write_text("\n".join([header, *lines]) + "\n")
-    return path
-
-
 def test_full_disk_and_read_only_lake_give_one_line_and_change_nothing(
     small_disk, tmp_path, capsys
 ):
     from burstlake.cli import main
 
     lake = small_disk / "lake"
-    first = _sacct(tmp_path / "first.sacct", range(1, 6))
+    first = write_sacct(tmp_path / "first.sacct", range(1, 6))
     assert main(["ingest", "slurm", str(first), "--lake", str(lake)]) == 0
     capsys.readouterr()
-    second = _sacct(tmp_path / "second.sacct", range(100, 3000))
+    second = write_sacct(tmp_path / "second.sacct", range(100, 3000))
     filler = small_disk / "filler"
     with filler.open("wb") as out, contextlib.suppress(OSError):
         while True:
