@@ -9,7 +9,7 @@ when a workload is added."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -36,6 +36,20 @@ def known_keys(where: str, given: Iterable[Any], allowed: Iterable[str]) -> None
     unknown = set(given) - set(allowed)
     if unknown:
         raise ValueError(f"{where}: unknown keys {sorted(unknown)}; allowed: {sorted(allowed)}")
+
+
+def entries(workload: dict, key: str, shape: str) -> Iterator[tuple[str, dict]]:
+    """The workload's ``key:`` list, each entry with the place a one-line error names: a
+    missing, empty or non-list value and a non-mapping entry are refused (``shape`` says what
+    an entry holds, e.g. ``{name, kind, ...}``)."""
+    items = workload.get(key)
+    if not isinstance(items, list) or not items:
+        raise ValueError(f"workload {key}: {key} must be a non-empty list of {shape}")
+    for i, item in enumerate(items):
+        where = f"workload {key}: {key}[{i}]"
+        if not isinstance(item, dict):
+            raise ValueError(f"{where} must be a mapping {shape}, got {item!r}")
+        yield where, item
 
 
 def number(

@@ -35,6 +35,7 @@ from burstlake.replay.workloads import (
     Progress,
     ScenarioLimits,
     Settings,
+    entries,
     known_keys,
     number,
     register,
@@ -150,14 +151,8 @@ class JobsDemand:
 def job_specs(workload: dict) -> list[dict]:
     """The workload's jobs with their defaults filled in; a one-line error names the job, the
     key and what is allowed."""
-    jobs = workload.get("jobs")
-    if not isinstance(jobs, list) or not jobs:
-        raise ValueError("workload jobs: jobs must be a non-empty list of {name, kind, ...}")
     specs, names = [], set()
-    for i, job in enumerate(jobs):
-        where = f"workload jobs: jobs[{i}]"
-        if not isinstance(job, dict):
-            raise ValueError(f"{where} must be a mapping with a kind, got {job!r}")
+    for where, job in entries(workload, "jobs", "{name, kind, ...}"):
         kind = job.get("kind")
         if kind not in DEFAULTS:
             raise ValueError(f"{where}: kind must be one of {sorted(DEFAULTS)}, got {kind!r}")

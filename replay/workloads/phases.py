@@ -53,6 +53,7 @@ from burstlake.replay.workloads import (
     ScenarioLimits,
     Scored,
     Settings,
+    entries,
     known_keys,
     number,
     register,
@@ -91,14 +92,8 @@ def proportional_sharing(
 
 def _phase_specs(workload: dict) -> list[dict]:
     """The ``phases:`` list, each entry checked (one-line errors naming the key)."""
-    specs = workload.get("phases")
-    if not isinstance(specs, list) or not specs:
-        raise ValueError("workload phases: phases must be a non-empty list of {app, nodes, ...}")
     out, seen = [], set()
-    for k, spec in enumerate(specs):
-        where = f"workload phases: phases[{k}]"
-        if not isinstance(spec, dict):
-            raise ValueError(f"{where} must be a mapping with keys {sorted(PHASE_KEYS)}")
+    for where, spec in entries(workload, "phases", "{app, nodes, bytes_per_node, ...}"):
         known_keys(where, spec, PHASE_KEYS)
         for key in ("app", "nodes", "bytes_per_node"):
             if key not in spec:

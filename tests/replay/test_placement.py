@@ -324,6 +324,7 @@ MPI = "jobs: [{kind: mpi, nodes: 4}]"
     [
         ("jobs: []", "given", "jobs must be a non-empty list"),
         ("jobs: 3", "given", "jobs must be a non-empty list"),
+        ("jobs: [7]", "given", r"jobs\[0\] must be a mapping \{name, kind, ...\}, got 7"),
         ("jobs: [{kind: gpu}]", "given", r"kind must be one of \['all-to-all', 'application'"),
         ("jobs: [{nodes: 4}]", "given", "kind must be one of"),
         ("jobs: [{kind: mpi, speed: 1}]", "given", r"unknown keys \['speed'\]; allowed"),
