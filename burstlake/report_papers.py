@@ -80,13 +80,16 @@ def split_tables(scores: pd.DataFrame) -> list[tuple[str, str, Table, Table]]:
 def split_section(scores: pd.DataFrame) -> Section:
     """002 Tables 2 and 3: each application's figure of merit, ours beside 002's."""
     title = "Paper 002: splitting applications over a tapered fat-tree"
+    replayed = scores[scores.scenario.isin([*SPLIT_SCENARIOS.values(), BULLY_SCENARIO])]
+    models = ", ".join(sorted(replayed.model.dropna().unique())) if "model" in scores else ""
     caption = (
         "Each application's figure of merit (1/T) as a percent change: under a 2-, 3- or 6-way "
         "split over the leaves of quartz186 or a random placement against Control (every "
         "application on one leaf), block and cyclic task mapping, and beside an MPIBW-like bully "
         "(paper 002 Table 2); and cyclic against block per placement (002 Table 3). Bars: this "
-        "lake's replays (flow model) beside paper 002's measurements on Quartz; 002 reports "
-        "splits as 'minimally or negligibly affected' and calls Table 3 surprising."
+        f"lake's replays ({html.escape(models or 'flow')} model) beside paper 002's measurements "
+        "on Quartz; 002 reports splits as 'minimally or negligibly affected' and calls Table 3 "
+        "surprising."
     )
     tables = split_tables(scores)
     if not tables:
