@@ -255,8 +255,8 @@ def nud_section(lake: lake_io.Cluster) -> Section:
 # Fig. 15c (Tianhe-1A, the busiest 10 % of IONs) and Fig. 17a (CS19: the busiest 1 % of nodes
 # use about twice as many IONs under remapping; the paper gives the ratio, not the counts).
 PAPER_SCORES: dict[str, tuple[str, dict[str, str]]] = {
-    "top10_ion_share": ("004 Fig. 15c", {"block": "0.586", "cyclic": "0.379"}),
-    "busiest1pct_nodes_ions": ("004 Fig. 17a", {"block": "n", "cyclic": "≈ 2n"}),
+    "top10_ion_share": ("004 Fig. 15c, Tianhe-1A", {"block": "0.586", "cyclic": "0.379"}),
+    "busiest1pct_nodes_ions": ("004 Fig. 17a, CS19", {"block": "n", "cyclic": "≈ 2n"}),
 }
 
 

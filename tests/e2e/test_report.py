@@ -65,7 +65,9 @@ def test_report_is_self_contained_with_every_figure(full_lake, tmp_path, capsys)
     # The platform table carries the paper's values beside the lake's (004 Table 3).
     assert "25.7 %" in text and "6.6 %" in text  # rank-0 jobs, Tianhe-1A and CS19
     # The ION what-if's table carries 004 Fig. 15c's block and cyclic shares under its own.
-    assert re.search(r"paper \(004 Fig\. 15c\)</i></td><td>0\.586</td><td>0\.379</td>", text)
+    assert re.search(
+        r"paper \(004 Fig\. 15c, Tianhe-1A\)</i></td><td>0\.586</td><td>0\.379</td>", text
+    )
 
 
 def test_empty_lake_report_says_what_fills_each_section(lake, tmp_path):
