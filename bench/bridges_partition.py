@@ -15,8 +15,8 @@ import os
 from pathlib import Path
 
 from bench import python_step, write_result
+from burstlake.replay.bridge_figures import KB, MB, PAPER_GAIN, PAPER_SENT_SD, PAPER_THROUGH, paired
 
-KB, MB = 1024, 1024 * 1024
 # (nodes, bytes per rank, ranks per node): 003's network-counter tables (512-2,048 nodes at 1
 # rank/node; 2,048 nodes at 4 ranks/node) and its weak-scaling runs at 8 ranks/node
 CASES = [
@@ -32,18 +32,6 @@ CASES = [
     (2048, 2 * MB, 4),
 ]
 DIMS = {512: [4, 4, 4, 4, 2], 1024: [4, 4, 4, 8, 2], 2048: [4, 4, 4, 16, 2]}
-# 003: sd of messages sent from bridge nodes (default, optimized), 1 rank/node
-PAPER_SD = {
-    (512, 64 * KB): (0.09, 0.02),
-    (1024, 64 * KB): (0.05, 0.01),
-    (2048, 64 * KB): (0.08, 0.002),
-    (512, 2 * MB): (0.07, 0.02),
-    (1024, 2 * MB): (0.11, 0.01),
-    (2048, 2 * MB): (0.11, 0.002),
-}
-# 003: average messages routed through a bridge node, 2,048 nodes, 4 ranks/node
-PAPER_THROUGH = {64 * KB: (12.7, 8.5), 2 * MB: (407.7, 289.0)}
-PAPER_GAIN = "60 % average over default independent writes, up to 15x (64 KB)"
 
 RUN = """
 import json, tempfile, time, pathlib
@@ -63,11 +51,6 @@ print(json.dumps({{"scores": got, "replay_s": time.perf_counter() - t0}}))
 """
 
 METRICS = ("write_time", "bridge_messages_through_mean", "bridge_messages_sent_sd", "mean_hops")
-
-
-def paired(figures: tuple[float, float]) -> dict[str, float]:
-    """003's (default, optimized) figures under burstlake's policy labels."""
-    return dict(zip(("given", "bridge-route"), figures, strict=True))
 
 
 def main() -> Path:
@@ -91,8 +74,8 @@ def main() -> Path:
             "replay_s": run["replay_s"],
             "step_wall_s": run["step_wall_s"],
         }
-        if ranks == 1 and (nodes, rank_bytes) in PAPER_SD:
-            case["paper_sent_sd"] = paired(PAPER_SD[nodes, rank_bytes])
+        if ranks == 1 and (nodes, rank_bytes) in PAPER_SENT_SD:
+            case["paper_sent_sd"] = paired(PAPER_SENT_SD[nodes, rank_bytes])
         if nodes == 2048 and ranks == 4:
             case["paper_through"] = paired(PAPER_THROUGH[rank_bytes])
         cases.append(case)

@@ -9,7 +9,8 @@ reference, so that it can be mailed to a colleague. It reads only lake tables:
 - ``node_io`` with ``topology``: a cabinet × time traffic heatmap (the view behind 004 Fig. 7–8);
 - ``cabinet_load`` and ``ion_load`` (004 Fig. 7);
 - ``job_io_metrics``: the I/O NUD of all-rank jobs (004 Fig. 2);
-- ``replay_scores``: each scenario's policies side by side (004 §7.4, Fig. 15; papers 000, 001).
+- ``replay_scores``: each scenario's policies side by side (004 §7.4, Fig. 15; papers 000, 001),
+  and papers 002's and 003's what-ifs beside their tables (:mod:`burstlake.report_papers`).
 
 A section whose table is empty says which command fills it instead of drawing an empty axis.
 A lake holding several machines gets these sections once per machine (docs/design.md, "Several
@@ -254,8 +255,8 @@ def nud_section(lake: lake_io.Cluster) -> Section:
 # Fig. 15c (Tianhe-1A, the busiest 10 % of IONs) and Fig. 17a (CS19: the busiest 1 % of nodes
 # use about twice as many IONs under remapping; the paper gives the ratio, not the counts).
 PAPER_SCORES: dict[str, tuple[str, dict[str, str]]] = {
-    "top10_ion_share": ("004 Fig. 15c", {"block": "0.586", "cyclic": "0.379"}),
-    "busiest1pct_nodes_ions": ("004 Fig. 17a", {"block": "n", "cyclic": "≈ 2n"}),
+    "top10_ion_share": ("004 Fig. 15c, Tianhe-1A", {"block": "0.586", "cyclic": "0.379"}),
+    "busiest1pct_nodes_ions": ("004 Fig. 17a, CS19", {"block": "n", "cyclic": "≈ 2n"}),
 }
 
 
@@ -268,10 +269,9 @@ def _paper_row(metric: str, policies: list[str]) -> str:
     return f"<tr><td><i>paper ({html.escape(cite)})</i></td>{cells}</tr>"
 
 
-def scenario_sections(lake: Path) -> list[Section]:
-    """One section per replay scenario and machine: its policies side by side, a panel per
-    score."""
-    scores = lake_io.read_table(lake, "replay_scores").to_pandas()
+def scenario_sections(scores: pd.DataFrame) -> list[Section]:
+    """One section per replay scenario and machine (``scores``: the lake's ``replay_scores``):
+    its policies side by side, a panel per score."""
     if scores.empty:
         return [
             Section(
@@ -366,11 +366,10 @@ def machine_traffic(root: Path) -> dict[str | None, int]:
     return {(None if pd.isna(k) else k): int(v) for k, v in totals.sum().items()}
 
 
-def verdicts(root: Path) -> list[str]:
-    """One line per what-if policy: what it changes against the scenario's first policy (the
-    baseline), on the scenario's first score, by how much, on which topology and under which
-    contention model."""
-    scores = lake_io.read_table(root, "replay_scores").to_pandas()
+def verdicts(scores: pd.DataFrame) -> list[str]:
+    """One line per what-if policy of ``replay_scores``: what it changes against the scenario's
+    first policy (the baseline), on the scenario's first score, by how much, on which topology
+    and under which contention model."""
     lines = []
     for (scenario, cluster), frame in scores.groupby(
         ["scenario", "cluster"], sort=True, dropna=False
@@ -411,14 +410,11 @@ MPI_METRICS = ("baseline_latency_mean", "latency_mean", "latency_median", "laten
                "latency_max", "slowdown")  # fmt: skip
 
 
-def models_section(root: Path) -> list[Section]:
-    """MPI latency under each contention model for every jobs scenario with an MPI job, on its
-    first policy, beside CODES' and paper 000's figures (000 §5.1; docs/design.md,
-    "Contention models")."""
-    scores = lake_io.read_table(root, "replay_scores").to_pandas()
-    if "model" not in scores:
-        scores["model"] = None
-    scores["model"] = scores["model"].fillna("flow")
+def models_section(scores: pd.DataFrame) -> list[Section]:
+    """MPI latency under each contention model for every jobs scenario with an MPI job in
+    ``replay_scores``, on its first policy, beside CODES' and paper 000's figures (000 §5.1;
+    docs/design.md, "Contention models")."""
+    scores = scores.assign(model=scores["model"].fillna("flow") if "model" in scores else "flow")
     rows = []
     mpi = scores[scores.metric.str.startswith("mpi_")]
     for (scenario, model), frame in mpi.groupby(["scenario", "model"], sort=True):
@@ -454,7 +450,7 @@ def _latency_row(label: str, *values: float | None) -> str:
 
 
 def answers_section(
-    root: Path, busy: list[lake_io.Cluster], idle: list[lake_io.Cluster], traffic: dict
+    scores: pd.DataFrame, busy: list[lake_io.Cluster], idle: list[lake_io.Cluster], traffic: dict
 ) -> Section:
     """The top of the report: each machine with traffic, every what-if's verdict in one
     line, and the machines without traffic in one line."""
@@ -463,7 +459,7 @@ def answers_section(
         "traffic; its figures follow, beside the paper's (004 Table 3)</li>"
         for m in busy
     ]
-    items += [f"<li>{line}</li>" for line in verdicts(root)]
+    items += [f"<li>{line}</li>" for line in verdicts(scores)]
     if idle:
         names = ", ".join(html.escape(m.label) for m in idle)
         items.append(f"<li>without node traffic (no figures drawn): {names}</li>")
@@ -492,11 +488,15 @@ def sections_of(root: Path) -> list[Section]:
     if not busy:  # nothing measured yet: every machine's sections say what fills them
         busy, idle = ranked, []
     figures = [_machine_sections(m, len(machines) > 1) for m in busy]
+    scores = lake_io.read_table(root, "replay_scores").to_pandas()  # read once, for every what-if
+    from burstlake.report_papers import paper_sections  # it builds on this module's Section
+
     return [
-        answers_section(root, busy, idle, traffic),
+        answers_section(scores, busy, idle, traffic),
         *figures[0],
-        *models_section(root),
-        *scenario_sections(root),
+        *models_section(scores),
+        *scenario_sections(scores),
+        *paper_sections(scores),
         *(s for sections in figures[1:] for s in sections),
     ]
 

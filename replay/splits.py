@@ -49,20 +49,27 @@ def application(job: str) -> str:
 def figures_of_merit(scenario: Scenario) -> Table:
     """Each application's figure of merit (1/s, the mean over its jobs) under each policy of a
     ``jobs`` scenario."""
+    return applications(scenario_scores(scenario))
+
+
+def applications(scored: Mapping[str, Mapping[str, float | None]]) -> Table:
+    """Each application's figure of merit (the mean over its jobs) under each policy, from a
+    scenario's scores (policy label → metric → value, e.g. its ``replay_scores`` rows)."""
     out: Table = {}
-    for label, scores in scenario_scores(scenario).items():
+    for label, scores in scored.items():
         apps: dict[str, list[float]] = {}
         for metric, value in scores.items():
-            if metric.endswith(FIGURE_OF_MERIT):
+            if metric.endswith(FIGURE_OF_MERIT) and value is not None:
                 apps.setdefault(application(metric[: -len(FIGURE_OF_MERIT)]), []).append(value)
         out[label] = {app: float(np.mean(v)) for app, v in apps.items()}
     return out
 
 
 def change(table: Mapping[str, Mapping[str, float]], base: Mapping[str, float]) -> Table:
-    """Percent change of every figure of merit from ``base`` (positive: better)."""
+    """Percent change of every figure of merit from ``base`` (positive: better); an application
+    without a figure in ``base`` has none."""
     return {
-        label: {app: 100.0 * (fom / base[app] - 1.0) for app, fom in row.items()}
+        label: {app: 100.0 * (fom / base[app] - 1.0) for app, fom in row.items() if base.get(app)}
         for label, row in table.items()
     }
 
@@ -73,5 +80,10 @@ def versus_control(foms: Table, control: str = "control") -> Table:
 
 
 def cyclic_over_block(block: Table, cyclic: Table) -> Table:
-    """002 Table 3: per placement, the percent by which cyclic mapping beats block."""
-    return {label: change({label: cyclic[label]}, block[label])[label] for label in block}
+    """002 Table 3: per placement replayed under both, the percent by which cyclic mapping
+    beats block."""
+    return {
+        label: change({label: cyclic[label]}, block[label])[label]
+        for label in block
+        if label in cyclic
+    }
