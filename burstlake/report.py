@@ -21,11 +21,10 @@ from __future__ import annotations
 
 import base64
 import html
-import io
 import logging
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -39,6 +38,8 @@ import pandas as pd
 
 from burstlake import lake as lake_io
 from burstlake import paths
+from burstlake.report_papers import paper_sections
+from burstlake.report_parts import Section, figure_png, table_row
 
 log = logging.getLogger(__name__)
 
@@ -50,35 +51,12 @@ MAX_ROWS = 120
 MAX_SCORE_PANELS = 12
 
 
-@dataclass(frozen=True)
-class Section:
-    """One figure (or table) of the report with its caption."""
-
-    key: str
-    title: str
-    caption: str
-    png: bytes | None = None  # the figure, if there is data to draw
-    table_html: str = ""  # an HTML table shown under the figure
-    empty: str = ""  # why there is nothing to show, and what fills it
-
-
 def _read(lake: lake_io.Cluster, table: str) -> pd.DataFrame:
     return lake.read(table).to_pandas()
 
 
-def _png(fig: plt.Figure) -> bytes:
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=96, bbox_inches="tight")
-    plt.close(fig)
-    return buffer.getvalue()
-
-
 def _pct(value: float | None) -> str:
     return "–" if value is None or pd.isna(value) else f"{100 * value:.1f} %"
-
-
-def _row(*cells: object) -> str:
-    return "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
 
 
 def _value(value: float | None, unit: str) -> str:
@@ -102,7 +80,7 @@ def platform_section(lake: lake_io.Cluster) -> Section:
             "platform", title, caption, empty="no platform summary: run `burstlake metrics`"
         )
     rows = "".join(
-        _row(
+        table_row(
             html.escape(r.description),
             html.escape(r.section),
             _value(r.value, r.unit),
@@ -133,7 +111,7 @@ def platform_section(lake: lake_io.Cluster) -> Section:
     ax.invert_yaxis()
     ax.set_xlabel("% of jobs, intervals or traffic")
     ax.legend(loc="lower right")
-    return Section("platform", title, caption, png=_png(fig), table_html=table)
+    return Section("platform", title, caption, png=figure_png(fig), table_html=table)
 
 
 def burstiness_section(lake: lake_io.Cluster) -> Section:
@@ -159,7 +137,7 @@ def burstiness_section(lake: lake_io.Cluster) -> Section:
     ax.set_ylabel("% of system traffic")
     ax.legend(loc="lower left", ncol=3)
     fig.autofmt_xdate()
-    return Section("burstiness", title, caption, png=_png(fig))
+    return Section("burstiness", title, caption, png=figure_png(fig))
 
 
 def heatmap_section(lake: lake_io.Cluster) -> Section:
@@ -207,7 +185,7 @@ def heatmap_section(lake: lake_io.Cluster) -> Section:
     if len(grid) <= 40:
         ax.set_yticks(np.arange(len(grid)) + 0.5, grid.index)
     fig.colorbar(image, ax=ax, label="log10 bytes per bin")
-    return Section("heatmap", title, caption, png=_png(fig))
+    return Section("heatmap", title, caption, png=figure_png(fig))
 
 
 def loads_section(lake: lake_io.Cluster) -> Section:
@@ -229,7 +207,7 @@ def loads_section(lake: lake_io.Cluster) -> Section:
         ax.set_title(f"{len(shares)} {'cabinets' if level == 'cabinet' else 'I/O nodes'}")
         ax.set_xlabel(f"{level} rank, busiest first")
         ax.set_ylabel("% of traffic")
-    return Section("loads", title, caption, png=_png(fig))
+    return Section("loads", title, caption, png=figure_png(fig))
 
 
 def nud_section(lake: lake_io.Cluster) -> Section:
@@ -248,7 +226,7 @@ def nud_section(lake: lake_io.Cluster) -> Section:
     ax.axvline(0.05, ls="--", color="k", lw=1)
     ax.set_xlabel("I/O NUD")
     ax.set_ylabel("jobs")
-    return Section("nud", title, caption, png=_png(fig))
+    return Section("nud", title, caption, png=figure_png(fig))
 
 
 # The papers' values of replay scores, per policy, shown under the burstlake row: paper 004
@@ -332,7 +310,7 @@ def scenario_sections(scores: pd.DataFrame) -> list[Section]:
                 f"replay-{scenario}" + (f"-{cluster}" if on else ""),
                 f"What-if: {scenario}{on}",
                 caption,
-                png=_png(fig),
+                png=figure_png(fig),
                 table_html=f"<table><thead><tr><th>score</th>{head}</tr></thead>"
                 f"<tbody>{body}</tbody></table>",
             )
@@ -446,7 +424,7 @@ def _latency_row(label: str, *values: float | None) -> str:
     *latencies, slowdown = values
     cells = [("–" if v is None or pd.isna(v) else f"{v * 1e6:.3g}") for v in latencies]
     cells.append("–" if slowdown is None or pd.isna(slowdown) else f"{slowdown:.3g}×")
-    return _row(html.escape(label), *cells)
+    return table_row(html.escape(label), *cells)
 
 
 def answers_section(
@@ -489,7 +467,6 @@ def sections_of(root: Path) -> list[Section]:
         busy, idle = ranked, []
     figures = [_machine_sections(m, len(machines) > 1) for m in busy]
     scores = lake_io.read_table(root, "replay_scores").to_pandas()  # read once, for every what-if
-    from burstlake.report_papers import paper_sections  # it builds on this module's Section
 
     return [
         answers_section(scores, busy, idle, traffic),

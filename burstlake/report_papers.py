@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from burstlake.replay import bridge_figures, splits
-from burstlake.report import Section, _png, _row
+from burstlake.report_parts import Section, figure_png, table_row
 
 # 002's scenarios as shipped (burstlake/replay/scenarios): the task mapping each one replays
 SPLIT_SCENARIOS = {"block": "split_tapered", "cyclic": "split_tapered_cyclic"}
@@ -105,7 +105,7 @@ def split_section(scores: pd.DataFrame) -> Section:
         for placement in dict.fromkeys([*ours, *paper]):
             mine, theirs = ours.get(placement, {}), paper.get(placement, {})
             cells = [c for a in APPLICATIONS for c in (_pct(mine.get(a)), _pct(theirs.get(a)))]
-            body.append(_row(html.escape(label), html.escape(placement), *cells, cite))
+            body.append(table_row(html.escape(label), html.escape(placement), *cells, cite))
     head = "".join(
         f"<th>{APPLICATION_NAMES[a]}</th><th>{APPLICATION_NAMES[a]}, 002</th>" for a in APPLICATIONS
     )
@@ -132,7 +132,7 @@ def _split_figure(tables: list[tuple[str, str, Table, Table]]) -> bytes:
         ax.set_ylabel("% change of figure of merit", fontsize=8)
     axes[0][0].legend(fontsize=7)
     fig.tight_layout()
-    return _png(fig)
+    return figure_png(fig)
 
 
 # 003's figures beside burstlake's scores: (metric, label, 003 default, 003 optimized, where)
@@ -191,7 +191,7 @@ def bridge_section(scores: pd.DataFrame) -> Section:
             )
             others = ", ".join(f"{p} {_num(scored[p].get(metric))}" for p in policies)
             body.append(
-                _row(
+                table_row(
                     html.escape(scenario),
                     label,
                     f"{_num(boot)} → {_num(moved)}",
@@ -247,7 +247,7 @@ def _bridge_figure(scores: pd.DataFrame, scenarios: list[str]) -> bytes:
     spread.set_ylabel("sd/mean of messages sent per bridge node", fontsize=8)
     spread.legend(fontsize=7)
     fig.tight_layout()
-    return _png(fig)
+    return figure_png(fig)
 
 
 PAPER_BUILDERS = (split_section, bridge_section)

@@ -1,0 +1,38 @@
+"""The HTML report's building blocks, shared by its sections (:mod:`burstlake.report`) and
+the papers' sections (:mod:`burstlake.report_papers`): a section, a figure as PNG bytes, a
+table row."""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+
+@dataclass(frozen=True)
+class Section:
+    """One figure (or table) of the report with its caption."""
+
+    key: str
+    title: str
+    caption: str
+    png: bytes | None = None  # the figure, if there is data to draw
+    table_html: str = ""  # an HTML table shown under the figure
+    empty: str = ""  # why there is nothing to show, and what fills it
+
+
+def figure_png(fig: plt.Figure) -> bytes:
+    """The figure as PNG bytes (96 dpi, tight), closed afterwards."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=96, bbox_inches="tight")
+    plt.close(fig)
+    return buffer.getvalue()
+
+
+def table_row(*cells: object) -> str:
+    """One HTML table row of ``cells`` (already escaped where they need it)."""
+    return "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
