@@ -398,7 +398,11 @@ def _region(
         r: (n, c) for n, r, c in con.execute("SELECT node, record, samples FROM nodes").fetchall()
     }
     records[0] += len(nodes)
-    query = counters.node_io_query("region", "nodes", iv, (first, last), settings.gap_factor)
+    for statement in counters.pair_tables("region", iv, (first, last), settings.gap_factor):
+        con.execute(statement)
+    query = counters.node_io_query(
+        "region", "nodes", iv, (first, last), settings.gap_factor, prepared=True
+    )
     traffic, by_record = _balance(con, settings, (first, last), stream.seq, nodes)
     contribution = region_id(day, bucket, stream.cluster)
     batches = _whole_nodes(con.execute(query).fetch_record_batch(ROWS_PER_BATCH), ROWS_PER_BATCH)
@@ -471,7 +475,9 @@ def _balance(
     record_of = {node: record for record, (node, _) in nodes.items()}
     traffic: dict[str, dict[str, int]] = {}
     by_record: dict[int, dict[str, int]] = {}
-    query = counters.balance_query("region", settings.interval, slots, seq, settings.gap_factor)
+    query = counters.balance_query(
+        "region", settings.interval, slots, seq, settings.gap_factor, prepared=True
+    )
     for node, metric, reason, amount in con.execute(query).fetchall():
         parts = traffic.setdefault(metric, {})
         parts["seen"] = parts.get("seen", 0) + amount
