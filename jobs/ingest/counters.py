@@ -181,12 +181,10 @@ def balance_query(
 
 
 def duplicates_query(samples: str) -> str:
-    """SQL for the samples repeating an earlier line's (node, item, instant): ``line_no, raw,
-    node, first_line, value, first_value`` (the first line's value is the one that counts)."""
+    """SQL for the samples repeating an earlier line's (node, item, instant): ``line_no, node,
+    first_line, value, first_value`` (the first line's value is the one that counts)."""
     ranked = _RANKED.format(samples=samples)
-    return (
-        f"SELECT line_no, raw, node, first_line, value, first_value FROM ({ranked}) WHERE copy > 1"
-    )
+    return f"SELECT line_no, node, first_line, value, first_value FROM ({ranked}) WHERE copy > 1"
 
 
 def slot_sql(t_ns: str, interval: int) -> str:

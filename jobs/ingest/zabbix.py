@@ -115,6 +115,7 @@ class Settings:
     gap_factor: float = counters.GAP_FACTOR
     spill_dir: str | None = None
     memory_limit: str = "1GB"
+    threads: int = 1
 
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> Settings:
@@ -126,6 +127,10 @@ class Settings:
         factor = counters.GAP_FACTOR if factor is None else float(factor)
         if not factor >= 1 or factor == float("inf"):
             raise ValueError(f"--gap-factor must be a finite number >= 1, not {factor:g}")
+        threads = options.get("threads")
+        threads = 1 if threads is None else int(threads)
+        if threads < 1:
+            raise ValueError(f"--threads must be >= 1, not {threads}")
         items = options.get("items")
         if items is not None and not Path(items).is_file():
             raise FileNotFoundError(f"item table {items} does not exist")
@@ -140,6 +145,7 @@ class Settings:
             gap_factor=factor,
             spill_dir=options.get("spill_dir"),
             memory_limit=options.get("memory_limit") or "1GB",
+            threads=threads,
         )
 
 
@@ -266,11 +272,11 @@ def _pass_two(
     """Bucket by bucket and day by day, recompute the node_io contributions the file touches
     from its samples and the stored samples of the stream's other files."""
     con.execute(
-        "CREATE TEMP TABLE duplicates (line_no BIGINT, raw VARCHAR, first_file VARCHAR, "
+        "CREATE TEMP TABLE duplicates (line_no BIGINT, first_file VARCHAR, "
         "first_line BIGINT, same BOOLEAN, kept DECIMAL(38, 6))"
     )
     yield from _merged(_regions(con, spill, settings, stream), ROWS_PER_BATCH)
-    yield from _duplicate_batches(con)
+    yield from _duplicate_batches(con, spill)
 
 
 def _regions(
@@ -283,7 +289,7 @@ def _regions(
     for bucket in sorted(_spilled_buckets(spill) | set(touched)):
         new = _bucket_view(con, spill, bucket, stream)
         con.execute(
-            "INSERT INTO duplicates SELECT line_no, raw, NULL, first_line, value = first_value, "
+            "INSERT INTO duplicates SELECT line_no, NULL, first_line, value = first_value, "
             f"first_value FROM ({counters.duplicates_query(new)})"
         )
         days = {
@@ -343,7 +349,7 @@ def _bucket_view(con: duckdb.DuckDBPyConnection, spill: Path, bucket: int, strea
         source = f"SELECT * FROM read_parquet({listed})"
     else:
         source = (
-            "SELECT NULL::BIGINT AS line_no, NULL::VARCHAR AS raw, NULL::VARCHAR AS node, "
+            "SELECT NULL::BIGINT AS line_no, NULL::VARCHAR AS node, "
             "NULL::VARCHAR AS item, NULL::VARCHAR AS metric, NULL::VARCHAR AS kind, "
             "NULL::BIGINT AS t_ns, NULL::DECIMAL(38, 6) AS value WHERE false"
         )
@@ -375,7 +381,7 @@ def _region(
     con.unregister("stored")
     own = f"{new} WHERE t_ns >= {day_ns[0]} AND t_ns < {day_ns[1]}"
     con.execute(
-        "INSERT INTO duplicates SELECT n.line_no, n.raw, o.file, o.line_no, n.value = o.value, "
+        "INSERT INTO duplicates SELECT n.line_no, o.file, o.line_no, n.value = o.value, "
         f"o.value FROM (SELECT * FROM {own}) n JOIN other_samples o USING (node, item, t_ns) "
         "WHERE n.line_no NOT IN (SELECT line_no FROM duplicates) AND o.seq < n.seq "
         "QUALIFY row_number() OVER (PARTITION BY n.line_no ORDER BY o.seq, o.line_no) = 1"
@@ -541,10 +547,15 @@ def _slots(day: int, interval: int) -> tuple[int, int, tuple[int, int]]:
     return first, last, (first * step - before, (last + 1) * step + after)
 
 
-def _duplicate_batches(con: duckdb.DuckDBPyConnection) -> Iterator[Batch]:
+def _duplicate_batches(con: duckdb.DuckDBPyConnection, spill: Path) -> Iterator[Batch]:
+    """The duplicate samples as rejects, with their lines (kept in the spill by pass 1)."""
+    if not con.execute("SELECT count(*) FROM duplicates").fetchone()[0]:
+        return
+    lines = _quoted(spill / zabbix_lines.RAW / "*.parquet")
     result = con.execute(
         "SELECT line_no, raw, first_file, first_line, same, "
-        "rtrim(rtrim(CAST(kept AS VARCHAR), '0'), '.') FROM duplicates ORDER BY line_no"
+        "rtrim(rtrim(CAST(kept AS VARCHAR), '0'), '.') "
+        f"FROM duplicates JOIN read_parquet('{lines}') USING (line_no) ORDER BY line_no"
     )
     while rows := result.fetchmany(REJECTS_PER_BATCH):
         rejects = [
@@ -609,6 +620,7 @@ def parse(path: Path, context: ParseContext) -> Iterator[Batch]:
                 "temp_directory": str(spill / "duckdb"),
                 "memory_limit": settings.memory_limit,
                 "preserve_insertion_order": False,
+                "threads": settings.threads,
             }
         )
         con.execute("SET enable_progress_bar = false")  # our progress is the byte count
