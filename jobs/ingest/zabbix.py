@@ -40,7 +40,8 @@ of the one it replaces.
 
 Two passes keep memory bounded whatever the size and order of the input: (1) each block of lines
 is decoded and classified in DuckDB SQL, rejects go to quarantine, host names become node names
-and samples are spilled to Parquet, partitioned by node bucket; (2) bucket by bucket and day by
+and samples are spilled to Parquet, partitioned by node bucket (an NDJSON block is read whole by
+pyarrow's JSON reader when it can, see :mod:`.zabbix_lines`); (2) bucket by bucket and day by
 day, the SQL of :mod:`.counters` sorts the samples per item and turns them into node_io rows.
 
 Accounting: every input line is a record (the header line of a CSV/TSV is not). A line lands

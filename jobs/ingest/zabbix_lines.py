@@ -2,6 +2,12 @@
 DuckDB SQL block by block; rejects go to quarantine with their line and reason, host names
 become node names, and the samples are spilled to Parquet by node bucket.
 
+Decoding NDJSON has two paths giving the same fields: pyarrow's JSON reader takes a whole
+block at once (:func:`_members`, the fast path), DuckDB's JSON functions take it line by line
+(``_JSON_MEMBERS``). A block the fast path cannot read as one object per line goes line by
+line, and the lines it classifies as rejects are classified again line by line, so every
+reason quotes the input as the line-by-line path reads it (tests/ingest/test_zabbix_fast.py).
+
 See the module doc of :mod:`.zabbix` for the input shapes and the accounting.
 """
 
@@ -72,8 +78,13 @@ def _last_block(pending: list[bytes]) -> Iterator[bytes]:
 
 def _lines(block: bytes, first: int) -> pa.Table:
     """A block as a table of ``line_no`` (1-based) and ``line`` (UTF-8, CR stripped)."""
-    text = pa.array([block.decode("utf-8", errors="replace")], pa.string())
-    lines = pc.utf8_rtrim(pc.list_flatten(pc.split_pattern(text, "\n")), characters="\r")
+    if block.isascii():  # the usual export: no decoding needed
+        text = pa.array([block], pa.binary()).cast(pa.string())
+    else:
+        text = pa.array([block.decode("utf-8", errors="replace")], pa.string())
+    lines = pc.list_flatten(pc.split_pattern(text, "\n"))
+    if b"\r" in block:
+        lines = pc.utf8_rtrim(lines, characters="\r")
     numbers = pa.array(np.arange(first, first + len(lines), dtype=np.int64))
     return pa.table({"line_no": numbers, "line": lines})
 
@@ -120,6 +131,24 @@ def _as_text(column: pa.ChunkedArray, name: str) -> pa.ChunkedArray | None:
     return None
 
 
+def _one_object_a_line(data: bytes, lines: pa.Table) -> bool:
+    """Every line starts with ``{`` and ends with ``}`` (spaces and tabs around them aside)."""
+    if data.startswith(b"{") and data.endswith(b"}") and data.count(b"}\n{") == len(lines) - 1:
+        return True  # the usual export, told without copying its text
+    text = pc.utf8_trim(lines.column("line"), " \t")
+    return pc.all(pc.starts_with(text, "{")).as_py() and pc.all(pc.ends_with(text, "}")).as_py()
+
+
+def _plain_utf8(data: bytes) -> bool:
+    """The text is UTF-8 without U+FFFD (which marks bytes that were not UTF-8 in ``line``)."""
+    if data.isascii():
+        return True
+    try:
+        return "\ufffd" not in data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+
+
 def _members(data: bytes, lines: pa.Table, threads: bool = False) -> pa.Table | None:
     """Fast path of the NDJSON decoder: the members of a block's lines, all read at once by
     pyarrow (about 10x DuckDB's per-line JSON functions), as _JSON_MEMBERS gives them; None
@@ -129,10 +158,7 @@ def _members(data: bytes, lines: pa.Table, threads: bool = False) -> pa.Table | 
     A line is one object iff every line starts with ``{`` and ends with ``}`` and pyarrow
     reads as many objects as there are lines (an object spanning lines would end a line
     inside it)."""
-    text = pc.utf8_trim(lines.column("line"), " \t")
-    if not (pc.all(pc.starts_with(text, "{")).as_py() and pc.all(pc.ends_with(text, "}")).as_py()):
-        return None
-    if pc.any(pc.match_substring(lines.column("line"), "\ufffd")).as_py():
+    if not _one_object_a_line(data, lines) or not _plain_utf8(data):
         return None
     table = _read_json(data, threads)
     if table is None or table.num_rows != lines.num_rows:
@@ -362,7 +388,8 @@ class _Spill:
         )
         (self.root / RAW).mkdir(exist_ok=True)
         raw = lines.rename_columns(["line_no", "raw"])
-        pq.write_table(raw, self.root / RAW / f"{n:06d}.parquet", compression="zstd")
+        path = self.root / RAW / f"{n:06d}.parquet"
+        pq.write_table(raw, path, compression="lz4", use_dictionary=False)
         rows = con.execute(
             "SELECT line_no, line, reason FROM decoded WHERE reason IS NOT NULL "
             f"AND reason <> '{IGNORE}' ORDER BY line_no"
