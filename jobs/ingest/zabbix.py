@@ -389,15 +389,17 @@ def _region(
     )
     columns = ", ".join(_SAMPLE_COLUMNS)
     con.execute(
-        "CREATE OR REPLACE TEMP TABLE region AS "
+        "CREATE OR REPLACE TEMP VIEW region AS "
         f"SELECT {columns} FROM {new} WHERE t_ns >= {window[0]} AND t_ns < {window[1]} "
         f"UNION ALL SELECT {columns} FROM other_samples"
     )
+    for statement in counters.pair_tables("region", iv, (first, last), settings.gap_factor):
+        con.execute(statement)  # the region read once, deduplicated (every node kept)
     con.execute(
         "CREATE OR REPLACE TEMP TABLE nodes AS "
         f"SELECT node, CAST(row_number() OVER (ORDER BY node) - 1 + {records[0]} AS BIGINT) "
-        "AS record, "
-        "coalesce(mine, 0) AS samples FROM (SELECT DISTINCT node FROM region) "
+        "AS record, coalesce(mine, 0) AS samples "
+        f"FROM (SELECT DISTINCT node FROM {counters.PAIR_TABLES['clean']}) "
         f"LEFT JOIN (SELECT node, count(*) AS mine FROM {own} "
         "AND line_no NOT IN (SELECT line_no FROM duplicates) GROUP BY node) USING (node)"
     )
@@ -405,8 +407,6 @@ def _region(
         r: (n, c) for n, r, c in con.execute("SELECT node, record, samples FROM nodes").fetchall()
     }
     records[0] += len(nodes)
-    for statement in counters.pair_tables("region", iv, (first, last), settings.gap_factor):
-        con.execute(statement)
     query = counters.node_io_query(
         "region", "nodes", iv, (first, last), settings.gap_factor, prepared=True
     )

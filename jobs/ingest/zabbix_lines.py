@@ -382,7 +382,7 @@ class _Spill:
         part = quoted(self.root / f"part-{n:06d}")
         con.execute(
             "COPY (SELECT d.line_no, m.node, d.item, d.metric, d.kind, d.t_ns, "
-            f"d.value, {self.bucket_sql} AS bucket "
+            "d.value, m.bucket "
             "FROM decoded d JOIN hostmap m USING (host) WHERE d.reason IS NULL) "
             f"TO '{part}' (FORMAT parquet, COMPRESSION zstd, PARTITION_BY (bucket))"
         )
@@ -403,9 +403,12 @@ class _Spill:
         """The lines the fast path rejects (other than ignored items) classified again line by
         line: their reasons quote the input as DuckDB's JSON functions read it."""
         con = self.con
+        rejected = f"reason IS NOT NULL AND reason <> '{IGNORE}'"
+        if not con.execute(f"SELECT count(*) FROM decoded WHERE {rejected}").fetchone()[0]:
+            return
         con.execute(
-            "CREATE OR REPLACE TEMP VIEW lines AS SELECT line_no, line FROM decoded "
-            f"WHERE reason IS NOT NULL AND reason <> '{IGNORE}'"
+            f"CREATE OR REPLACE TEMP VIEW lines AS SELECT line_no, line FROM decoded "
+            f"WHERE {rejected}"
         )
         con.execute(f"CREATE OR REPLACE TEMP TABLE rechecked AS {self.classify}", self.params)
         con.execute("DROP VIEW lines")
@@ -441,7 +444,9 @@ class _Spill:
             {c: pa.array([r[i] for r in rows], pa.string()) for i, c in enumerate(columns)}
         )
         self.con.register("new_hosts", table)
-        self.con.execute("INSERT INTO hostmap SELECT host, node, reason FROM new_hosts")
+        self.con.execute(
+            f"INSERT INTO hostmap SELECT host, node, reason, {self.bucket_sql} FROM new_hosts m"
+        )
         self.con.unregister("new_hosts")
 
 
@@ -460,7 +465,9 @@ def pass_one(
     """Decode the file block by block; yields one batch of records and rejects per block.
     A broken compressed stream is one more record: the unreadable rest of the file."""
     con.register("mapping", settings.mapping.table())
-    con.execute("CREATE TEMP TABLE hostmap (host VARCHAR, node VARCHAR, reason VARCHAR)")
+    con.execute(
+        "CREATE TEMP TABLE hostmap (host VARCHAR, node VARCHAR, reason VARCHAR, bucket INTEGER)"
+    )
     _load_items(con, settings.items)
     params = {
         "has_items": settings.items is not None,
