@@ -64,7 +64,7 @@ WITH paired AS (
     WINDOW s AS (PARTITION BY node, item ORDER BY t_ns)
 ),
 pairs AS (
-    SELECT *, t_ns - t_prev AS spacing, t_ns // {period_ns} AS period
+    SELECT *, t_ns - t_prev AS spacing, t_ns // {period_ns} AS period, value - v_prev AS rise
     FROM paired WHERE t_prev IS NOT NULL
 ),
 own AS (
@@ -72,15 +72,15 @@ own AS (
     FROM pairs WHERE spacing <= {period_ns} GROUP BY ALL
 )
 SELECT p.node, p.metric, p.seq, p.t_prev, p.t_ns,
-       CASE WHEN kind = 'counter' AND (value < v_prev OR value - v_prev >= {max_rise})
+       CASE WHEN kind = 'counter' AND (rise < 0 OR rise >= {max_rise})
                  THEN 'reset'
             WHEN spacing > {period_ns} OR spacing > {gap_factor} * o.own_ns THEN 'gap'
             ELSE 'landed' END AS reason,
        CASE WHEN kind = 'rate'
                  THEN CAST(round(CAST(value AS DOUBLE) * spacing / {ns}) AS HUGEINT)
-            WHEN value < v_prev THEN CAST(round(value) AS HUGEINT)
-            WHEN value - v_prev >= {max_rise} THEN CAST(0 AS HUGEINT)
-            ELSE CAST(round(value - v_prev) AS HUGEINT) END AS amount
+            WHEN rise < 0 THEN CAST(round(value) AS HUGEINT)
+            WHEN rise >= {max_rise} THEN CAST(0 AS HUGEINT)
+            ELSE CAST(round(rise) AS HUGEINT) END AS amount
 FROM pairs p LEFT JOIN own o USING (node, item, period)
 """
 

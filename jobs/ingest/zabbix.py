@@ -289,10 +289,6 @@ def _regions(
     records = [0]  # node records numbered apart across regions
     for bucket in sorted(_spilled_buckets(spill) | set(touched)):
         new = _bucket_view(con, spill, bucket, stream)
-        con.execute(
-            "INSERT INTO duplicates SELECT line_no, NULL, first_line, value = first_value, "
-            f"first_value FROM ({counters.duplicates_query(new)})"
-        )
         days = {
             d
             for (lo, hi) in con.execute(
@@ -381,12 +377,6 @@ def _region(
     con.execute("CREATE OR REPLACE TEMP TABLE other_samples AS SELECT * FROM stored")
     con.unregister("stored")
     own = f"{new} WHERE t_ns >= {day_ns[0]} AND t_ns < {day_ns[1]}"
-    con.execute(
-        "INSERT INTO duplicates SELECT n.line_no, o.file, o.line_no, n.value = o.value, "
-        f"o.value FROM (SELECT * FROM {own}) n JOIN other_samples o USING (node, item, t_ns) "
-        "WHERE n.line_no NOT IN (SELECT line_no FROM duplicates) AND o.seq < n.seq "
-        "QUALIFY row_number() OVER (PARTITION BY n.line_no ORDER BY o.seq, o.line_no) = 1"
-    )
     columns = ", ".join(_SAMPLE_COLUMNS)
     con.execute(
         "CREATE OR REPLACE TEMP VIEW region AS "
@@ -395,6 +385,10 @@ def _region(
     )
     for statement in counters.pair_tables("region", iv, (first, last), settings.gap_factor):
         con.execute(statement)  # the region read once, deduplicated (every node kept)
+    clean = counters.PAIR_TABLES["clean"]
+    repeats = f"SELECT (SELECT count(*) FROM region) > (SELECT count(*) FROM {clean})"
+    if con.execute(repeats).fetchone()[0]:  # some item's instant is sampled twice here
+        _duplicates(con, own)
     con.execute(
         "CREATE OR REPLACE TEMP TABLE nodes AS "
         f"SELECT node, CAST(row_number() OVER (ORDER BY node) - 1 + {records[0]} AS BIGINT) "
@@ -433,6 +427,22 @@ def _region(
     # the contribution is recomputed even when nothing remains in it
     yield Batch(
         {}, 0, contributions=frozenset([contribution]), traffic=traffic, record_traffic=by_record
+    )
+
+
+def _duplicates(con: duckdb.DuckDBPyConnection, own: str) -> None:
+    """Add this file's samples in a region's day that repeat an instant to ``duplicates``: of
+    an earlier line of the file, else of an earlier member's line (a repeated instant lies
+    within one day, so each region finds those of its own day)."""
+    con.execute(
+        "INSERT INTO duplicates SELECT line_no, NULL, first_line, value = first_value, "
+        f"first_value FROM ({counters.duplicates_query(f'(SELECT * FROM {own})')})"
+    )
+    con.execute(
+        "INSERT INTO duplicates SELECT n.line_no, o.file, o.line_no, n.value = o.value, "
+        f"o.value FROM (SELECT * FROM {own}) n JOIN other_samples o USING (node, item, t_ns) "
+        "WHERE n.line_no NOT IN (SELECT line_no FROM duplicates) AND o.seq < n.seq "
+        "QUALIFY row_number() OVER (PARTITION BY n.line_no ORDER BY o.seq, o.line_no) = 1"
     )
 
 
