@@ -2,8 +2,11 @@
 
 Writes an ``item_tags`` real-time export (counters of the default mapping for a few hundred
 nodes, mostly idle, bursts of traffic) into a temporary directory, then measures in separate
-processes: ``burstlake ingest zabbix`` (MB/s, lines/s, peak RSS) and, as the floor for
-reading the same bytes, ``pyarrow.json.read_json`` alone. Size: ``BURSTLAKE_BENCH_GB``
+processes: ``burstlake ingest zabbix`` with its default options (one process, one thread:
+MB/s, MB per CPU-second, lines/s, peak RSS) and, as the floor for reading the same bytes,
+``pyarrow.json.read_json`` alone (all cores). The machine may be shared: the 1-minute load
+average is recorded before the ingest as well as at the end, and CPU seconds beside wall
+time. Size: ``BURSTLAKE_BENCH_GB``
 (default 1.0). Results: ``bench/results/zabbix_ingest.json``.
 """
 
@@ -98,6 +101,7 @@ def main() -> Path:
         generate_s = time.perf_counter() - start
         size_mb = export.stat().st_size / 1e6
         lake = str(Path(tmp) / "lake")
+        load_at_start = os.getloadavg()[0]
         ingest_s, ingest_cpu, ingest_rss, out = step("ingest", str(export), lake)
         records_in, landed, quarantined, rows = map(int, out.split())
         arrow_s, arrow_cpu, arrow_rss, _ = step("pyarrow", str(export))
@@ -110,6 +114,7 @@ def main() -> Path:
         "quarantined": quarantined,
         "node_io_rows": rows,
         "generate_s": round(generate_s, 1),
+        "load_average_1min_at_start": round(load_at_start, 1),
         "ingest_s": round(ingest_s, 1),
         "ingest_cpu_s": round(ingest_cpu, 1),
         "ingest_mb_per_s": round(size_mb / ingest_s, 1),

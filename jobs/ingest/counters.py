@@ -47,54 +47,58 @@ FROM {samples}
 WINDOW same AS (PARTITION BY node, item, t_ns ORDER BY line_no)
 """
 
-_PAIRS = """
-clean AS (
-    SELECT node, item, metric, kind, t_ns, value, line_no, seq
-    FROM {samples}
-    QUALIFY row_number() OVER (PARTITION BY node, item, t_ns ORDER BY seq, line_no) = 1
-),
-paired AS (
+# The steps every query over a window of grid intervals shares, each a SELECT over the one
+# before it (``{clean}``, ``{classed}``): deduplicated samples, classed pairs, landed bytes per
+# slot. :func:`pair_tables` materialises them once for several queries over one window.
+_CLEAN = """
+SELECT node, item, metric, kind, t_ns, value, line_no, seq
+FROM {samples}
+QUALIFY row_number() OVER (PARTITION BY node, item, t_ns ORDER BY seq, line_no) = 1
+"""
+
+_CLASSED = """
+WITH paired AS (
     SELECT node, item, metric, kind, t_ns, value, seq,
            lag(t_ns) OVER s AS t_prev, lag(value) OVER s AS v_prev
-    FROM clean WHERE kind IN ('counter', 'rate')
+    FROM {clean} WHERE kind IN ('counter', 'rate')
     WINDOW s AS (PARTITION BY node, item ORDER BY t_ns)
 ),
 pairs AS (
-    SELECT *, t_ns - t_prev AS spacing, t_ns // {period_ns} AS period
+    SELECT *, t_ns - t_prev AS spacing, t_ns // {period_ns} AS period, value - v_prev AS rise
     FROM paired WHERE t_prev IS NOT NULL
 ),
 own AS (
     SELECT node, item, period, quantile_disc(spacing, 0.5) AS own_ns
     FROM pairs WHERE spacing <= {period_ns} GROUP BY ALL
-),
-classed AS (
-    SELECT p.node, p.metric, p.seq, p.t_prev, p.t_ns,
-           CASE WHEN kind = 'counter' AND (value < v_prev OR value - v_prev >= {max_rise})
-                     THEN 'reset'
-                WHEN spacing > {period_ns} OR spacing > {gap_factor} * o.own_ns THEN 'gap'
-                ELSE 'landed' END AS reason,
-           CASE WHEN kind = 'rate'
-                     THEN CAST(round(CAST(value AS DOUBLE) * spacing / {ns}) AS HUGEINT)
-                WHEN value < v_prev THEN CAST(round(value) AS HUGEINT)
-                WHEN value - v_prev >= {max_rise} THEN CAST(0 AS HUGEINT)
-                ELSE CAST(round(value - v_prev) AS HUGEINT) END AS amount
-    FROM pairs p LEFT JOIN own o USING (node, item, period)
-),
-spread AS (
-    SELECT node, metric, seq, slot,
-           amount * (least(t_ns, (slot + 1) * {step_ns}) - t_prev) // (t_ns - t_prev)
-           - amount * (greatest(t_prev, slot * {step_ns}) - t_prev) // (t_ns - t_prev) AS amount
-    FROM (
-        SELECT *, unnest(range(greatest(t_prev // {step_ns}, {first_slot}),
-                               least((t_ns - 1) // {step_ns}, {last_slot}) + 1)) AS slot
-        FROM classed WHERE reason = 'landed'
-    )
-)"""
+)
+SELECT p.node, p.metric, p.seq, p.t_prev, p.t_ns,
+       CASE WHEN kind = 'counter' AND (rise < 0 OR rise >= {max_rise})
+                 THEN 'reset'
+            WHEN spacing > {period_ns} OR spacing > {gap_factor} * o.own_ns THEN 'gap'
+            ELSE 'landed' END AS reason,
+       CASE WHEN kind = 'rate'
+                 THEN CAST(round(CAST(value AS DOUBLE) * spacing / {ns}) AS HUGEINT)
+            WHEN rise < 0 THEN CAST(round(value) AS HUGEINT)
+            WHEN rise >= {max_rise} THEN CAST(0 AS HUGEINT)
+            ELSE CAST(round(rise) AS HUGEINT) END AS amount
+FROM pairs p LEFT JOIN own o USING (node, item, period)
+"""
 
-_NODE_IO = (
-    "WITH"
-    + _PAIRS
-    + """,
+_SPREAD = """
+SELECT node, metric, seq, slot,
+       amount * (least(t_ns, (slot + 1) * {step_ns}) - t_prev) // (t_ns - t_prev)
+       - amount * (greatest(t_prev, slot * {step_ns}) - t_prev) // (t_ns - t_prev) AS amount
+FROM (
+    SELECT *, unnest(range(greatest(t_prev // {step_ns}, {first_slot}),
+                           least((t_ns - 1) // {step_ns}, {last_slot}) + 1)) AS slot
+    FROM {classed} WHERE reason = 'landed'
+)
+"""
+
+_STEPS = (("clean", _CLEAN), ("classed", _CLASSED), ("spread", _SPREAD))
+PAIR_TABLES = {name: f"counters_{name}" for name, _ in _STEPS}  # pair_tables' temp tables
+
+_NODE_IO = """,
 traffic AS (
     SELECT node, slot, {traffic_columns}
     FROM spread GROUP BY node, slot HAVING max(amount) > 0
@@ -113,12 +117,8 @@ SELECT t.node, make_timestamp(t.slot * {interval} * 1000000) AS ts,
 FROM traffic t LEFT JOIN gauges g USING (node, slot) JOIN {nodes} n USING (node)
 ORDER BY t.node, t.slot
 """
-)
 
-_BALANCE = (
-    "WITH"
-    + _PAIRS
-    + """
+_BALANCE = """
 SELECT node, metric, reason, CAST(sum(amount) AS HUGEINT) AS bytes
 FROM (
     SELECT node, metric, seq, 'landed' AS reason, slot, amount FROM spread
@@ -129,7 +129,35 @@ FROM (
 WHERE slot BETWEEN {first_slot} AND {last_slot} AND {member} AND amount > 0
 GROUP BY ALL
 """
-)
+
+
+def _with_steps(params: dict[str, object], prepared: bool) -> str:
+    """``WITH clean AS (...), classed AS (...), spread AS (...)`` over ``params['samples']``,
+    or over the tables of :func:`pair_tables` when ``prepared``."""
+    parts = []
+    for name, sql in _STEPS:
+        body = (
+            f"SELECT * FROM {PAIR_TABLES[name]}"
+            if prepared
+            else sql.format(**params, clean="clean", classed="classed")
+        )
+        parts.append(f"{name} AS ({body})")
+    return "WITH " + ",\n".join(parts)
+
+
+def pair_tables(
+    samples: str, interval: int, slots: tuple[int, int], gap_factor: float = GAP_FACTOR
+) -> list[str]:
+    """SQL statements materialising the shared steps (the deduplicated samples, the classed
+    pairs, the landed bytes per slot) as temp tables :data:`PAIR_TABLES`, so that
+    :func:`node_io_query` and :func:`balance_query` with ``prepared=True`` over the same window
+    do not compute them twice."""
+    params = _window(samples, interval, slots, gap_factor)
+    steps = {"clean": PAIR_TABLES["clean"], "classed": PAIR_TABLES["classed"]}
+    return [
+        f"CREATE OR REPLACE TEMP TABLE {PAIR_TABLES[name]} AS " + sql.format(**params, **steps)
+        for name, sql in _STEPS
+    ]
 
 
 def balance_query(
@@ -138,26 +166,25 @@ def balance_query(
     slots: tuple[int, int],
     seq: int | None = None,
     gap_factor: float = GAP_FACTOR,
+    prepared: bool = False,
 ) -> str:
     """SQL for the traffic of the stream member ``seq`` (default all) in intervals ``slots``,
     per node, metric and reason: ``landed`` (the part of a landed pair in those intervals),
     ``gap`` (a pair spaced beyond its item's own interval, see the module doc), ``reset``
     (counted since a counter reset or reboot: its value after the drop). A pair belongs to the
     member holding its later sample, and its gap or reset to the slot of that sample. Their sum
-    is the traffic seen in the input."""
-    return _BALANCE.format(
-        **_window(samples, interval, slots, gap_factor),
-        member="true" if seq is None else f"seq = {int(seq)}",
-    )
+    is the traffic seen in the input. ``prepared``: read the tables of :func:`pair_tables`
+    (made for the same window) instead of computing the steps."""
+    params = _window(samples, interval, slots, gap_factor)
+    member = "true" if seq is None else f"seq = {int(seq)}"
+    return _with_steps(params, prepared) + _BALANCE.format(**params, member=member)
 
 
 def duplicates_query(samples: str) -> str:
-    """SQL for the samples repeating an earlier line's (node, item, instant): ``line_no, raw,
-    node, first_line, value, first_value`` (the first line's value is the one that counts)."""
+    """SQL for the samples repeating an earlier line's (node, item, instant): ``line_no, node,
+    first_line, value, first_value`` (the first line's value is the one that counts)."""
     ranked = _RANKED.format(samples=samples)
-    return (
-        f"SELECT line_no, raw, node, first_line, value, first_value FROM ({ranked}) WHERE copy > 1"
-    )
+    return f"SELECT line_no, node, first_line, value, first_value FROM ({ranked}) WHERE copy > 1"
 
 
 def slot_sql(t_ns: str, interval: int) -> str:
@@ -203,12 +230,15 @@ def node_io_query(
     interval: int,
     slots: tuple[int, int] = (-(2**62), 2**62),
     gap_factor: float = GAP_FACTOR,
+    prepared: bool = False,
 ) -> str:
     """SQL for ``node_io`` rows (plus ``_record`` from ``nodes(node, record)``), ordered by
     node and ts, for the intervals numbered ``slots`` (first, last; ts = slot × interval).
-    ``samples`` must hold every sample within :func:`reach_ns` of those intervals."""
-    return _NODE_IO.format(
-        **_window(samples, interval, slots, gap_factor),
+    ``samples`` must hold every sample within :func:`reach_ns` of those intervals.
+    ``prepared``: as in :func:`balance_query`."""
+    params = _window(samples, interval, slots, gap_factor)
+    return _with_steps(params, prepared) + _NODE_IO.format(
+        **params,
         nodes=nodes,
         traffic_columns=", ".join(
             f"sum(amount) FILTER (WHERE metric = '{m}') AS {m}" for m in TRAFFIC

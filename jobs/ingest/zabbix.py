@@ -40,7 +40,8 @@ of the one it replaces.
 
 Two passes keep memory bounded whatever the size and order of the input: (1) each block of lines
 is decoded and classified in DuckDB SQL, rejects go to quarantine, host names become node names
-and samples are spilled to Parquet, partitioned by node bucket; (2) bucket by bucket and day by
+and samples are spilled to Parquet, partitioned by node bucket (an NDJSON block is read whole by
+pyarrow's JSON reader when it can, see :mod:`.zabbix_lines`); (2) bucket by bucket and day by
 day, the SQL of :mod:`.counters` sorts the samples per item and turns them into node_io rows.
 
 Accounting: every input line is a record (the header line of a CSV/TSV is not). A line lands
@@ -115,6 +116,7 @@ class Settings:
     gap_factor: float = counters.GAP_FACTOR
     spill_dir: str | None = None
     memory_limit: str = "1GB"
+    threads: int = 1
 
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> Settings:
@@ -126,6 +128,10 @@ class Settings:
         factor = counters.GAP_FACTOR if factor is None else float(factor)
         if not factor >= 1 or factor == float("inf"):
             raise ValueError(f"--gap-factor must be a finite number >= 1, not {factor:g}")
+        threads = options.get("threads")
+        threads = 1 if threads is None else int(threads)
+        if threads < 1:
+            raise ValueError(f"--threads must be >= 1, not {threads}")
         items = options.get("items")
         if items is not None and not Path(items).is_file():
             raise FileNotFoundError(f"item table {items} does not exist")
@@ -140,6 +146,7 @@ class Settings:
             gap_factor=factor,
             spill_dir=options.get("spill_dir"),
             memory_limit=options.get("memory_limit") or "1GB",
+            threads=threads,
         )
 
 
@@ -266,11 +273,11 @@ def _pass_two(
     """Bucket by bucket and day by day, recompute the node_io contributions the file touches
     from its samples and the stored samples of the stream's other files."""
     con.execute(
-        "CREATE TEMP TABLE duplicates (line_no BIGINT, raw VARCHAR, first_file VARCHAR, "
+        "CREATE TEMP TABLE duplicates (line_no BIGINT, first_file VARCHAR, "
         "first_line BIGINT, same BOOLEAN, kept DECIMAL(38, 6))"
     )
     yield from _merged(_regions(con, spill, settings, stream), ROWS_PER_BATCH)
-    yield from _duplicate_batches(con)
+    yield from _duplicate_batches(con, spill)
 
 
 def _regions(
@@ -282,10 +289,6 @@ def _regions(
     records = [0]  # node records numbered apart across regions
     for bucket in sorted(_spilled_buckets(spill) | set(touched)):
         new = _bucket_view(con, spill, bucket, stream)
-        con.execute(
-            "INSERT INTO duplicates SELECT line_no, raw, NULL, first_line, value = first_value, "
-            f"first_value FROM ({counters.duplicates_query(new)})"
-        )
         days = {
             d
             for (lo, hi) in con.execute(
@@ -343,7 +346,7 @@ def _bucket_view(con: duckdb.DuckDBPyConnection, spill: Path, bucket: int, strea
         source = f"SELECT * FROM read_parquet({listed})"
     else:
         source = (
-            "SELECT NULL::BIGINT AS line_no, NULL::VARCHAR AS raw, NULL::VARCHAR AS node, "
+            "SELECT NULL::BIGINT AS line_no, NULL::VARCHAR AS node, "
             "NULL::VARCHAR AS item, NULL::VARCHAR AS metric, NULL::VARCHAR AS kind, "
             "NULL::BIGINT AS t_ns, NULL::DECIMAL(38, 6) AS value WHERE false"
         )
@@ -374,23 +377,23 @@ def _region(
     con.execute("CREATE OR REPLACE TEMP TABLE other_samples AS SELECT * FROM stored")
     con.unregister("stored")
     own = f"{new} WHERE t_ns >= {day_ns[0]} AND t_ns < {day_ns[1]}"
-    con.execute(
-        "INSERT INTO duplicates SELECT n.line_no, n.raw, o.file, o.line_no, n.value = o.value, "
-        f"o.value FROM (SELECT * FROM {own}) n JOIN other_samples o USING (node, item, t_ns) "
-        "WHERE n.line_no NOT IN (SELECT line_no FROM duplicates) AND o.seq < n.seq "
-        "QUALIFY row_number() OVER (PARTITION BY n.line_no ORDER BY o.seq, o.line_no) = 1"
-    )
     columns = ", ".join(_SAMPLE_COLUMNS)
     con.execute(
-        "CREATE OR REPLACE TEMP TABLE region AS "
+        "CREATE OR REPLACE TEMP VIEW region AS "
         f"SELECT {columns} FROM {new} WHERE t_ns >= {window[0]} AND t_ns < {window[1]} "
         f"UNION ALL SELECT {columns} FROM other_samples"
     )
+    for statement in counters.pair_tables("region", iv, (first, last), settings.gap_factor):
+        con.execute(statement)  # the region read once, deduplicated (every node kept)
+    clean = counters.PAIR_TABLES["clean"]
+    repeats = f"SELECT (SELECT count(*) FROM region) > (SELECT count(*) FROM {clean})"
+    if con.execute(repeats).fetchone()[0]:  # some item's instant is sampled twice here
+        _duplicates(con, own)
     con.execute(
         "CREATE OR REPLACE TEMP TABLE nodes AS "
         f"SELECT node, CAST(row_number() OVER (ORDER BY node) - 1 + {records[0]} AS BIGINT) "
-        "AS record, "
-        "coalesce(mine, 0) AS samples FROM (SELECT DISTINCT node FROM region) "
+        "AS record, coalesce(mine, 0) AS samples "
+        f"FROM (SELECT DISTINCT node FROM {counters.PAIR_TABLES['clean']}) "
         f"LEFT JOIN (SELECT node, count(*) AS mine FROM {own} "
         "AND line_no NOT IN (SELECT line_no FROM duplicates) GROUP BY node) USING (node)"
     )
@@ -398,7 +401,9 @@ def _region(
         r: (n, c) for n, r, c in con.execute("SELECT node, record, samples FROM nodes").fetchall()
     }
     records[0] += len(nodes)
-    query = counters.node_io_query("region", "nodes", iv, (first, last), settings.gap_factor)
+    query = counters.node_io_query(
+        "region", "nodes", iv, (first, last), settings.gap_factor, prepared=True
+    )
     traffic, by_record = _balance(con, settings, (first, last), stream.seq, nodes)
     contribution = region_id(day, bucket, stream.cluster)
     batches = _whole_nodes(con.execute(query).fetch_record_batch(ROWS_PER_BATCH), ROWS_PER_BATCH)
@@ -422,6 +427,22 @@ def _region(
     # the contribution is recomputed even when nothing remains in it
     yield Batch(
         {}, 0, contributions=frozenset([contribution]), traffic=traffic, record_traffic=by_record
+    )
+
+
+def _duplicates(con: duckdb.DuckDBPyConnection, own: str) -> None:
+    """Add this file's samples in a region's day that repeat an instant to ``duplicates``: of
+    an earlier line of the file, else of an earlier member's line (a repeated instant lies
+    within one day, so each region finds those of its own day)."""
+    con.execute(
+        "INSERT INTO duplicates SELECT line_no, NULL, first_line, value = first_value, "
+        f"first_value FROM ({counters.duplicates_query(f'(SELECT * FROM {own})')})"
+    )
+    con.execute(
+        "INSERT INTO duplicates SELECT n.line_no, o.file, o.line_no, n.value = o.value, "
+        f"o.value FROM (SELECT * FROM {own}) n JOIN other_samples o USING (node, item, t_ns) "
+        "WHERE n.line_no NOT IN (SELECT line_no FROM duplicates) AND o.seq < n.seq "
+        "QUALIFY row_number() OVER (PARTITION BY n.line_no ORDER BY o.seq, o.line_no) = 1"
     )
 
 
@@ -471,7 +492,9 @@ def _balance(
     record_of = {node: record for record, (node, _) in nodes.items()}
     traffic: dict[str, dict[str, int]] = {}
     by_record: dict[int, dict[str, int]] = {}
-    query = counters.balance_query("region", settings.interval, slots, seq, settings.gap_factor)
+    query = counters.balance_query(
+        "region", settings.interval, slots, seq, settings.gap_factor, prepared=True
+    )
     for node, metric, reason, amount in con.execute(query).fetchall():
         parts = traffic.setdefault(metric, {})
         parts["seen"] = parts.get("seen", 0) + amount
@@ -535,10 +558,15 @@ def _slots(day: int, interval: int) -> tuple[int, int, tuple[int, int]]:
     return first, last, (first * step - before, (last + 1) * step + after)
 
 
-def _duplicate_batches(con: duckdb.DuckDBPyConnection) -> Iterator[Batch]:
+def _duplicate_batches(con: duckdb.DuckDBPyConnection, spill: Path) -> Iterator[Batch]:
+    """The duplicate samples as rejects, with their lines (kept in the spill by pass 1)."""
+    if not con.execute("SELECT count(*) FROM duplicates").fetchone()[0]:
+        return
+    lines = _quoted(spill / zabbix_lines.RAW / "*.parquet")
     result = con.execute(
         "SELECT line_no, raw, first_file, first_line, same, "
-        "rtrim(rtrim(CAST(kept AS VARCHAR), '0'), '.') FROM duplicates ORDER BY line_no"
+        "rtrim(rtrim(CAST(kept AS VARCHAR), '0'), '.') "
+        f"FROM duplicates JOIN read_parquet('{lines}') USING (line_no) ORDER BY line_no"
     )
     while rows := result.fetchmany(REJECTS_PER_BATCH):
         rejects = [
@@ -603,6 +631,7 @@ def parse(path: Path, context: ParseContext) -> Iterator[Batch]:
                 "temp_directory": str(spill / "duckdb"),
                 "memory_limit": settings.memory_limit,
                 "preserve_insertion_order": False,
+                "threads": settings.threads,
             }
         )
         con.execute("SET enable_progress_bar = false")  # our progress is the byte count

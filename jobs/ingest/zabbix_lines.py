@@ -2,6 +2,12 @@
 DuckDB SQL block by block; rejects go to quarantine with their line and reason, host names
 become node names, and the samples are spilled to Parquet by node bucket.
 
+Decoding NDJSON has two paths giving the same fields: pyarrow's JSON reader takes a whole
+block at once (:func:`_members`, the fast path), DuckDB's JSON functions take it line by line
+(``_JSON_MEMBERS``). A block the fast path cannot read as one object per line goes line by
+line, and the lines it classifies as rejects are classified again line by line, so every
+reason quotes the input as the line-by-line path reads it (tests/ingest/test_zabbix_fast.py).
+
 See the module doc of :mod:`.zabbix` for the input shapes and the accounting.
 """
 
@@ -18,6 +24,8 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.json as pa_json
+import pyarrow.parquet as pq
 
 from burstlake.jobs.ingest import inputs
 from burstlake.jobs.ingest.base import Batch, ParseContext, Reject, UnusableInput
@@ -29,6 +37,7 @@ if TYPE_CHECKING:
 LOG = logging.getLogger(__name__)
 BLOCK_BYTES = 16 << 20  # text decoded per pass-1 step
 HISTORY_COLUMNS = ("itemid", "clock", "value")  # required in DB-shape headers; ns optional
+RAW = "raw"  # folder of the spill holding every block's lines (line_no, raw) as Parquet
 
 
 # ------------------------------------------------------------------ reading lines
@@ -69,30 +78,136 @@ def _last_block(pending: list[bytes]) -> Iterator[bytes]:
 
 def _lines(block: bytes, first: int) -> pa.Table:
     """A block as a table of ``line_no`` (1-based) and ``line`` (UTF-8, CR stripped)."""
-    text = pa.array([block.decode("utf-8", errors="replace")], pa.string())
-    lines = pc.utf8_rtrim(pc.list_flatten(pc.split_pattern(text, "\n")), characters="\r")
+    if block.isascii():  # the usual export: no decoding needed
+        text = pa.array([block], pa.binary()).cast(pa.string())
+    else:
+        text = pa.array([block.decode("utf-8", errors="replace")], pa.string())
+    lines = pc.list_flatten(pc.split_pattern(text, "\n"))
+    if b"\r" in block:
+        lines = pc.utf8_rtrim(lines, characters="\r")
     numbers = pa.array(np.arange(first, first + len(lines), dtype=np.int64))
     return pa.table({"line_no": numbers, "line": lines})
+
+
+# The member types the fast path takes as the text DuckDB's JSON functions would give; any
+# other (an array, an object, a value too large for a double to hold exactly) sends the block
+# to the line-by-line decoder.
+_MEMBERS = ("itemid", "name", "key_", "clock", "ns", "value", "type")
+_AS_TEXT = (pa.types.is_string, pa.types.is_int64, pa.types.is_null)
+_EXACT_DOUBLE = 2.0**53
+_TEXT_MEMBERS = ("name", "key_")  # the others are numbers in Zabbix's own export
+_SCHEMA = pa.schema(
+    [
+        ("host", pa.struct([("host", pa.string())])),
+        *((m, pa.string() if m in _TEXT_MEMBERS else pa.int64()) for m in _MEMBERS),
+    ]
+)
+
+
+def _read_json(data: bytes, threads: bool) -> pa.Table | None:
+    """The block's objects, read by pyarrow's JSON reader (with the export's usual member
+    types, else inferred); None if it cannot read them."""
+    reads = pa_json.ReadOptions(use_threads=threads, block_size=max(len(data), 1 << 20))
+    for parse in (
+        pa_json.ParseOptions(explicit_schema=_SCHEMA, unexpected_field_behavior="ignore"),
+        pa_json.ParseOptions(),
+    ):
+        try:
+            return pa_json.read_json(pa.py_buffer(data), read_options=reads, parse_options=parse)
+        except pa.ArrowInvalid:
+            continue
+    return None
+
+
+def _as_text(column: pa.ChunkedArray, name: str) -> pa.ChunkedArray | None:
+    """A member as the text DuckDB's ``json_extract_string`` gives (same value), or None."""
+    kind = column.type
+    if any(test(kind) for test in _AS_TEXT):
+        return column.cast(pa.string())
+    if name == "value" and pa.types.is_float64(kind):
+        finite = pc.and_(pc.is_finite(column), pc.less(pc.abs(column), _EXACT_DOUBLE))
+        if pc.all(pc.fill_null(finite, True)).as_py():
+            return column.cast(pa.string())
+    return None
+
+
+def _one_object_a_line(data: bytes, lines: pa.Table) -> bool:
+    """Every line starts with ``{`` and ends with ``}`` (spaces and tabs around them aside)."""
+    if data.startswith(b"{") and data.endswith(b"}") and data.count(b"}\n{") == len(lines) - 1:
+        return True  # the usual export, told without copying its text
+    text = pc.utf8_trim(lines.column("line"), " \t")
+    return pc.all(pc.starts_with(text, "{")).as_py() and pc.all(pc.ends_with(text, "}")).as_py()
+
+
+def _plain_utf8(data: bytes) -> bool:
+    """The text is UTF-8 without U+FFFD (which marks bytes that were not UTF-8 in ``line``)."""
+    if data.isascii():
+        return True
+    try:
+        return "\ufffd" not in data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+
+
+def _members(data: bytes, lines: pa.Table, threads: bool = False) -> pa.Table | None:
+    """Fast path of the NDJSON decoder: the members of a block's lines, all read at once by
+    pyarrow (about 10x DuckDB's per-line JSON functions), as _JSON_MEMBERS gives them; None
+    when the block needs the per-line decoder (a line that is not one JSON object, a blank
+    line, bytes not UTF-8, a member of another type).
+
+    A line is one object iff every line starts with ``{`` and ends with ``}`` and pyarrow
+    reads as many objects as there are lines (an object spanning lines would end a line
+    inside it)."""
+    if not _one_object_a_line(data, lines) or not _plain_utf8(data):
+        return None
+    table = _read_json(data, threads)
+    if table is None or table.num_rows != lines.num_rows:
+        return None
+    rows = lines.num_rows
+    absent = pa.chunked_array([pa.nulls(rows, pa.string())])
+    host = table.column("host") if "host" in table.column_names else absent
+    if pa.types.is_struct(host.type):
+        nested = host.type.get_field_index("host") >= 0
+        host_host = _as_text(pc.struct_field(host, "host"), "host") if nested else absent
+        host_any = absent  # an object: DuckDB's text of it starts with '{'
+    else:
+        host_host, host_any = absent, _as_text(host, "host")
+    fields = {"host_host": host_host, "host_any": host_any}
+    for name in _MEMBERS:
+        fields[name] = _as_text(table.column(name), name) if name in table.column_names else absent
+    if any(column is None for column in fields.values()):
+        return None
+    return pa.table(
+        {"line_no": lines.column("line_no"), "line": lines.column("line"), "bad": absent, **fields}
+    )
 
 
 # ------------------------------------------------------------------ decoding (pass 1)
 
 # Each decoder turns ``lines`` into fields (text, or NULL where absent) and a first ``bad``.
-_NDJSON = """
-WITH parsed AS MATERIALIZED (
+# NDJSON: each line's members as text (``host_host``: host.host; ``host_any``: host), read by
+# DuckDB's JSON functions line by line (_JSON_MEMBERS) or by pyarrow's JSON reader for a whole
+# block (:func:`_members`), then _NDJSON_FIELDS.
+_JSON_MEMBERS = """
+SELECT line_no, line,
+       CASE WHEN trim(line, ' ' || chr(9)) = '' THEN 'empty line'
+            WHEN NOT json_valid(line) THEN 'not valid JSON (truncated line?)'
+            WHEN json_type(line) <> 'OBJECT' THEN 'not a JSON object' END AS bad,
+       f[1] AS host_host, f[2] AS host_any, f[3] AS itemid, f[4] AS name, f[5] AS key_,
+       f[6] AS clock, f[7] AS ns, f[8] AS value, f[9] AS type
+FROM (
     SELECT line_no, line,
-           CASE WHEN trim(line, ' ' || chr(9)) = '' THEN 'empty line'
-                WHEN NOT json_valid(line) THEN 'not valid JSON (truncated line?)'
-                WHEN json_type(line) <> 'OBJECT' THEN 'not a JSON object' END AS bad,
            try(json_extract_string(line, ['$.host.host', '$.host', '$.itemid', '$.name',
                '$.key_', '$.clock', '$.ns', '$.value', '$.type'])) AS f
     FROM lines
 )
+"""
+
+_NDJSON_FIELDS = """
 SELECT line_no, line, bad,
-       coalesce(f[1], CASE WHEN NOT starts_with(f[2], '{') THEN f[2] END) AS host,
-       f[3] AS itemid, f[4] AS name, f[5] AS key_, f[6] AS clock, f[7] AS ns, f[8] AS value,
-       f[9] AS type
-FROM parsed
+       coalesce(host_host, CASE WHEN NOT starts_with(host_any, '{{') THEN host_any END) AS host,
+       itemid, name, key_, clock, ns, value, type
+FROM ({members})
 """
 
 _DELIMITED = """
@@ -125,8 +240,11 @@ mapped AS (
     SELECT r.*, coalesce(k.metric, n.metric) AS metric, coalesce(k.kind, n.kind) AS kind,
            coalesce(k.scale, n.scale) AS scale,
            -- far beyond 64 bits the exact product would overflow DECIMAL(38): no value then
+           -- (scale 1, the usual, skips DuckDB's slow 128-bit product: the same value)
            CASE WHEN CAST(number AS DOUBLE) * CAST(coalesce(k.scale, n.scale) AS DOUBLE) < 1e20
-                THEN CAST(number * coalesce(k.scale, n.scale) AS DECIMAL(38, 6)) END AS scaled
+                THEN CASE WHEN coalesce(k.scale, n.scale) = 1 THEN number
+                          ELSE CAST(number * coalesce(k.scale, n.scale) AS DECIMAL(38, 6)) END
+           END AS scaled
     FROM resolved r
     LEFT JOIN mapping k ON k.match = 'key' AND k.ident = r.item_key
     LEFT JOIN mapping n ON n.match = 'name' AND n.ident = r.item_name
@@ -173,7 +291,7 @@ FROM mapped
 def _decoder(header: str | None) -> str:
     """The decoder SQL for NDJSON (``header`` None) or a CSV/TSV with this header line."""
     if header is None:
-        return _NDJSON
+        return _NDJSON_FIELDS.format(members=_JSON_MEMBERS)
     delimiter = "\t" if "\t" in header else ","
     names = [h.strip().strip('"').lower() for h in header.split(delimiter)]
     missing = [c for c in HISTORY_COLUMNS if c not in names]
@@ -230,18 +348,32 @@ class _Spill:
     hosts: HostNames
     params: dict[str, Any]  # SQL parameters of _CLASSIFY
     bucket_sql: str  # SQL of the node bucket of m.node
+    threads: bool  # pyarrow may use its thread pool
     classify: str | None = None  # chosen from the first block
+    fast: str | None = None  # NDJSON: _CLASSIFY over the members pyarrow read (_members)
     ignored: int = 0  # lines of items on the mapping's ignore list
 
-    def block(self, n: int, lines: pa.Table) -> tuple[int, list[Reject]]:
-        """Classify a block: spill its samples by node bucket; return its records and rejects."""
+    def block(self, n: int, data: bytes, lines: pa.Table) -> tuple[int, list[Reject]]:
+        """Classify a block (``data``: its text, ``lines``: the same as :func:`_lines`): spill
+        its samples by node bucket and its lines to ``raw/``; return its records and
+        rejects."""
         if self.classify is None:
             decoder, lines = _first_block(lines)
             self.classify = _CLASSIFY.format(decoder=decoder)
+            if decoder == _decoder(None):
+                members = _NDJSON_FIELDS.format(members="SELECT * FROM members")
+                self.fast = _CLASSIFY.format(decoder=members)
+        members = _members(data, lines, self.threads) if self.fast else None
         con = self.con
-        con.register("lines", lines)
-        con.execute(f"CREATE OR REPLACE TEMP TABLE decoded AS {self.classify}", self.params)
-        con.unregister("lines")
+        if members is None:
+            con.register("lines", lines)
+            con.execute(f"CREATE OR REPLACE TEMP TABLE decoded AS {self.classify}", self.params)
+            con.unregister("lines")
+        else:
+            con.register("members", members)
+            con.execute(f"CREATE OR REPLACE TEMP TABLE decoded AS {self.fast}", self.params)
+            con.unregister("members")
+            self._recheck()
         self._learn_hosts()
         con.execute(
             "UPDATE decoded SET reason = m.reason FROM hostmap m "
@@ -249,11 +381,15 @@ class _Spill:
         )
         part = quoted(self.root / f"part-{n:06d}")
         con.execute(
-            "COPY (SELECT d.line_no, d.line AS raw, m.node, d.item, d.metric, d.kind, d.t_ns, "
-            f"d.value, {self.bucket_sql} AS bucket "
+            "COPY (SELECT d.line_no, m.node, d.item, d.metric, d.kind, d.t_ns, "
+            "d.value, m.bucket "
             "FROM decoded d JOIN hostmap m USING (host) WHERE d.reason IS NULL) "
             f"TO '{part}' (FORMAT parquet, COMPRESSION zstd, PARTITION_BY (bucket))"
         )
+        (self.root / RAW).mkdir(exist_ok=True)
+        raw = lines.rename_columns(["line_no", "raw"])
+        path = self.root / RAW / f"{n:06d}.parquet"
+        pq.write_table(raw, path, compression="lz4", use_dictionary=False)
         rows = con.execute(
             "SELECT line_no, line, reason FROM decoded WHERE reason IS NOT NULL "
             f"AND reason <> '{IGNORE}' ORDER BY line_no"
@@ -262,6 +398,22 @@ class _Spill:
             f"SELECT count(*) FROM decoded WHERE reason = '{IGNORE}'"
         ).fetchone()[0]
         return lines.num_rows, [Reject(f"line {no}", line, reason) for no, line, reason in rows]
+
+    def _recheck(self) -> None:
+        """The lines the fast path rejects (other than ignored items) classified again line by
+        line: their reasons quote the input as DuckDB's JSON functions read it."""
+        con = self.con
+        rejected = f"reason IS NOT NULL AND reason <> '{IGNORE}'"
+        if not con.execute(f"SELECT count(*) FROM decoded WHERE {rejected}").fetchone()[0]:
+            return
+        con.execute(
+            f"CREATE OR REPLACE TEMP VIEW lines AS SELECT line_no, line FROM decoded "
+            f"WHERE {rejected}"
+        )
+        con.execute(f"CREATE OR REPLACE TEMP TABLE rechecked AS {self.classify}", self.params)
+        con.execute("DROP VIEW lines")
+        con.execute("DELETE FROM decoded WHERE line_no IN (SELECT line_no FROM rechecked)")
+        con.execute("INSERT INTO decoded SELECT * FROM rechecked")
 
     def _learn_hosts(self) -> None:
         """Add the block's new host names to table ``hostmap``: their node name, or why they
@@ -292,7 +444,9 @@ class _Spill:
             {c: pa.array([r[i] for r in rows], pa.string()) for i, c in enumerate(columns)}
         )
         self.con.register("new_hosts", table)
-        self.con.execute("INSERT INTO hostmap SELECT host, node, reason FROM new_hosts")
+        self.con.execute(
+            f"INSERT INTO hostmap SELECT host, node, reason, {self.bucket_sql} FROM new_hosts m"
+        )
         self.con.unregister("new_hosts")
 
 
@@ -311,7 +465,9 @@ def pass_one(
     """Decode the file block by block; yields one batch of records and rejects per block.
     A broken compressed stream is one more record: the unreadable rest of the file."""
     con.register("mapping", settings.mapping.table())
-    con.execute("CREATE TEMP TABLE hostmap (host VARCHAR, node VARCHAR, reason VARCHAR)")
+    con.execute(
+        "CREATE TEMP TABLE hostmap (host VARCHAR, node VARCHAR, reason VARCHAR, bucket INTEGER)"
+    )
     _load_items(con, settings.items)
     params = {
         "has_items": settings.items is not None,
@@ -321,13 +477,13 @@ def pass_one(
         "too_long": inputs.LINE_TOO_LONG,
         "not_utf8": inputs.NOT_UTF8,
     }
-    state = _Spill(con, spill, settings.hosts, params, bucket_sql)
+    state = _Spill(con, spill, settings.hosts, params, bucket_sql, settings.threads > 1)
     first = 1
     try:
         for n, block in enumerate(_blocks(_bytes(path, context.progress))):
             lines = _lines(block, first)
             first += lines.num_rows
-            records, rejects = state.block(n, lines)
+            records, rejects = state.block(n, block, lines)
             yield Batch({}, records, rejects)
     except inputs.BrokenStream as err:
         reason = f"{err}; the rest of the file after line {first - 1} is lost"

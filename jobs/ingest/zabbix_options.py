@@ -75,3 +75,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--memory-limit", default="1GB", help="DuckDB memory limit while sorting (default 1GB)"
     )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="threads parsing and sorting one file (default 1: on a machine whose cores are "
+        "busy, more threads wait on each other and take longer)",
+    )

@@ -1,0 +1,158 @@
+"""Zabbix ingest: the fast NDJSON decoder (pyarrow's JSON reader, whole blocks) lands exactly
+what the line-by-line decoder (DuckDB's JSON functions) lands: rows, quarantine rows and
+reasons, record counts and the byte balance (jobs/ingest/zabbix_lines.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pytest
+
+from burstlake.jobs.ingest import accounting, inputs, zabbix, zabbix_lines
+from burstlake.jobs.ingest.base import ingest
+from burstlake.lake import read_table
+
+T0 = 1700000000
+
+
+def _line(host: object, t: int, value: object, itemid: object = 1, **extra: object) -> str:
+    record = {
+        "host": {"host": host, "name": host} if isinstance(host, str) else host,
+        "itemid": itemid,
+        "name": "Lustre read bytes",
+        "clock": T0 + t,
+        "ns": 5,
+        "value": value,
+        "type": 3,
+    }
+    return json.dumps(record | extra)
+
+
+def _export(path: Path) -> Path:
+    """Good lines of every member type the fast path reads, with bad lines mixed in (some
+    only line by line, some valid JSON that the fast path rejects and checks again)."""
+    lines = []
+    for node in range(4):
+        host = f"cn{node}"
+        for k in range(40):
+            lines.append(_line(host, 10 * k, 1000 * k * (node + 1), itemid=node * 10 + 1))
+            value = 7.25 * k if node % 2 else str(300 * k)  # floats and API-style text
+            lines.append(_line(host, 10 * k + 3, value, itemid=node * 10 + 2, name="Memory used"))
+    bad = [
+        (5, _line("cn0", 20, -5)),  # valid JSON, rejected: checked again line by line
+        (17, _line("cn1", 30, 10, name="Disk free")),  # not in the mapping
+        (29, _line("cn1", 30, 999, itemid=11)),  # cn1's instant 30 once more
+        (41, ""),  # an empty line: this block goes line by line
+        (90, '{"host": {"host": "cn2"}, "itemid": 21, "clock": '),  # truncated
+        (120, "[1, 2]"),
+        (150, _line("cn3", 25, float("nan"))),  # NaN: JSON to DuckDB, no number
+        (200, _line("cn2", 400, 2**64 - 1)),  # a uint64 a double cannot hold
+        (230, _line("cn3", 55, "1e3", itemid="31")),  # itemid as text, value as text
+        (260, _line({"name": "cn3"}, 60, 5)),  # a host object without host
+        (300, _line("cn0", 70, 1.5e300)),  # beyond 64 bits, as a double
+        (310, _line("cn0", 75, 5, clock_extra=1)),  # an unknown member: ignored
+    ]
+    for at, text in sorted(bad):  # each lands as line at + 1
+        lines.insert(at, text)
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _landed(lake: Path, path: Path, **options: object) -> dict:
+    (report,) = ingest(zabbix.SOURCE, [path], lake, options=options or None)
+    rows = read_table(lake, "node_io").to_pylist()
+    quarantine = read_table(lake, "quarantine", columns=["location", "raw", "reason"])
+    return {
+        "counts": (report.records_in, report.landed, report.quarantined),
+        "traffic": report.traffic,
+        "node_io": sorted(rows, key=lambda r: (r["node"], r["ts"])),
+        "quarantine": sorted(quarantine.to_pylist(), key=lambda r: r["location"]),
+    }
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_fast_and_line_by_line_decoders_land_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, threads: int
+) -> None:
+    monkeypatch.setattr(zabbix_lines, "BLOCK_BYTES", 4000)  # blocks of ~25 lines
+    monkeypatch.setattr(inputs, "READ_BYTES", 1000)
+    path = _export(tmp_path / "history-mixed.ndjson")
+    fast_blocks = []
+    members = zabbix_lines._members
+
+    def counted(*args: object) -> pa.Table | None:
+        found = members(*args)
+        fast_blocks.append(found is not None)
+        return found
+
+    monkeypatch.setattr(zabbix_lines, "_members", counted)
+    fast = _landed(tmp_path / "fast", path, threads=threads)
+    assert any(fast_blocks) and not all(fast_blocks)  # both paths ran
+    monkeypatch.setattr(zabbix_lines, "_members", lambda *args: None)
+    slow = _landed(tmp_path / "slow", path, threads=threads)
+    assert fast == slow
+    assert fast["counts"] == (332, 323, 9)  # the unknown member is no fault
+    reasons = {r["location"]: r["reason"] for r in fast["quarantine"]}
+    assert reasons["line 6"] == "negative value -5"
+    assert reasons["line 42"] == "empty line"
+    assert reasons["line 92"] == "duplicate sample of line 30 with another value (kept 999)"
+    assert reasons["line 151"] == "value NaN is not a number"
+    assert reasons["line 301"] == "value 1.5e300 is not a number"
+    for parts in fast["traffic"].values():
+        assert parts["seen"] == sum(parts.get(r, 0) for r in accounting.TRAFFIC_REASONS)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        b'{"itemid": 1}\n\n{"itemid": 2}',  # a blank line
+        b'{"itemid": 1} {"itemid": 2}\n{"itemid": 3}',  # two objects on a line
+        b'{"itemid": 1} {\n"itemid": 2}',  # an object across lines
+        b'{"itemid": 1}\n[1]',
+        b'{"itemid": 1}\n{"itemid": 2',
+        b'{"value": NaN}',
+        b'{"value": 18446744073709551615}',
+        b'{"value": [1]}',
+        b'{"host": "a"}\n{"host": {"host": "b"}}',
+        '{"host": "\ufffd"}'.encode(),
+    ],
+)
+def test_blocks_the_fast_path_cannot_read_line_by_line_go_line_by_line(text: bytes) -> None:
+    lines = zabbix_lines._lines(text, 1)
+    assert zabbix_lines._members(text, lines) is None
+
+
+@pytest.mark.parametrize(
+    "records",
+    [
+        [  # the real-time export: numbers, host objects (one without host), other members
+            {"host": {"host": "cn1"}, "itemid": 7, "name": "n", "clock": T0, "ns": 0, "value": 12},
+            {"host": {"name": "cn3"}, "value": None, "extra": [1, {"a": 2}]},
+            {"host": {"host": "cn4"}, "value": -3, "ns": 999999999, "type": 0},
+        ],
+        [  # history.get objects: every member text
+            {"host": "cn2", "itemid": "8", "key_": "k", "clock": "1", "value": "x", "type": "0"},
+            {"host": "{not an object}", "itemid": "9", "value": "1.5", "ns": "12"},
+        ],
+    ],
+)
+def test_fast_members_are_the_text_duckdb_reads(records: list[dict]) -> None:
+    text = "\n".join(json.dumps(r) for r in records).encode()
+    lines = zabbix_lines._lines(text, 1)
+    fast = zabbix_lines._members(text, lines)
+    assert fast is not None
+    with duckdb.connect() as con:
+        con.register("lines", lines)
+        query = zabbix_lines._NDJSON_FIELDS.format(members=zabbix_lines._JSON_MEMBERS)
+        slow = con.execute(query).fetch_arrow_table()
+        con.register("members", fast)
+        query = zabbix_lines._NDJSON_FIELDS.format(members="SELECT * FROM members")
+        assert con.execute(query).fetch_arrow_table().to_pylist() == slow.to_pylist()
+
+
+def test_threads_must_be_a_positive_count() -> None:
+    with pytest.raises(ValueError, match="--threads must be >= 1"):
+        zabbix.check_options({"threads": 0})
