@@ -44,7 +44,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numba import njit
@@ -134,15 +134,20 @@ def simulate(
     window = np.zeros(n) if requests.window is None else np.asarray(requests.window)
     packets = np.maximum(1, np.ceil(size / settings.packet_bytes)).astype(np.int64)
 
-    # where each route entry sits in its route: FIRST (from a NIC), LAST (to the sink)
-    place = np.zeros(len(paths.indices), np.int8)
+    # each route entry: its resource, its buffer, the buffer its packet held before (-1 after a
+    # NIC), its place in the route (FIRST: from a NIC, LAST: to the sink)
     lengths = paths.lengths
-    place[paths.indptr[:-1][lengths > 0]] |= FIRST
-    place[paths.indptr[1:][lengths > 0] - 1] |= LAST
+    entry = np.zeros((len(paths.indices), 4), np.int32)
+    entry[:, 0] = paths.indices
+    entry[:, 1] = buffer_of_entry
+    entry[1:, 2] = buffer_of_entry[:-1]
+    entry[paths.indptr[:-1][lengths > 0], 2] = -1
+    entry[paths.indptr[:-1][lengths > 0], 3] |= FIRST
+    entry[paths.indptr[1:][lengths > 0] - 1, 3] |= LAST
     # a resource that some route enters after another one leaves a switch (or a server) and
     # pays router_delay; one that only ever starts a route is a NIC's injection link
-    leaves_switch = np.zeros(len(capacity))
-    leaves_switch[paths.indices[(place & FIRST) == 0]] = 1.0
+    delay = np.zeros(len(capacity))
+    delay[paths.indices[entry[:, 2] >= 0]] = settings.router_delay
     buffers = len(capacity) * channels
     used = np.unique(buffer_of_entry)
     streams = int(np.count_nonzero(np.r_[True, stream[1:] != stream[:-1]])) if n else 0
@@ -153,33 +158,18 @@ def simulate(
             f"packet model: {n:,} requests over {buffers:,} buffers is beyond one replay "
             "(ids are 32-bit); replay a shorter window"
         )
-    state = _State(n, buffers, len(capacity), pool)
+    fixed = _Fixed(
+        stream, size, gap, release, window, packets, paths.indptr, entry,
+        settings.packet_bytes, settings.buffer_bytes, settings.nic_delay, float(until),
+    )  # fmt: skip
+    state = _State.empty(n, buffers, capacity, delay, settings.packet_bytes, pool)
     first = np.flatnonzero(np.r_[True, stream[1:] != stream[:-1]]) if n else np.zeros(0, np.int64)
     for k in first:
         issue = max(gap[k], release[k])
         state.start[k] = issue
-        _push(state.ht, state.hs, state.hv, state.counters, issue + settings.nic_delay, 2 * k + 1)
-    inputs = (
-        stream,
-        size,
-        gap,
-        release,
-        window,
-        packets,
-        paths.indptr,
-        paths.indices.astype(np.int32),
-        buffer_of_entry.astype(np.int32),
-        place,
-        capacity,
-        leaves_switch,
-        settings.packet_bytes,
-        settings.buffer_bytes,
-        settings.router_delay,
-        settings.nic_delay,
-        float(until),
-    )
+        _push(state.heap, state.counters, issue + settings.nic_delay, 2 * k + 1)
     while True:
-        done = _advance(EVENTS_PER_CALL, *inputs, *state.arrays())
+        done = _advance(EVENTS_PER_CALL, fixed, state)
         if done < 0:
             raise RuntimeError("packet model: the packet pool overflowed (a bug: please report)")
         if progress is not None and done:
@@ -211,238 +201,218 @@ class PacketTimeline(Timeline):
     peak_packets: int = 0
 
 
-class _State:
-    """The compiled loop's arrays (requests, buffers, links, packet pool, event heap)."""
+class _Fixed(NamedTuple):
+    """What the compiled loop reads and never writes: the requests, their routes, the settings."""
 
-    def __init__(self, n: int, buffers: int, links: int, pool: int) -> None:
-        self.start = np.full(n, np.nan)
-        self.end = np.full(n, np.nan)
-        self.delivered = np.zeros(n)
-        self.arrived = np.zeros(n, np.int64)  # packets of the request delivered
-        self.injected = np.zeros(n, np.int64)  # packets of the request cut at its NIC
-        self.occupancy = np.zeros(buffers)  # bytes charged to each buffer
-        self.head = np.full(buffers, -1, np.int32)  # queue of packets waiting for the buffer
-        self.tail = np.full(buffers, -1, np.int32)
-        self.link_free = np.zeros(links)  # when each resource finishes its admitted packets
-        self.f_head = np.full(links, -1, np.int32)  # each resource's packets in flight, FIFO
-        self.f_tail = np.full(links, -1, np.int32)
-        self.p_req = np.zeros(pool, np.int32)
-        self.p_entry = np.zeros(pool, np.int32)  # its route entry; -1: not yet cut at the NIC
-        self.p_bytes = np.zeros(pool)
-        self.p_time = np.zeros(pool)  # when the packet reaches the end of its resource
-        self.p_next = np.full(pool, -1, np.int32)
-        self.free = np.arange(pool - 1, -1, -1, dtype=np.int32)  # stack of free packet ids
-        # event heap (time, insertion number, value): a resource's first packet in flight
-        # (2r), a message reaching its NIC (2k + 1)
-        self.ht = np.zeros(links + n + 1)
-        self.hs = np.zeros(links + n + 1, np.int64)
-        self.hv = np.zeros(links + n + 1, np.int64)
-        self.work = np.zeros(pool + buffers + 1, np.int64)  # buffers to retry after a credit
-        # heap size, insertions, free-stack size, events, deepest pool use, root handled
-        self.counters = np.array([0, 0, pool, 0, 0, 0], np.int64)
+    stream: np.ndarray  # per request: its stream, bytes, gap, release, window, packets
+    size: np.ndarray
+    gap: np.ndarray
+    release: np.ndarray
+    window: np.ndarray
+    packets: np.ndarray
+    indptr: np.ndarray  # a request's route entries
+    entry: np.ndarray  # per route entry: resource, buffer, buffer held before, place
+    packet_bytes: float
+    buffer_bytes: float
+    nic_delay: float
+    until: float
 
-    def arrays(self) -> tuple:
-        return (
-            self.start,
-            self.end,
-            self.delivered,
-            self.arrived,
-            self.injected,
-            self.occupancy,
-            self.head,
-            self.tail,
-            self.link_free,
-            self.f_head,
-            self.f_tail,
-            self.p_req,
-            self.p_entry,
-            self.p_bytes,
-            self.p_time,
-            self.p_next,
-            self.free,
-            self.ht,
-            self.hs,
-            self.hv,
-            self.work,
-            self.counters,
+
+class _State(NamedTuple):
+    """What the compiled loop writes (requests, buffers, resources, packet pool, event heap).
+    Fields read together sit together in one row, so an event touches few cache lines."""
+
+    start: np.ndarray
+    end: np.ndarray
+    delivered: np.ndarray
+    arrived: np.ndarray  # packets of the request delivered
+    injected: np.ndarray  # packets of the request cut at its NIC
+    occupancy: np.ndarray  # bytes charged to each buffer
+    queue: np.ndarray  # per buffer: first, last of the packets waiting for it
+    link: np.ndarray  # per resource: free at, a full packet's time on it, capacity, delay after
+    flight: np.ndarray  # per resource: first, last of its packets in flight (FIFO)
+    bytes_time: np.ndarray  # per packet: bytes, when it reaches the end of its resource
+    ids: np.ndarray  # per packet: request, route entry (-1: not yet cut at the NIC), next
+    free: np.ndarray  # stack of free packet ids
+    heap: np.ndarray  # 4-ary heap of events (time, value), from row ROOT
+    work: np.ndarray  # buffers to retry after a credit
+    # heap size, insertions, free-stack size, events, deepest pool use, root handled
+    counters: np.ndarray
+
+    @classmethod
+    def empty(
+        cls,
+        n: int,
+        buffers: int,
+        capacity: np.ndarray,
+        delay: np.ndarray,
+        packet_bytes: float,
+        pool: int,
+    ) -> _State:
+        links = len(capacity)
+        link = np.zeros((links, 4))
+        link[:, 1] = packet_bytes / capacity
+        link[:, 2] = capacity
+        link[:, 3] = delay
+        events = links + n + 1  # a resource's first packet in flight (2r), a message (2k + 1)
+        return cls(
+            start=np.full(n, np.nan),
+            end=np.full(n, np.nan),
+            delivered=np.zeros(n),
+            arrived=np.zeros(n, np.int64),
+            injected=np.zeros(n, np.int64),
+            occupancy=np.zeros(buffers),
+            queue=np.full((buffers, 2), -1, np.int32),
+            link=link,
+            flight=np.full((links, 2), -1, np.int32),
+            bytes_time=np.zeros((pool, 2)),
+            ids=np.full((pool, 4), -1, np.int32),
+            free=np.arange(pool - 1, -1, -1, dtype=np.int32),
+            heap=_aligned_rows(ROOT + events + 4),
+            work=np.zeros(pool + buffers + 1, np.int64),
+            counters=np.array([0, 0, pool, 0, 0, 0], np.int64),
         )
 
 
+def _aligned_rows(rows: int) -> np.ndarray:
+    """``rows`` rows of two float64 starting on a 64-byte boundary, so a heap node's four
+    children (rows 4i + 4 to 4i + 7 with the root at ROOT) share one cache line."""
+    flat = np.zeros(2 * rows + 8)
+    skip = (-flat.ctypes.data % 64) // 8
+    return flat[skip : skip + 2 * rows].reshape(rows, 2)
+
+
+ROOT = 3  # the heap's root row: node i sits in row i + ROOT
+
+
 @njit(cache=True, inline="always")
-def _sift_down(ht, hs, hv, size, i, time, seq, value):  # pragma: no cover - compiled
-    """Place event (time, seq, value) in the 4-ary heap from the hole at ``i`` downwards."""
+def _sift_down(heap, size, i, time, value):  # pragma: no cover - compiled
+    """Place event (time, value) in the 4-ary heap from the hole at node ``i`` downwards;
+    events are ordered by (time, value), and no two events have the same value."""
     while True:
         child = 4 * i + 1
         if child >= size:
             break
         best = child
+        best_time, best_value = heap[child + ROOT, 0], heap[child + ROOT, 1]
         for c in range(child + 1, min(child + 4, size)):
-            if ht[c] < ht[best] or (ht[c] == ht[best] and hv[c] < hv[best]):
-                best = c
-        if not (ht[best] < time or (ht[best] == time and hv[best] < value)):
+            t = heap[c + ROOT, 0]
+            if t < best_time or (t == best_time and heap[c + ROOT, 1] < best_value):
+                best, best_time, best_value = c, t, heap[c + ROOT, 1]
+        if not (best_time < time or (best_time == time and best_value < value)):
             break
-        ht[i], hs[i], hv[i] = ht[best], hs[best], hv[best]
+        heap[i + ROOT, 0], heap[i + ROOT, 1] = best_time, best_value
         i = best
-    ht[i], hs[i], hv[i] = time, seq, value
+    heap[i + ROOT, 0], heap[i + ROOT, 1] = time, value
 
 
 @njit(cache=True, inline="always")
-def _push(ht, hs, hv, counters, time, value):  # pragma: no cover - compiled
-    """Add an event; ties run in insertion order. The first event pushed while handling
-    another takes the handled event's place at the root (one sift instead of two)."""
-    seq = counters[1]
+def _push(heap, counters, time, value):  # pragma: no cover - compiled
+    """Add an event. The first event pushed while handling another takes the handled event's
+    place at the root (one sift instead of two)."""
     counters[1] += 1
     if counters[5]:
         counters[5] = 0
-        _sift_down(ht, hs, hv, counters[0], 0, time, seq, value)
+        _sift_down(heap, counters[0], 0, time, value)
         return
     i = counters[0]
     counters[0] += 1
     while i > 0:
         parent = (i - 1) >> 2
-        if not (time < ht[parent] or (time == ht[parent] and value < hv[parent])):
+        t = heap[parent + ROOT, 0]
+        if not (time < t or (time == t and value < heap[parent + ROOT, 1])):
             break
-        ht[i], hs[i], hv[i] = ht[parent], hs[parent], hv[parent]
+        heap[i + ROOT, 0], heap[i + ROOT, 1] = t, heap[parent + ROOT, 1]
         i = parent
-    ht[i], hs[i], hv[i] = time, seq, value
+    heap[i + ROOT, 0], heap[i + ROOT, 1] = time, value
 
 
 @njit(cache=True, inline="always")
-def _append(head, tail, p_next, queue, p):  # pragma: no cover - compiled
-    """Put packet ``p`` last in ``queue`` (a buffer's waiting packets, a resource's packets
-    in flight): a packet is in one queue at a time, so one ``p_next`` links them all."""
-    p_next[p] = -1
-    if tail[queue] < 0:
-        head[queue] = p
+def _append(queue, ids, q, p):  # pragma: no cover - compiled
+    """Put packet ``p`` last in queue ``q`` (a buffer's waiting packets, a resource's packets
+    in flight): a packet is in one queue at a time, so one ``next`` links them all."""
+    ids[p, 2] = -1
+    if queue[q, 1] < 0:
+        queue[q, 0] = p
     else:
-        p_next[tail[queue]] = p
-    tail[queue] = p
+        ids[queue[q, 1], 2] = p
+    queue[q, 1] = p
 
 
 @njit(cache=True, inline="always")
-def _settle(ht, hs, hv, counters):  # pragma: no cover - compiled
+def _settle(heap, counters):  # pragma: no cover - compiled
     """Remove the handled root event if no new event replaced it."""
     if counters[5]:
         counters[5] = 0
         size = counters[0] - 1
         counters[0] = size
         if size > 0:
-            _sift_down(ht, hs, hv, size, 0, ht[size], hs[size], hv[size])
+            _sift_down(heap, size, 0, heap[size + ROOT, 0], heap[size + ROOT, 1])
 
 
 @njit(cache=True)
-def _advance(  # pragma: no cover - compiled
-    budget,
-    stream,
-    size,
-    gap,
-    release,
-    window,
-    packets,
-    indptr,
-    indices,
-    buffer_of_entry,
-    place,
-    capacity,
-    leaves_switch,
-    packet_bytes,
-    buffer_bytes,
-    router_delay,
-    nic_delay,
-    until,
-    start,
-    end,
-    delivered,
-    arrived,
-    injected,
-    occupancy,
-    head,
-    tail,
-    link_free,
-    f_head,
-    f_tail,
-    p_req,
-    p_entry,
-    p_bytes,
-    p_time,
-    p_next,
-    free,
-    ht,
-    hs,
-    hv,
-    work,
-    counters,
-):
+def _advance(budget, fixed, state):  # pragma: no cover - compiled
     """Process up to ``budget`` events; the number processed."""
-    n = len(stream)
+    size, packets, indptr, entry = fixed.size, fixed.packets, fixed.indptr, fixed.entry
+    packet_bytes, buffer_bytes = fixed.packet_bytes, fixed.buffer_bytes
+    occupancy, queue, link, flight = state.occupancy, state.queue, state.link, state.flight
+    bytes_time, ids, free, heap = state.bytes_time, state.ids, state.free, state.heap
+    work, counters = state.work, state.counters
     done = 0
     while done < budget and counters[0] > 0:
-        if ht[0] > until:
+        now = heap[ROOT, 0]
+        if now > fixed.until:
             break
-        now, value = ht[0], hv[0]
+        value = np.int64(heap[ROOT, 1])
         counters[5] = 1  # the root is handled; the first push replaces it (_push)
         done += 1
         todo = 0  # buffers whose queue may move
         if value & 1:  # a message reaches its NIC's queue
             k = value >> 1
             if indptr[k] == indptr[k + 1]:  # no resource to cross: done at once
-                end[k] = now
-                delivered[k] = size[k]
-                _next_request(
-                    k, now, n, stream, gap, release, window, nic_delay, start, ht, hs, hv, counters
-                )
-                _settle(ht, hs, hv, counters)
+                state.end[k] = now
+                state.delivered[k] = size[k]
+                _next_request(k, now, fixed, state)
+                _settle(heap, counters)
                 continue
             if counters[2] == 0:
                 return -1  # the pool bound was wrong: refuse rather than corrupt state
             counters[2] -= 1
             p = free[counters[2]]
-            p_req[p], p_entry[p] = k, -1
-            b = buffer_of_entry[indptr[k]]
-            _append(head, tail, p_next, b, p)
+            ids[p, 0], ids[p, 1] = k, -1
+            b = entry[indptr[k], 1]
+            _append(queue, ids, b, p)
             work[todo] = b
             todo += 1
         else:  # the first packet in flight on resource r reaches its end
             r = value >> 1
-            p = f_head[r]
-            f_head[r] = p_next[p]
-            if f_head[r] < 0:
-                f_tail[r] = -1
+            p = flight[r, 0]
+            following = ids[p, 2]
+            flight[r, 0] = following
+            if following < 0:
+                flight[r, 1] = -1
             else:  # the next one on r arrives later (FIFO, so its time is not earlier)
-                _push(ht, hs, hv, counters, p_time[f_head[r]], 2 * r)
-            k = p_req[p]
-            entry = p_entry[p]
-            released = buffer_of_entry[entry]
-            if place[entry] & LAST:  # delivered: the last buffer drains at once
-                occupancy[released] -= p_bytes[p]
-                if head[released] >= 0:
+                _push(heap, counters, bytes_time[following, 1], 2 * r)
+            k = ids[p, 0]
+            e = ids[p, 1]
+            released = entry[e, 1]
+            if entry[e, 3] & LAST:  # delivered: the last buffer drains at once
+                nbytes = bytes_time[p, 0]
+                occupancy[released] -= nbytes
+                if queue[released, 0] >= 0:
                     work[todo] = released
                     todo += 1
-                delivered[k] += p_bytes[p]
-                arrived[k] += 1
+                state.delivered[k] += nbytes
+                state.arrived[k] += 1
                 free[counters[2]] = p
                 counters[2] += 1
-                if arrived[k] == packets[k]:
-                    end[k] = now
-                    _next_request(
-                        k,
-                        now,
-                        n,
-                        stream,
-                        gap,
-                        release,
-                        window,
-                        nic_delay,
-                        start,
-                        ht,
-                        hs,
-                        hv,
-                        counters,
-                    )
+                if state.arrived[k] == packets[k]:
+                    state.end[k] = now
+                    _next_request(k, now, fixed, state)
             else:  # wait for room in the next buffer, holding this one
-                p_entry[p] += 1
-                b = buffer_of_entry[entry + 1]
-                _append(head, tail, p_next, b, p)
+                ids[p, 1] = e + 1
+                b = entry[e + 1, 1]
+                _append(queue, ids, b, p)
                 work[todo] = b
                 todo += 1
         # admit waiting packets wherever room appeared; each admission frees the buffer its
@@ -450,56 +420,57 @@ def _advance(  # pragma: no cover - compiled
         while todo > 0:
             todo -= 1
             b = work[todo]
-            while head[b] >= 0:
-                p = head[b]
-                k = p_req[p]
-                if p_entry[p] < 0:  # cut the NIC's next packet of the message
-                    nbytes = size[k] - injected[k] * packet_bytes
+            while queue[b, 0] >= 0:
+                p = queue[b, 0]
+                k = ids[p, 0]
+                e = ids[p, 1]
+                if e < 0:  # cut the NIC's next packet of the message
+                    nbytes = size[k] - state.injected[k] * packet_bytes
                     if nbytes > packet_bytes:
                         nbytes = packet_bytes
                 else:
-                    nbytes = p_bytes[p]
-                if occupancy[b] + nbytes > buffer_bytes and occupancy[b] > 0.0:
+                    nbytes = bytes_time[p, 0]
+                held_bytes = occupancy[b]
+                if held_bytes + nbytes > buffer_bytes and held_bytes > 0.0:
                     break
-                occupancy[b] += nbytes
-                if p_entry[p] < 0:
-                    injected[k] += 1
-                    if injected[k] < packets[k]:  # the rest of the message stays first in line
+                occupancy[b] = held_bytes + nbytes
+                following = ids[p, 2]
+                if e < 0:
+                    state.injected[k] += 1
+                    if state.injected[k] < packets[k]:  # the rest stays first in line
                         if counters[2] == 0:
                             return -1
                         counters[2] -= 1
                         q = free[counters[2]]
-                        p_req[q], p_entry[q], p_next[q] = k, -1, p_next[p]
-                        head[b] = q
-                        if tail[b] == p:
-                            tail[b] = q
-                    else:
-                        head[b] = p_next[p]
-                        if head[b] < 0:
-                            tail[b] = -1
-                    p_entry[p] = indptr[k]
-                    p_bytes[p] = nbytes
+                        ids[q, 0], ids[q, 1], ids[q, 2] = k, -1, following
+                        following = q
+                        if queue[b, 1] == p:
+                            queue[b, 1] = q
+                    e = indptr[k]
+                    ids[p, 1] = e
+                    bytes_time[p, 0] = nbytes
+                queue[b, 0] = following
+                if following < 0:
+                    queue[b, 1] = -1
+                r = entry[e, 0]
+                leave = max(now, link[r, 0])
+                if nbytes == packet_bytes:
+                    busy_until = leave + link[r, 1]
                 else:
-                    head[b] = p_next[p]
-                    if head[b] < 0:
-                        tail[b] = -1
-                entry = p_entry[p]
-                r = indices[entry]
-                leave = max(now, link_free[r])
-                link_free[r] = leave + nbytes / capacity[r]
-                arrive = link_free[r]
-                arrive += router_delay * leaves_switch[r]
-                p_time[p] = arrive
-                if f_tail[r] < 0:  # r's first packet in flight: the heap holds its arrival
-                    _push(ht, hs, hv, counters, arrive, 2 * r)
-                _append(f_head, f_tail, p_next, r, p)
-                if not place[entry] & FIRST:
-                    held = buffer_of_entry[entry - 1]
+                    busy_until = leave + nbytes / link[r, 2]
+                link[r, 0] = busy_until
+                arrive = busy_until + link[r, 3]
+                bytes_time[p, 1] = arrive
+                if flight[r, 1] < 0:  # r's first packet in flight: the heap holds its arrival
+                    _push(heap, counters, arrive, 2 * r)
+                _append(flight, ids, r, p)
+                held = entry[e, 2]
+                if held >= 0:
                     occupancy[held] -= nbytes
-                    if head[held] >= 0:  # someone waits for the credit
+                    if queue[held, 0] >= 0:  # someone waits for the credit
                         work[todo] = held
                         todo += 1
-        _settle(ht, hs, hv, counters)
+        _settle(heap, counters)
         in_use = len(free) - counters[2]
         if in_use > counters[4]:
             counters[4] = in_use
@@ -508,17 +479,15 @@ def _advance(  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def _next_request(
-    k, now, n, stream, gap, release, window, nic_delay, start, ht, hs, hv, counters
-):  # pragma: no cover - compiled
+def _next_request(k, now, fixed, state):  # pragma: no cover - compiled
     """Issue the stream's next request after request ``k`` completed at ``now``."""
     nxt = k + 1
-    if nxt >= n or stream[nxt] != stream[k]:
+    if nxt >= len(fixed.stream) or fixed.stream[nxt] != fixed.stream[k]:
         return
-    issue = now + gap[nxt]
-    if release[nxt] > issue:
-        issue = release[nxt]
-    if window[nxt] > 0 and start[k] + window[nxt] > issue:
-        issue = start[k] + window[nxt]
-    start[nxt] = issue
-    _push(ht, hs, hv, counters, issue + nic_delay, 2 * nxt + 1)
+    issue = now + fixed.gap[nxt]
+    if fixed.release[nxt] > issue:
+        issue = fixed.release[nxt]
+    if fixed.window[nxt] > 0 and state.start[k] + fixed.window[nxt] > issue:
+        issue = state.start[k] + fixed.window[nxt]
+    state.start[nxt] = issue
+    _push(state.heap, state.counters, issue + fixed.nic_delay, 2 * nxt + 1)
