@@ -186,9 +186,9 @@ def simulate(
         state.start,
         state.end,
         state.delivered,
-        int(state.counters[3]),
-        occupancy=state.occupancy,
-        peak_packets=int(state.counters[4]),
+        int(state.counters[2]),
+        occupancy=state.buffer[:, B_BYTES].copy(),
+        peak_packets=int(state.counters[3]),
     )
 
 
@@ -220,23 +220,28 @@ class _Fixed(NamedTuple):
 
 class _State(NamedTuple):
     """What the compiled loop writes (requests, buffers, resources, packet pool, event heap).
-    Fields read together sit together in one row, so an event touches few cache lines."""
+
+    A buffer's, a resource's and a packet's fields sit in one row of one table, so an event
+    touches few cache lines; each table is one block of memory seen twice, as float64
+    (``buffer``, ``link``, ``packet``: columns ``*_BYTES``, ``*_TIME``...) and as int32
+    (``buffer_ids``...: columns ``*_HEAD``, ``*_NEXT``...)."""
 
     start: np.ndarray
     end: np.ndarray
     delivered: np.ndarray
     arrived: np.ndarray  # packets of the request delivered
     injected: np.ndarray  # packets of the request cut at its NIC
-    occupancy: np.ndarray  # bytes charged to each buffer
-    queue: np.ndarray  # per buffer: first, last of the packets waiting for it
-    link: np.ndarray  # per resource: free at, a full packet's time on it, capacity, delay after
-    flight: np.ndarray  # per resource: first, last of its packets in flight (FIFO)
-    bytes_time: np.ndarray  # per packet: bytes, when it reaches the end of its resource
-    ids: np.ndarray  # per packet: request, route entry (-1: not yet cut at the NIC), next
+    buffer: np.ndarray  # bytes charged; the queue of packets waiting for room
+    buffer_ids: np.ndarray
+    link: np.ndarray  # when free, a full packet's time on it, delay after; packets in flight
+    link_ids: np.ndarray
+    capacity: np.ndarray  # per resource (bytes/s), for short packets
+    packet: np.ndarray  # bytes, when it reaches its resource's end; request, route entry, next
+    packet_ids: np.ndarray
     free: np.ndarray  # stack of free packet ids
     heap: np.ndarray  # 4-ary heap of events (time, value), from row ROOT
     work: np.ndarray  # buffers to retry after a credit
-    # heap size, insertions, free-stack size, events, deepest pool use, root handled
+    # heap size, free-stack size, events, deepest pool use, root handled
     counters: np.ndarray
 
     @classmethod
@@ -250,10 +255,14 @@ class _State(NamedTuple):
         pool: int,
     ) -> _State:
         links = len(capacity)
-        link = np.zeros((links, 4))
-        link[:, 1] = packet_bytes / capacity
-        link[:, 2] = capacity
-        link[:, 3] = delay
+        buffer, buffer_ids = _table(buffers, 4)
+        buffer_ids[:, B_HEAD : B_HEAD + 2] = -1
+        link, link_ids = _table(links, 8)
+        link[:, L_FULL] = packet_bytes / capacity
+        link[:, L_DELAY] = delay
+        link_ids[:, L_HEAD : L_HEAD + 2] = -1
+        packet, packet_ids = _table(pool, 8)
+        packet_ids[:, P_REQ:] = -1
         events = links + n + 1  # a resource's first packet in flight (2r), a message (2k + 1)
         return cls(
             start=np.full(n, np.nan),
@@ -261,28 +270,34 @@ class _State(NamedTuple):
             delivered=np.zeros(n),
             arrived=np.zeros(n, np.int64),
             injected=np.zeros(n, np.int64),
-            occupancy=np.zeros(buffers),
-            queue=np.full((buffers, 2), -1, np.int32),
+            buffer=buffer,
+            buffer_ids=buffer_ids,
             link=link,
-            flight=np.full((links, 2), -1, np.int32),
-            bytes_time=np.zeros((pool, 2)),
-            ids=np.full((pool, 4), -1, np.int32),
+            link_ids=link_ids,
+            capacity=capacity,
+            packet=packet,
+            packet_ids=packet_ids,
             free=np.arange(pool - 1, -1, -1, dtype=np.int32),
-            heap=_aligned_rows(ROOT + events + 4),
+            heap=_table(ROOT + events + 4, 4)[0],
             work=np.zeros(pool + buffers + 1, np.int64),
-            counters=np.array([0, 0, pool, 0, 0, 0], np.int64),
+            counters=np.array([0, pool, 0, 0, 0], np.int64),
         )
 
 
-def _aligned_rows(rows: int) -> np.ndarray:
-    """``rows`` rows of two float64 starting on a 64-byte boundary, so a heap node's four
-    children (rows 4i + 4 to 4i + 7 with the root at ROOT) share one cache line."""
-    flat = np.zeros(2 * rows + 8)
-    skip = (-flat.ctypes.data % 64) // 8
-    return flat[skip : skip + 2 * rows].reshape(rows, 2)
+def _table(rows: int, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """``rows`` zeroed rows of ``width`` int32 columns starting on a 64-byte boundary, seen as
+    float64 (``width / 2`` columns) and as int32. With the heap's root at ROOT, a heap node's
+    four children (rows 4i + 4 to 4i + 7) share one cache line."""
+    flat = np.zeros(rows * width + 16, np.int32)
+    skip = (-flat.ctypes.data % 64) // 4
+    ints = flat[skip : skip + rows * width].reshape(rows, width)
+    return ints.view(np.float64), ints
 
 
 ROOT = 3  # the heap's root row: node i sits in row i + ROOT
+B_BYTES, B_HEAD = 0, 2  # buffer: bytes charged (float64), first waiting packet (int32), last
+L_FREE, L_FULL, L_DELAY, L_HEAD = 0, 1, 2, 6  # resource: free at, a full packet's time, delay
+P_BYTES, P_TIME, P_REQ, P_ENTRY, P_NEXT = 0, 1, 4, 5, 6  # packet
 
 
 @njit(cache=True, inline="always")
@@ -310,9 +325,8 @@ def _sift_down(heap, size, i, time, value):  # pragma: no cover - compiled
 def _push(heap, counters, time, value):  # pragma: no cover - compiled
     """Add an event. The first event pushed while handling another takes the handled event's
     place at the root (one sift instead of two)."""
-    counters[1] += 1
-    if counters[5]:
-        counters[5] = 0
+    if counters[4]:
+        counters[4] = 0
         _sift_down(heap, counters[0], 0, time, value)
         return
     i = counters[0]
@@ -328,22 +342,23 @@ def _push(heap, counters, time, value):  # pragma: no cover - compiled
 
 
 @njit(cache=True, inline="always")
-def _append(queue, ids, q, p):  # pragma: no cover - compiled
+def _append(queues, head, packet_ids, q, p):  # pragma: no cover - compiled
     """Put packet ``p`` last in queue ``q`` (a buffer's waiting packets, a resource's packets
-    in flight): a packet is in one queue at a time, so one ``next`` links them all."""
-    ids[p, 2] = -1
-    if queue[q, 1] < 0:
-        queue[q, 0] = p
+    in flight; columns ``head``, ``head + 1``): a packet is in one queue at a time, so one
+    ``P_NEXT`` links them all."""
+    packet_ids[p, P_NEXT] = -1
+    if queues[q, head + 1] < 0:
+        queues[q, head] = p
     else:
-        ids[queue[q, 1], 2] = p
-    queue[q, 1] = p
+        packet_ids[queues[q, head + 1], P_NEXT] = p
+    queues[q, head + 1] = p
 
 
 @njit(cache=True, inline="always")
 def _settle(heap, counters):  # pragma: no cover - compiled
     """Remove the handled root event if no new event replaced it."""
-    if counters[5]:
-        counters[5] = 0
+    if counters[4]:
+        counters[4] = 0
         size = counters[0] - 1
         counters[0] = size
         if size > 0:
@@ -355,8 +370,8 @@ def _advance(budget, fixed, state):  # pragma: no cover - compiled
     """Process up to ``budget`` events; the number processed."""
     size, packets, indptr, entry = fixed.size, fixed.packets, fixed.indptr, fixed.entry
     packet_bytes, buffer_bytes = fixed.packet_bytes, fixed.buffer_bytes
-    occupancy, queue, link, flight = state.occupancy, state.queue, state.link, state.flight
-    bytes_time, ids, free, heap = state.bytes_time, state.ids, state.free, state.heap
+    buffer, buffer_ids, link, link_ids = state.buffer, state.buffer_ids, state.link, state.link_ids
+    packet, packet_ids, free, heap = state.packet, state.packet_ids, state.free, state.heap
     work, counters = state.work, state.counters
     done = 0
     while done < budget and counters[0] > 0:
@@ -364,7 +379,7 @@ def _advance(budget, fixed, state):  # pragma: no cover - compiled
         if now > fixed.until:
             break
         value = np.int64(heap[ROOT, 1])
-        counters[5] = 1  # the root is handled; the first push replaces it (_push)
+        counters[4] = 1  # the root is handled; the first push replaces it (_push)
         done += 1
         todo = 0  # buffers whose queue may move
         if value & 1:  # a message reaches its NIC's queue
@@ -375,44 +390,44 @@ def _advance(budget, fixed, state):  # pragma: no cover - compiled
                 _next_request(k, now, fixed, state)
                 _settle(heap, counters)
                 continue
-            if counters[2] == 0:
+            if counters[1] == 0:
                 return -1  # the pool bound was wrong: refuse rather than corrupt state
-            counters[2] -= 1
-            p = free[counters[2]]
-            ids[p, 0], ids[p, 1] = k, -1
+            counters[1] -= 1
+            p = free[counters[1]]
+            packet_ids[p, P_REQ], packet_ids[p, P_ENTRY] = k, -1
             b = entry[indptr[k], 1]
-            _append(queue, ids, b, p)
+            _append(buffer_ids, B_HEAD, packet_ids, b, p)
             work[todo] = b
             todo += 1
         else:  # the first packet in flight on resource r reaches its end
             r = value >> 1
-            p = flight[r, 0]
-            following = ids[p, 2]
-            flight[r, 0] = following
+            p = link_ids[r, L_HEAD]
+            following = packet_ids[p, P_NEXT]
+            link_ids[r, L_HEAD] = following
             if following < 0:
-                flight[r, 1] = -1
+                link_ids[r, L_HEAD + 1] = -1
             else:  # the next one on r arrives later (FIFO, so its time is not earlier)
-                _push(heap, counters, bytes_time[following, 1], 2 * r)
-            k = ids[p, 0]
-            e = ids[p, 1]
+                _push(heap, counters, packet[following, P_TIME], 2 * r)
+            k = packet_ids[p, P_REQ]
+            e = packet_ids[p, P_ENTRY]
             released = entry[e, 1]
             if entry[e, 3] & LAST:  # delivered: the last buffer drains at once
-                nbytes = bytes_time[p, 0]
-                occupancy[released] -= nbytes
-                if queue[released, 0] >= 0:
+                nbytes = packet[p, P_BYTES]
+                buffer[released, B_BYTES] -= nbytes
+                if buffer_ids[released, B_HEAD] >= 0:
                     work[todo] = released
                     todo += 1
                 state.delivered[k] += nbytes
                 state.arrived[k] += 1
-                free[counters[2]] = p
-                counters[2] += 1
+                free[counters[1]] = p
+                counters[1] += 1
                 if state.arrived[k] == packets[k]:
                     state.end[k] = now
                     _next_request(k, now, fixed, state)
             else:  # wait for room in the next buffer, holding this one
-                ids[p, 1] = e + 1
+                packet_ids[p, P_ENTRY] = e + 1
                 b = entry[e + 1, 1]
-                _append(queue, ids, b, p)
+                _append(buffer_ids, B_HEAD, packet_ids, b, p)
                 work[todo] = b
                 todo += 1
         # admit waiting packets wherever room appeared; each admission frees the buffer its
@@ -420,61 +435,62 @@ def _advance(budget, fixed, state):  # pragma: no cover - compiled
         while todo > 0:
             todo -= 1
             b = work[todo]
-            while queue[b, 0] >= 0:
-                p = queue[b, 0]
-                k = ids[p, 0]
-                e = ids[p, 1]
+            while buffer_ids[b, B_HEAD] >= 0:
+                p = buffer_ids[b, B_HEAD]
+                k = packet_ids[p, P_REQ]
+                e = packet_ids[p, P_ENTRY]
                 if e < 0:  # cut the NIC's next packet of the message
                     nbytes = size[k] - state.injected[k] * packet_bytes
                     if nbytes > packet_bytes:
                         nbytes = packet_bytes
                 else:
-                    nbytes = bytes_time[p, 0]
-                held_bytes = occupancy[b]
+                    nbytes = packet[p, P_BYTES]
+                held_bytes = buffer[b, B_BYTES]
                 if held_bytes + nbytes > buffer_bytes and held_bytes > 0.0:
                     break
-                occupancy[b] = held_bytes + nbytes
-                following = ids[p, 2]
+                buffer[b, B_BYTES] = held_bytes + nbytes
+                following = packet_ids[p, P_NEXT]
                 if e < 0:
                     state.injected[k] += 1
                     if state.injected[k] < packets[k]:  # the rest stays first in line
-                        if counters[2] == 0:
+                        if counters[1] == 0:
                             return -1
-                        counters[2] -= 1
-                        q = free[counters[2]]
-                        ids[q, 0], ids[q, 1], ids[q, 2] = k, -1, following
+                        counters[1] -= 1
+                        q = free[counters[1]]
+                        packet_ids[q, P_REQ], packet_ids[q, P_ENTRY] = k, -1
+                        packet_ids[q, P_NEXT] = following
                         following = q
-                        if queue[b, 1] == p:
-                            queue[b, 1] = q
+                        if buffer_ids[b, B_HEAD + 1] == p:
+                            buffer_ids[b, B_HEAD + 1] = q
                     e = indptr[k]
-                    ids[p, 1] = e
-                    bytes_time[p, 0] = nbytes
-                queue[b, 0] = following
+                    packet_ids[p, P_ENTRY] = e
+                    packet[p, P_BYTES] = nbytes
+                buffer_ids[b, B_HEAD] = following
                 if following < 0:
-                    queue[b, 1] = -1
+                    buffer_ids[b, B_HEAD + 1] = -1
                 r = entry[e, 0]
-                leave = max(now, link[r, 0])
+                leave = max(now, link[r, L_FREE])
                 if nbytes == packet_bytes:
-                    busy_until = leave + link[r, 1]
+                    busy_until = leave + link[r, L_FULL]
                 else:
-                    busy_until = leave + nbytes / link[r, 2]
-                link[r, 0] = busy_until
-                arrive = busy_until + link[r, 3]
-                bytes_time[p, 1] = arrive
-                if flight[r, 1] < 0:  # r's first packet in flight: the heap holds its arrival
-                    _push(heap, counters, arrive, 2 * r)
-                _append(flight, ids, r, p)
+                    busy_until = leave + nbytes / state.capacity[r]
+                link[r, L_FREE] = busy_until
+                arrive = busy_until + link[r, L_DELAY]
+                packet[p, P_TIME] = arrive
+                if link_ids[r, L_HEAD + 1] < 0:  # r's first packet in flight: its arrival
+                    _push(heap, counters, arrive, 2 * r)  # is the heap's event for r
+                _append(link_ids, L_HEAD, packet_ids, r, p)
                 held = entry[e, 2]
                 if held >= 0:
-                    occupancy[held] -= nbytes
-                    if queue[held, 0] >= 0:  # someone waits for the credit
+                    buffer[held, B_BYTES] -= nbytes
+                    if buffer_ids[held, B_HEAD] >= 0:  # someone waits for the credit
                         work[todo] = held
                         todo += 1
         _settle(heap, counters)
-        in_use = len(free) - counters[2]
-        if in_use > counters[4]:
-            counters[4] = in_use
-    counters[3] += done
+        in_use = len(free) - counters[1]
+        if in_use > counters[3]:
+            counters[3] = in_use
+    counters[2] += done
     return done
 
 
