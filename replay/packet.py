@@ -310,11 +310,13 @@ def _sift_down(heap, size, i, time, value):  # pragma: no cover - compiled
             break
         best = child
         best_time, best_value = heap[child + ROOT, 0], heap[child + ROOT, 1]
-        for c in range(child + 1, min(child + 4, size)):
-            t = heap[c + ROOT, 0]
-            if t < best_time or (t == best_time and heap[c + ROOT, 1] < best_value):
-                best, best_time, best_value = c, t, heap[c + ROOT, 1]
-        if not (best_time < time or (best_time == time and best_value < value)):
+        for c in range(child + 1, min(child + 4, size)):  # without branches: selects
+            t, v = heap[c + ROOT, 0], heap[c + ROOT, 1]
+            earlier = (t < best_time) | ((t == best_time) & (v < best_value))
+            best = c if earlier else best
+            best_time = t if earlier else best_time
+            best_value = v if earlier else best_value
+        if not ((best_time < time) | ((best_time == time) & (best_value < value))):
             break
         heap[i + ROOT, 0], heap[i + ROOT, 1] = best_time, best_value
         i = best
