@@ -367,7 +367,7 @@ def _settle(heap, counters):  # pragma: no cover - compiled
             _sift_down(heap, size, 0, heap[size + ROOT, 0], heap[size + ROOT, 1])
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _advance(budget, fixed, state):  # pragma: no cover - compiled
     """Process up to ``budget`` events; the number processed."""
     size, packets, indptr, entry = fixed.size, fixed.packets, fixed.indptr, fixed.entry
@@ -395,6 +395,7 @@ def _advance(budget, fixed, state):  # pragma: no cover - compiled
             if counters[1] == 0:
                 return -1  # the pool bound was wrong: refuse rather than corrupt state
             counters[1] -= 1
+            counters[3] = max(counters[3], len(free) - counters[1])
             p = free[counters[1]]
             packet_ids[p, P_REQ], packet_ids[p, P_ENTRY] = k, -1
             b = entry[indptr[k], 1]
@@ -458,6 +459,7 @@ def _advance(budget, fixed, state):  # pragma: no cover - compiled
                         if counters[1] == 0:
                             return -1
                         counters[1] -= 1
+                        counters[3] = max(counters[3], len(free) - counters[1])
                         q = free[counters[1]]
                         packet_ids[q, P_REQ], packet_ids[q, P_ENTRY] = k, -1
                         packet_ids[q, P_NEXT] = following
@@ -489,9 +491,6 @@ def _advance(budget, fixed, state):  # pragma: no cover - compiled
                         work[todo] = held
                         todo += 1
         _settle(heap, counters)
-        in_use = len(free) - counters[1]
-        if in_use > counters[3]:
-            counters[3] = in_use
     counters[2] += done
     return done
 
