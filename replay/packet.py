@@ -239,7 +239,7 @@ class _State(NamedTuple):
     packet: np.ndarray  # bytes, when it reaches its resource's end; request, route entry, next
     packet_ids: np.ndarray
     free: np.ndarray  # stack of free packet ids
-    heap: np.ndarray  # 4-ary heap of events (time, value), from row ROOT
+    heap: np.ndarray  # 4-ary heap of events (time, value), flat, from node ROOT
     work: np.ndarray  # buffers to retry after a credit
     # heap size, free-stack size, events, deepest pool use, root handled
     counters: np.ndarray
@@ -278,7 +278,7 @@ class _State(NamedTuple):
             packet=packet,
             packet_ids=packet_ids,
             free=np.arange(pool - 1, -1, -1, dtype=np.int32),
-            heap=_table(ROOT + events + 4, 4)[0],
+            heap=_table(ROOT + events + 4, 4)[0].reshape(-1),
             work=np.zeros(pool + buffers + 1, np.int64),
             counters=np.array([0, pool, 0, 0, 0], np.int64),
         )
@@ -294,33 +294,58 @@ def _table(rows: int, width: int) -> tuple[np.ndarray, np.ndarray]:
     return ints.view(np.float64), ints
 
 
-ROOT = 3  # the heap's root row: node i sits in row i + ROOT
+ROOT = 3  # the heap's root: node i sits at 2 (i + ROOT)
 B_BYTES, B_HEAD = 0, 2  # buffer: bytes charged (float64), first waiting packet (int32), last
 L_FREE, L_FULL, L_DELAY, L_HEAD = 0, 1, 2, 6  # resource: free at, a full packet's time, delay
 P_BYTES, P_TIME, P_REQ, P_ENTRY, P_NEXT = 0, 1, 4, 5, 6  # packet
 
 
 @njit(cache=True, inline="always")
+def _earlier(t, v, other_t, other_v):  # pragma: no cover - compiled
+    """Whether event (t, v) comes before (other_t, other_v): by time, then by value (without
+    branches, so the compiler selects rather than jumps)."""
+    return (t < other_t) | ((t == other_t) & (v < other_v))
+
+
+@njit(cache=True, inline="always")
 def _sift_down(heap, size, i, time, value):  # pragma: no cover - compiled
     """Place event (time, value) in the 4-ary heap from the hole at node ``i`` downwards;
-    events are ordered by (time, value), and no two events have the same value."""
+    events are ordered by (time, value), and no two events have the same value. The heap is
+    flat: node i's time and value at 2 (i + ROOT) and the next slot."""
     while True:
         child = 4 * i + 1
         if child >= size:
             break
-        best = child
-        best_time, best_value = heap[child + ROOT, 0], heap[child + ROOT, 1]
-        for c in range(child + 1, min(child + 4, size)):  # without branches: selects
-            t, v = heap[c + ROOT, 0], heap[c + ROOT, 1]
-            earlier = (t < best_time) | ((t == best_time) & (v < best_value))
-            best = c if earlier else best
-            best_time = t if earlier else best_time
-            best_value = v if earlier else best_value
-        if not ((best_time < time) | ((best_time == time) & (best_value < value))):
+        at = 2 * (child + ROOT)
+        best, best_time, best_value = child, heap[at], heap[at + 1]
+        if child + 3 < size:  # four children: two pairs, then their winners
+            t1, v1 = heap[at + 2], heap[at + 3]
+            t2, v2 = heap[at + 4], heap[at + 5]
+            t3, v3 = heap[at + 6], heap[at + 7]
+            first = _earlier(t1, v1, best_time, best_value)
+            best = child + 1 if first else child
+            best_time = t1 if first else best_time
+            best_value = v1 if first else best_value
+            third = _earlier(t3, v3, t2, v2)
+            other = child + 3 if third else child + 2
+            other_time = t3 if third else t2
+            other_value = v3 if third else v2
+            second = _earlier(other_time, other_value, best_time, best_value)
+            best = other if second else best
+            best_time = other_time if second else best_time
+            best_value = other_value if second else best_value
+        else:
+            for c in range(child + 1, size):
+                t, v = heap[2 * (c + ROOT)], heap[2 * (c + ROOT) + 1]
+                earlier = _earlier(t, v, best_time, best_value)
+                best = c if earlier else best
+                best_time = t if earlier else best_time
+                best_value = v if earlier else best_value
+        if not _earlier(best_time, best_value, time, value):
             break
-        heap[i + ROOT, 0], heap[i + ROOT, 1] = best_time, best_value
+        heap[2 * (i + ROOT)], heap[2 * (i + ROOT) + 1] = best_time, best_value
         i = best
-    heap[i + ROOT, 0], heap[i + ROOT, 1] = time, value
+    heap[2 * (i + ROOT)], heap[2 * (i + ROOT) + 1] = time, value
 
 
 @njit(cache=True, inline="always")
@@ -335,12 +360,12 @@ def _push(heap, counters, time, value):  # pragma: no cover - compiled
     counters[0] += 1
     while i > 0:
         parent = (i - 1) >> 2
-        t = heap[parent + ROOT, 0]
-        if not (time < t or (time == t and value < heap[parent + ROOT, 1])):
+        t, v = heap[2 * (parent + ROOT)], heap[2 * (parent + ROOT) + 1]
+        if not _earlier(time, value, t, v):
             break
-        heap[i + ROOT, 0], heap[i + ROOT, 1] = t, heap[parent + ROOT, 1]
+        heap[2 * (i + ROOT)], heap[2 * (i + ROOT) + 1] = t, v
         i = parent
-    heap[i + ROOT, 0], heap[i + ROOT, 1] = time, value
+    heap[2 * (i + ROOT)], heap[2 * (i + ROOT) + 1] = time, value
 
 
 @njit(cache=True, inline="always")
@@ -364,7 +389,7 @@ def _settle(heap, counters):  # pragma: no cover - compiled
         size = counters[0] - 1
         counters[0] = size
         if size > 0:
-            _sift_down(heap, size, 0, heap[size + ROOT, 0], heap[size + ROOT, 1])
+            _sift_down(heap, size, 0, heap[2 * (size + ROOT)], heap[2 * (size + ROOT) + 1])
 
 
 @njit(cache=True, error_model="numpy")
@@ -377,10 +402,10 @@ def _advance(budget, fixed, state):  # pragma: no cover - compiled
     work, counters = state.work, state.counters
     done = 0
     while done < budget and counters[0] > 0:
-        now = heap[ROOT, 0]
+        now = heap[2 * ROOT]
         if now > fixed.until:
             break
-        value = np.int64(heap[ROOT, 1])
+        value = np.int64(heap[2 * ROOT + 1])
         counters[4] = 1  # the root is handled; the first push replaces it (_push)
         done += 1
         todo = 0  # buffers whose queue may move
