@@ -34,9 +34,10 @@ The model, in the terms of CODES' ``src/networks/model-net/fattree.c``:
   after the previous issue. ``Requests.latency`` (the flow model's route latency) is not
   used: this model times every hop itself.
 
-The loop is compiled (Numba) and allocates nothing per event: arrays per buffer and per link,
-a packet pool sized by what the buffers can hold (so memory follows packets in flight, not
-packets sent), and one binary heap of events ordered by (time, insertion).
+The loop is compiled (Numba) and allocates nothing per event: a row per buffer, per link and
+per packet, a packet pool sized by what the buffers can hold (so memory follows packets in
+flight, not packets sent), and one 4-ary heap holding each resource's next arrival and each
+message's issue, ordered by time, then by event (ties resolve the same way every run).
 """
 
 from __future__ import annotations
