@@ -306,6 +306,13 @@ P_BYTES, P_TIME, P_REQ, P_ENTRY, P_NEXT = 0, 1, 4, 5, 6  # packet
 
 
 @njit(cache=True, inline="always")
+def _put(heap, i, time, value):  # pragma: no cover - compiled
+    """Write event (time, value) at heap node ``i``: the heap is flat, node i's time and value
+    at 2 (i + ROOT) and the slot after it."""
+    heap[2 * (i + ROOT)], heap[2 * (i + ROOT) + 1] = time, value
+
+
+@njit(cache=True, inline="always")
 def _earlier(t, v, other_t, other_v):  # pragma: no cover - compiled
     """Whether event (t, v) comes before (other_t, other_v): by time, then by value (without
     branches, so the compiler selects rather than jumps)."""
@@ -315,8 +322,7 @@ def _earlier(t, v, other_t, other_v):  # pragma: no cover - compiled
 @njit(cache=True, inline="always")
 def _sift_down(heap, size, i, time, value):  # pragma: no cover - compiled
     """Place event (time, value) in the 4-ary heap from the hole at node ``i`` downwards;
-    events are ordered by (time, value), and no two events have the same value. The heap is
-    flat: node i's time and value at 2 (i + ROOT) and the next slot."""
+    events are ordered by (time, value), and no two events have the same value."""
     while True:
         child = 4 * i + 1
         if child >= size:
@@ -348,9 +354,9 @@ def _sift_down(heap, size, i, time, value):  # pragma: no cover - compiled
                 best_value = v if earlier else best_value
         if not _earlier(best_time, best_value, time, value):
             break
-        heap[2 * (i + ROOT)], heap[2 * (i + ROOT) + 1] = best_time, best_value
+        _put(heap, i, best_time, best_value)
         i = best
-    heap[2 * (i + ROOT)], heap[2 * (i + ROOT) + 1] = time, value
+    _put(heap, i, time, value)
 
 
 @njit(cache=True, inline="always")
@@ -368,9 +374,9 @@ def _push(heap, counters, time, value):  # pragma: no cover - compiled
         t, v = heap[2 * (parent + ROOT)], heap[2 * (parent + ROOT) + 1]
         if not _earlier(time, value, t, v):
             break
-        heap[2 * (i + ROOT)], heap[2 * (i + ROOT) + 1] = t, v
+        _put(heap, i, t, v)
         i = parent
-    heap[2 * (i + ROOT)], heap[2 * (i + ROOT) + 1] = time, value
+    _put(heap, i, time, value)
 
 
 @njit(cache=True, inline="always")
