@@ -1,9 +1,10 @@
 """Paper 000's own run length on the packet model (§3.3: 1,000 requests per client): the
 random-node case of ``bench/packet_vs_codes.py`` (612 MPI + 612 I/O clients on ``cab1296``,
-servers on leaves 34, 35, 70, 71) until every I/O client wrote 1,000 requests of 4 MiB, about
-2.7 s simulated and billions of packet hops. Measures wall and CPU time, events per second and
-peak memory (which follows packets in flight, not packets sent). ``BURSTLAKE_BENCH_REQUESTS``
-sets the requests per I/O client (default 1000).
+servers on leaves 34, 35, 70, 71) until every I/O client wrote 1,000 requests of 4 MiB (3.8 s
+simulated here, 4.1 billion packet hops). Measures wall and CPU time, events per second and
+peak memory: the model's state follows packets in flight, not packets sent, so the peak is
+mostly the requests and their routes. ``BURSTLAKE_BENCH_REQUESTS`` sets the requests per I/O
+client (default 1000).
 
 Results: ``bench/results/packet_paper_run.json``.
 """
