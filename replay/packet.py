@@ -53,7 +53,6 @@ from numba import njit
 from burstlake.replay.events import Requests, Timeline
 
 EVENTS_PER_CALL = 2_000_000  # compiled events between two progress reports
-FIRST, LAST = 1, 2  # bits of a route entry's place: its route's first, its route's last
 
 
 @dataclass(frozen=True)
@@ -136,15 +135,14 @@ def simulate(
     packets = np.maximum(1, np.ceil(size / settings.packet_bytes)).astype(np.int64)
 
     # each route entry: its resource, its buffer, the buffer its packet held before (-1 after a
-    # NIC), its place in the route (FIRST: from a NIC, LAST: to the sink)
+    # NIC), whether it is its route's last (to the sink)
     lengths = paths.lengths
     entry = np.zeros((len(paths.indices), 4), np.int32)
     entry[:, 0] = paths.indices
     entry[:, 1] = buffer_of_entry
     entry[1:, 2] = buffer_of_entry[:-1]
     entry[paths.indptr[:-1][lengths > 0], 2] = -1
-    entry[paths.indptr[:-1][lengths > 0], 3] |= FIRST
-    entry[paths.indptr[1:][lengths > 0] - 1, 3] |= LAST
+    entry[paths.indptr[1:][lengths > 0] - 1, 3] = 1
     # a resource that some route enters after another one leaves a switch (or a server) and
     # pays router_delay; one that only ever starts a route is a NIC's injection link
     delay = np.zeros(len(capacity))
@@ -212,7 +210,7 @@ class _Fixed(NamedTuple):
     window: np.ndarray
     packets: np.ndarray
     indptr: np.ndarray  # a request's route entries
-    entry: np.ndarray  # per route entry: resource, buffer, buffer held before, place
+    entry: np.ndarray  # per route entry: resource, buffer, buffer held before, last
     packet_bytes: float
     buffer_bytes: float
     nic_delay: float
@@ -450,7 +448,7 @@ def _advance(budget, fixed, state):  # pragma: no cover - compiled
             k = packet_ids[p, P_REQ]
             e = packet_ids[p, P_ENTRY]
             released = entry[e, 1]
-            if entry[e, 3] & LAST:  # delivered: the last buffer drains at once
+            if entry[e, 3]:  # delivered: the last buffer drains at once
                 nbytes = packet[p, P_BYTES]
                 buffer[released, B_BYTES] -= nbytes
                 if buffer_ids[released, B_HEAD] >= 0:
