@@ -24,9 +24,9 @@ import re
 import tempfile
 from pathlib import Path
 
+from bench import _paper000 as paper
 from bench import measure, python_step, write_result
 
-SERVER_LEAVES = [34, 35, 70, 71]
 WARMUP_S, END_S = 5e-3, 20e-3
 CASES = {  # name: (placement, jobs in the run)
     "rn-mpi": ("random-node", ("mpi",)),
@@ -47,16 +47,11 @@ from burstlake.replay.solver import Paths
 from burstlake.replay.topologies import build
 from burstlake.replay.workloads import jobs
 
-topology = build({{"name": "cab1296", "server_leaves": {leaves}}})
+topology = build({topology!r})
 settings = PacketSettings(nic_delay=0.0)
 tiny = Requests(np.zeros(1, dtype=np.int64), np.ones(1), np.zeros(1), Paths.from_lists([[0]]))
 simulate(tiny, np.ones(1), settings)  # compile, or load Numba's cached code
-spec = {{"seed": {seed}, "placement": "{placement}", "jobs": [
-    {{"name": "mpi", "kind": "mpi", "nodes": 612, "message_bytes": 4096, "interval_s": 5e-4,
-     "messages": 45, "warmup": 0}},
-    {{"name": "io", "kind": "io", "nodes": 612, "request_bytes": 4194304, "interval_s": 0,
-     "requests": 16, "warmup": 0}},
-]}}
+spec = {spec!r}
 demand = jobs.demand(spec, topology)
 chosen = [job for job in demand.jobs if job.name in {kinds}]
 routed = tr.requests(topology, [(job.traffic, job.nodes) for job in chosen])
@@ -81,9 +76,8 @@ EVENTS = re.compile(r"Net Events Processed\s+(\d+)")
 
 def burstlake_case(placement: str, kinds: tuple[str, ...], seed: int) -> dict:
     code = RUN.format(
-        leaves=SERVER_LEAVES,
-        seed=seed,
-        placement=placement,
+        topology=paper.TOPOLOGY,
+        spec=paper.workload(placement, messages=45, requests=16, seed=seed),
         kinds=list(kinds),
         end=END_S,
         warmup=WARMUP_S,
@@ -100,14 +94,14 @@ def codes_case(prefix: Path, placement: str, kinds: tuple[str, ...], seed: int) 
         "--synch=1",
         f"--warmup={WARMUP_S * ns:.0f}",
         f"--end={END_S * ns:.0f}",
-        "--mpi_size=4096",
-        "--mpi_interval=500000",
-        "--io_size=4194304",
+        f"--mpi_size={paper.MPI_BYTES}",
+        f"--mpi_interval={paper.MPI_INTERVAL_S * ns:.0f}",
+        f"--io_size={paper.IO_BYTES}",
         "--io_interval=0",
         f"--placement={int(placement == 'random-switch')}",
         f"--mode={CODES_MODE[kinds]}",
         f"--seed={seed}",
-        f"--server_leaves={','.join(map(str, SERVER_LEAVES))}",
+        f"--server_leaves={','.join(map(str, paper.SERVER_LEAVES))}",
     ]
     with tempfile.TemporaryDirectory() as work:
         step = measure([str(binary), *options, "--", str(config)], cwd=work)
@@ -143,7 +137,7 @@ def slowdowns(cases: dict) -> dict:
 
 
 def main() -> Path:
-    seed = int(os.environ.get("BURSTLAKE_BENCH_SEED", "12345"))
+    seed = int(os.environ.get("BURSTLAKE_BENCH_SEED", paper.SEED))
     prefix = os.environ.get("BURSTLAKE_CODES")
     peer = Path(prefix) if prefix else None
     if peer is not None and not (peer / "bin" / "model-net-io-mpi-fattree").exists():

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import yaml
 
+from bench import _paper000 as paper
 from bench import measure, write_result
 from burstlake.catalog import sql
 
@@ -38,35 +39,14 @@ POLICIES = [
 
 
 def scenario(requests: int) -> dict:
-    messages = max(30, round(requests * 2.7e-3 / 5e-4))  # MPI keeps talking while I/O runs
+    messages = max(30, paper.messages_while_writing(requests))  # MPI talks while I/O runs
     return {
         "name": "placement_full",
         "workload": {
             "source": "jobs",
-            "seed": 12345,
-            "placement": "random-node",
-            "jobs": [
-                {
-                    "name": "mpi",
-                    "kind": "mpi",
-                    "nodes": 612,
-                    "message_bytes": 4096,
-                    "interval_s": 5e-4,
-                    "messages": messages,
-                    "warmup": 10,
-                },
-                {
-                    "name": "io",
-                    "kind": "io",
-                    "nodes": 612,
-                    "request_bytes": 4194304,
-                    "interval_s": 0,
-                    "requests": requests,
-                    "warmup": 1,
-                },
-            ],
+            **paper.workload("random-node", messages, requests, mpi_warmup=10, io_warmup=1),
         },
-        "topology": {"name": "cab1296", "server_leaves": [34, 35, 70, 71]},
+        "topology": paper.TOPOLOGY,
         "model": "packet",
         "policies": POLICIES,
     }

@@ -34,9 +34,10 @@ The model, in the terms of CODES' ``src/networks/model-net/fattree.c``:
   after the previous issue. ``Requests.latency`` (the flow model's route latency) is not
   used: this model times every hop itself.
 
-The loop is compiled (Numba) and allocates nothing per event: arrays per buffer and per link,
-a packet pool sized by what the buffers can hold (so memory follows packets in flight, not
-packets sent), and one binary heap of events ordered by (time, insertion).
+The loop is compiled (Numba) and allocates nothing per event: a row per buffer, per link and
+per packet, a packet pool sized by what the buffers can hold (so memory follows packets in
+flight, not packets sent), and one 4-ary heap holding each resource's next arrival and each
+message's issue, ordered by time, then by event (ties resolve the same way every run).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numba import njit
@@ -52,7 +53,6 @@ from numba import njit
 from burstlake.replay.events import Requests, Timeline
 
 EVENTS_PER_CALL = 2_000_000  # compiled events between two progress reports
-FIRST, LAST = 1, 2  # bits of a route entry's place: its route's first, its route's last
 
 
 @dataclass(frozen=True)
@@ -134,15 +134,19 @@ def simulate(
     window = np.zeros(n) if requests.window is None else np.asarray(requests.window)
     packets = np.maximum(1, np.ceil(size / settings.packet_bytes)).astype(np.int64)
 
-    # where each route entry sits in its route: FIRST (from a NIC), LAST (to the sink)
-    place = np.zeros(len(paths.indices), np.int8)
+    # each route entry: its resource, its buffer, the buffer its packet held before (-1 after a
+    # NIC), whether it is its route's last (to the sink)
     lengths = paths.lengths
-    place[paths.indptr[:-1][lengths > 0]] |= FIRST
-    place[paths.indptr[1:][lengths > 0] - 1] |= LAST
+    entry = np.zeros((len(paths.indices), 4), np.int32)
+    entry[:, 0] = paths.indices
+    entry[:, 1] = buffer_of_entry
+    entry[1:, 2] = buffer_of_entry[:-1]
+    entry[paths.indptr[:-1][lengths > 0], 2] = -1
+    entry[paths.indptr[1:][lengths > 0] - 1, 3] = 1
     # a resource that some route enters after another one leaves a switch (or a server) and
     # pays router_delay; one that only ever starts a route is a NIC's injection link
-    leaves_switch = np.zeros(len(capacity))
-    leaves_switch[paths.indices[(place & FIRST) == 0]] = 1.0
+    delay = np.zeros(len(capacity))
+    delay[paths.indices[entry[:, 2] >= 0]] = settings.router_delay
     buffers = len(capacity) * channels
     used = np.unique(buffer_of_entry)
     streams = int(np.count_nonzero(np.r_[True, stream[1:] != stream[:-1]])) if n else 0
@@ -153,33 +157,18 @@ def simulate(
             f"packet model: {n:,} requests over {buffers:,} buffers is beyond one replay "
             "(ids are 32-bit); replay a shorter window"
         )
-    state = _State(n, buffers, len(capacity), pool)
+    fixed = _Fixed(
+        stream, size, gap, release, window, packets, paths.indptr, entry,
+        settings.packet_bytes, settings.buffer_bytes, settings.nic_delay, float(until),
+    )  # fmt: skip
+    state = _State.empty(n, buffers, capacity, delay, settings.packet_bytes, pool)
     first = np.flatnonzero(np.r_[True, stream[1:] != stream[:-1]]) if n else np.zeros(0, np.int64)
     for k in first:
         issue = max(gap[k], release[k])
         state.start[k] = issue
-        _push(state.ht, state.hs, state.hv, state.counters, issue + settings.nic_delay, 2 * k + 1)
-    inputs = (
-        stream,
-        size,
-        gap,
-        release,
-        window,
-        packets,
-        paths.indptr,
-        paths.indices.astype(np.int32),
-        buffer_of_entry.astype(np.int32),
-        place,
-        capacity,
-        leaves_switch,
-        settings.packet_bytes,
-        settings.buffer_bytes,
-        settings.router_delay,
-        settings.nic_delay,
-        float(until),
-    )
+        _push(state.heap, state.counters, issue + settings.nic_delay, 2 * k + 1)
     while True:
-        done = _advance(EVENTS_PER_CALL, *inputs, *state.arrays())
+        done = _advance(EVENTS_PER_CALL, fixed, state)
         if done < 0:
             raise RuntimeError("packet model: the packet pool overflowed (a bug: please report)")
         if progress is not None and done:
@@ -196,9 +185,9 @@ def simulate(
         state.start,
         state.end,
         state.delivered,
-        int(state.counters[3]),
-        occupancy=state.occupancy,
-        peak_packets=int(state.counters[4]),
+        int(state.counters[2]),
+        occupancy=state.buffer[:, B_BYTES].copy(),
+        peak_packets=int(state.counters[3]),
     )
 
 
@@ -211,238 +200,271 @@ class PacketTimeline(Timeline):
     peak_packets: int = 0
 
 
-class _State:
-    """The compiled loop's arrays (requests, buffers, links, packet pool, event heap)."""
+class _Fixed(NamedTuple):
+    """What the compiled loop reads and never writes: the requests, their routes, the settings."""
 
-    def __init__(self, n: int, buffers: int, links: int, pool: int) -> None:
-        self.start = np.full(n, np.nan)
-        self.end = np.full(n, np.nan)
-        self.delivered = np.zeros(n)
-        self.arrived = np.zeros(n, np.int64)  # packets of the request delivered
-        self.injected = np.zeros(n, np.int64)  # packets of the request cut at its NIC
-        self.occupancy = np.zeros(buffers)  # bytes charged to each buffer
-        self.head = np.full(buffers, -1, np.int32)  # queue of packets waiting for the buffer
-        self.tail = np.full(buffers, -1, np.int32)
-        self.link_free = np.zeros(links)  # when each resource finishes its admitted packets
-        self.f_head = np.full(links, -1, np.int32)  # each resource's packets in flight, FIFO
-        self.f_tail = np.full(links, -1, np.int32)
-        self.p_req = np.zeros(pool, np.int32)
-        self.p_entry = np.zeros(pool, np.int32)  # its route entry; -1: not yet cut at the NIC
-        self.p_bytes = np.zeros(pool)
-        self.p_time = np.zeros(pool)  # when the packet reaches the end of its resource
-        self.p_next = np.full(pool, -1, np.int32)
-        self.free = np.arange(pool - 1, -1, -1, dtype=np.int32)  # stack of free packet ids
-        # event heap (time, insertion number, value): a resource's first packet in flight
-        # (2r), a message reaching its NIC (2k + 1)
-        self.ht = np.zeros(links + n + 1)
-        self.hs = np.zeros(links + n + 1, np.int64)
-        self.hv = np.zeros(links + n + 1, np.int64)
-        self.work = np.zeros(pool + buffers + 1, np.int64)  # buffers to retry after a credit
-        # heap size, insertions, free-stack size, events, deepest pool use, root handled
-        self.counters = np.array([0, 0, pool, 0, 0, 0], np.int64)
+    stream: np.ndarray  # per request: its stream, bytes, gap, release, window, packets
+    size: np.ndarray
+    gap: np.ndarray
+    release: np.ndarray
+    window: np.ndarray
+    packets: np.ndarray
+    indptr: np.ndarray  # a request's route entries
+    entry: np.ndarray  # per route entry: resource, buffer, buffer held before, last
+    packet_bytes: float
+    buffer_bytes: float
+    nic_delay: float
+    until: float
 
-    def arrays(self) -> tuple:
-        return (
-            self.start,
-            self.end,
-            self.delivered,
-            self.arrived,
-            self.injected,
-            self.occupancy,
-            self.head,
-            self.tail,
-            self.link_free,
-            self.f_head,
-            self.f_tail,
-            self.p_req,
-            self.p_entry,
-            self.p_bytes,
-            self.p_time,
-            self.p_next,
-            self.free,
-            self.ht,
-            self.hs,
-            self.hv,
-            self.work,
-            self.counters,
+
+class _State(NamedTuple):
+    """What the compiled loop writes (requests, buffers, resources, packet pool, event heap).
+
+    A buffer's, a resource's and a packet's fields sit in one row of one table, so an event
+    touches few cache lines; each table is one block of memory seen twice, as float64
+    (``buffer``, ``link``, ``packet``: columns ``*_BYTES``, ``*_TIME``...) and as int32
+    (``buffer_ids``...: columns ``*_HEAD``, ``*_NEXT``...)."""
+
+    start: np.ndarray
+    end: np.ndarray
+    delivered: np.ndarray
+    arrived: np.ndarray  # packets of the request delivered
+    injected: np.ndarray  # packets of the request cut at its NIC
+    buffer: np.ndarray  # bytes charged; the queue of packets waiting for room
+    buffer_ids: np.ndarray
+    link: np.ndarray  # when free, a full packet's time on it, delay after; packets in flight
+    link_ids: np.ndarray
+    capacity: np.ndarray  # per resource (bytes/s), for short packets
+    packet: np.ndarray  # bytes, when it reaches its resource's end; request, route entry, next
+    packet_ids: np.ndarray
+    free: np.ndarray  # stack of free packet ids
+    heap: np.ndarray  # 4-ary heap of events (time, value), flat, from node ROOT
+    work: np.ndarray  # buffers to retry after a credit
+    # heap size, free-stack size, events, deepest pool use, root handled
+    counters: np.ndarray
+
+    @classmethod
+    def empty(
+        cls,
+        n: int,
+        buffers: int,
+        capacity: np.ndarray,
+        delay: np.ndarray,
+        packet_bytes: float,
+        pool: int,
+    ) -> _State:
+        links = len(capacity)
+        buffer, buffer_ids = _table(buffers, 4)
+        buffer_ids[:, B_HEAD : B_HEAD + 2] = -1
+        link, link_ids = _table(links, 8)
+        link[:, L_FULL] = packet_bytes / capacity
+        link[:, L_DELAY] = delay
+        link_ids[:, L_HEAD : L_HEAD + 2] = -1
+        packet, packet_ids = _table(pool, 8)
+        packet_ids[:, P_REQ:] = -1
+        events = links + n + 1  # a resource's first packet in flight (2r), a message (2k + 1)
+        return cls(
+            start=np.full(n, np.nan),
+            end=np.full(n, np.nan),
+            delivered=np.zeros(n),
+            arrived=np.zeros(n, np.int64),
+            injected=np.zeros(n, np.int64),
+            buffer=buffer,
+            buffer_ids=buffer_ids,
+            link=link,
+            link_ids=link_ids,
+            capacity=capacity,
+            packet=packet,
+            packet_ids=packet_ids,
+            free=np.arange(pool - 1, -1, -1, dtype=np.int32),
+            heap=_table(ROOT + events + 4, 4)[0].reshape(-1),
+            work=np.zeros(pool + buffers + 1, np.int64),
+            counters=np.array([0, pool, 0, 0, 0], np.int64),
         )
 
 
+def _table(rows: int, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """``rows`` zeroed rows of ``width`` int32 columns starting on a 64-byte boundary, seen as
+    float64 (``width / 2`` columns) and as int32. With the heap's root at ROOT, a heap node's
+    four children (rows 4i + 4 to 4i + 7) share one cache line."""
+    flat = np.zeros(rows * width + 16, np.int32)
+    skip = (-flat.ctypes.data % 64) // 4
+    ints = flat[skip : skip + rows * width].reshape(rows, width)
+    return ints.view(np.float64), ints
+
+
+# The loop allocates nothing, so it runs without Numba's reference counting (``_nrt=False``):
+# otherwise every array taken from the state tuple costs atomic increments and decrements in
+# the loop (half its time); and without division-by-zero checks (capacities are positive).
+COMPILED = {"cache": True, "error_model": "numpy", "_nrt": False}
+ROOT = 3  # the heap's root: node i sits at 2 (i + ROOT)
+B_BYTES, B_HEAD = 0, 2  # buffer: bytes charged (float64), first waiting packet (int32), last
+L_FREE, L_FULL, L_DELAY, L_HEAD = 0, 1, 2, 6  # resource: free at, a full packet's time, delay
+P_BYTES, P_TIME, P_REQ, P_ENTRY, P_NEXT = 0, 1, 4, 5, 6  # packet
+
+
 @njit(cache=True, inline="always")
-def _sift_down(ht, hs, hv, size, i, time, seq, value):  # pragma: no cover - compiled
-    """Place event (time, seq, value) in the 4-ary heap from the hole at ``i`` downwards."""
+def _put(heap, i, time, value):  # pragma: no cover - compiled
+    """Write event (time, value) at heap node ``i``: the heap is flat, node i's time and value
+    at 2 (i + ROOT) and the slot after it."""
+    heap[2 * (i + ROOT)], heap[2 * (i + ROOT) + 1] = time, value
+
+
+@njit(cache=True, inline="always")
+def _earlier(t, v, other_t, other_v):  # pragma: no cover - compiled
+    """Whether event (t, v) comes before (other_t, other_v): by time, then by value (without
+    branches, so the compiler selects rather than jumps)."""
+    return (t < other_t) | ((t == other_t) & (v < other_v))
+
+
+@njit(cache=True, inline="always")
+def _sift_down(heap, size, i, time, value):  # pragma: no cover - compiled
+    """Place event (time, value) in the 4-ary heap from the hole at node ``i`` downwards;
+    events are ordered by (time, value), and no two events have the same value."""
     while True:
         child = 4 * i + 1
         if child >= size:
             break
-        best = child
-        for c in range(child + 1, min(child + 4, size)):
-            if ht[c] < ht[best] or (ht[c] == ht[best] and hv[c] < hv[best]):
-                best = c
-        if not (ht[best] < time or (ht[best] == time and hv[best] < value)):
+        at = 2 * (child + ROOT)
+        best, best_time, best_value = child, heap[at], heap[at + 1]
+        if child + 3 < size:  # four children: two pairs, then their winners
+            t1, v1 = heap[at + 2], heap[at + 3]
+            t2, v2 = heap[at + 4], heap[at + 5]
+            t3, v3 = heap[at + 6], heap[at + 7]
+            first = _earlier(t1, v1, best_time, best_value)
+            best = child + 1 if first else child
+            best_time = t1 if first else best_time
+            best_value = v1 if first else best_value
+            third = _earlier(t3, v3, t2, v2)
+            other = child + 3 if third else child + 2
+            other_time = t3 if third else t2
+            other_value = v3 if third else v2
+            second = _earlier(other_time, other_value, best_time, best_value)
+            best = other if second else best
+            best_time = other_time if second else best_time
+            best_value = other_value if second else best_value
+        else:
+            for c in range(child + 1, size):
+                t, v = heap[2 * (c + ROOT)], heap[2 * (c + ROOT) + 1]
+                earlier = _earlier(t, v, best_time, best_value)
+                best = c if earlier else best
+                best_time = t if earlier else best_time
+                best_value = v if earlier else best_value
+        if not _earlier(best_time, best_value, time, value):
             break
-        ht[i], hs[i], hv[i] = ht[best], hs[best], hv[best]
+        _put(heap, i, best_time, best_value)
         i = best
-    ht[i], hs[i], hv[i] = time, seq, value
+    _put(heap, i, time, value)
 
 
 @njit(cache=True, inline="always")
-def _push(ht, hs, hv, counters, time, value):  # pragma: no cover - compiled
-    """Add an event; ties run in insertion order. The first event pushed while handling
-    another takes the handled event's place at the root (one sift instead of two)."""
-    seq = counters[1]
-    counters[1] += 1
-    if counters[5]:
-        counters[5] = 0
-        _sift_down(ht, hs, hv, counters[0], 0, time, seq, value)
+def _push(heap, counters, time, value):  # pragma: no cover - compiled
+    """Add an event. The first event pushed while handling another takes the handled event's
+    place at the root (one sift instead of two)."""
+    if counters[4]:
+        counters[4] = 0
+        _sift_down(heap, counters[0], 0, time, value)
         return
     i = counters[0]
     counters[0] += 1
     while i > 0:
         parent = (i - 1) >> 2
-        if not (time < ht[parent] or (time == ht[parent] and value < hv[parent])):
+        t, v = heap[2 * (parent + ROOT)], heap[2 * (parent + ROOT) + 1]
+        if not _earlier(time, value, t, v):
             break
-        ht[i], hs[i], hv[i] = ht[parent], hs[parent], hv[parent]
+        _put(heap, i, t, v)
         i = parent
-    ht[i], hs[i], hv[i] = time, seq, value
+    _put(heap, i, time, value)
 
 
 @njit(cache=True, inline="always")
-def _append(head, tail, p_next, queue, p):  # pragma: no cover - compiled
-    """Put packet ``p`` last in ``queue`` (a buffer's waiting packets, a resource's packets
-    in flight): a packet is in one queue at a time, so one ``p_next`` links them all."""
-    p_next[p] = -1
-    if tail[queue] < 0:
-        head[queue] = p
+def _append(queues, head, packet_ids, q, p):  # pragma: no cover - compiled
+    """Put packet ``p`` last in queue ``q`` (a buffer's waiting packets, a resource's packets
+    in flight; columns ``head``, ``head + 1``): a packet is in one queue at a time, so one
+    ``P_NEXT`` links them all."""
+    packet_ids[p, P_NEXT] = -1
+    if queues[q, head + 1] < 0:
+        queues[q, head] = p
     else:
-        p_next[tail[queue]] = p
-    tail[queue] = p
+        packet_ids[queues[q, head + 1], P_NEXT] = p
+    queues[q, head + 1] = p
 
 
 @njit(cache=True, inline="always")
-def _settle(ht, hs, hv, counters):  # pragma: no cover - compiled
+def _settle(heap, counters):  # pragma: no cover - compiled
     """Remove the handled root event if no new event replaced it."""
-    if counters[5]:
-        counters[5] = 0
+    if counters[4]:
+        counters[4] = 0
         size = counters[0] - 1
         counters[0] = size
         if size > 0:
-            _sift_down(ht, hs, hv, size, 0, ht[size], hs[size], hv[size])
+            _sift_down(heap, size, 0, heap[2 * (size + ROOT)], heap[2 * (size + ROOT) + 1])
 
 
-@njit(cache=True)
-def _advance(  # pragma: no cover - compiled
-    budget,
-    stream,
-    size,
-    gap,
-    release,
-    window,
-    packets,
-    indptr,
-    indices,
-    buffer_of_entry,
-    place,
-    capacity,
-    leaves_switch,
-    packet_bytes,
-    buffer_bytes,
-    router_delay,
-    nic_delay,
-    until,
-    start,
-    end,
-    delivered,
-    arrived,
-    injected,
-    occupancy,
-    head,
-    tail,
-    link_free,
-    f_head,
-    f_tail,
-    p_req,
-    p_entry,
-    p_bytes,
-    p_time,
-    p_next,
-    free,
-    ht,
-    hs,
-    hv,
-    work,
-    counters,
-):
+@njit(**COMPILED)
+def _advance(budget, fixed, state):  # pragma: no cover - compiled
     """Process up to ``budget`` events; the number processed."""
-    n = len(stream)
+    size, packets, indptr, entry = fixed.size, fixed.packets, fixed.indptr, fixed.entry
+    packet_bytes, buffer_bytes = fixed.packet_bytes, fixed.buffer_bytes
+    buffer, buffer_ids, link, link_ids = state.buffer, state.buffer_ids, state.link, state.link_ids
+    packet, packet_ids, free, heap = state.packet, state.packet_ids, state.free, state.heap
+    work, counters = state.work, state.counters
     done = 0
     while done < budget and counters[0] > 0:
-        if ht[0] > until:
+        now = heap[2 * ROOT]
+        if now > fixed.until:
             break
-        now, value = ht[0], hv[0]
-        counters[5] = 1  # the root is handled; the first push replaces it (_push)
+        value = np.int64(heap[2 * ROOT + 1])
+        counters[4] = 1  # the root is handled; the first push replaces it (_push)
         done += 1
         todo = 0  # buffers whose queue may move
         if value & 1:  # a message reaches its NIC's queue
             k = value >> 1
             if indptr[k] == indptr[k + 1]:  # no resource to cross: done at once
-                end[k] = now
-                delivered[k] = size[k]
-                _next_request(
-                    k, now, n, stream, gap, release, window, nic_delay, start, ht, hs, hv, counters
-                )
-                _settle(ht, hs, hv, counters)
+                state.end[k] = now
+                state.delivered[k] = size[k]
+                _next_request(k, now, fixed, state)
+                _settle(heap, counters)
                 continue
-            if counters[2] == 0:
+            if counters[1] == 0:
                 return -1  # the pool bound was wrong: refuse rather than corrupt state
-            counters[2] -= 1
-            p = free[counters[2]]
-            p_req[p], p_entry[p] = k, -1
-            b = buffer_of_entry[indptr[k]]
-            _append(head, tail, p_next, b, p)
+            counters[1] -= 1
+            counters[3] = max(counters[3], len(free) - counters[1])
+            p = free[counters[1]]
+            packet_ids[p, P_REQ], packet_ids[p, P_ENTRY] = k, -1
+            b = entry[indptr[k], 1]
+            _append(buffer_ids, B_HEAD, packet_ids, b, p)
             work[todo] = b
             todo += 1
         else:  # the first packet in flight on resource r reaches its end
             r = value >> 1
-            p = f_head[r]
-            f_head[r] = p_next[p]
-            if f_head[r] < 0:
-                f_tail[r] = -1
+            p = link_ids[r, L_HEAD]
+            following = packet_ids[p, P_NEXT]
+            link_ids[r, L_HEAD] = following
+            if following < 0:
+                link_ids[r, L_HEAD + 1] = -1
             else:  # the next one on r arrives later (FIFO, so its time is not earlier)
-                _push(ht, hs, hv, counters, p_time[f_head[r]], 2 * r)
-            k = p_req[p]
-            entry = p_entry[p]
-            released = buffer_of_entry[entry]
-            if place[entry] & LAST:  # delivered: the last buffer drains at once
-                occupancy[released] -= p_bytes[p]
-                if head[released] >= 0:
+                _push(heap, counters, packet[following, P_TIME], 2 * r)
+            k = packet_ids[p, P_REQ]
+            e = packet_ids[p, P_ENTRY]
+            released = entry[e, 1]
+            if entry[e, 3]:  # delivered: the last buffer drains at once
+                nbytes = packet[p, P_BYTES]
+                buffer[released, B_BYTES] -= nbytes
+                if buffer_ids[released, B_HEAD] >= 0:
                     work[todo] = released
                     todo += 1
-                delivered[k] += p_bytes[p]
-                arrived[k] += 1
-                free[counters[2]] = p
-                counters[2] += 1
-                if arrived[k] == packets[k]:
-                    end[k] = now
-                    _next_request(
-                        k,
-                        now,
-                        n,
-                        stream,
-                        gap,
-                        release,
-                        window,
-                        nic_delay,
-                        start,
-                        ht,
-                        hs,
-                        hv,
-                        counters,
-                    )
+                state.delivered[k] += nbytes
+                state.arrived[k] += 1
+                free[counters[1]] = p
+                counters[1] += 1
+                if state.arrived[k] == packets[k]:
+                    state.end[k] = now
+                    _next_request(k, now, fixed, state)
             else:  # wait for room in the next buffer, holding this one
-                p_entry[p] += 1
-                b = buffer_of_entry[entry + 1]
-                _append(head, tail, p_next, b, p)
+                packet_ids[p, P_ENTRY] = e + 1
+                b = entry[e + 1, 1]
+                _append(buffer_ids, B_HEAD, packet_ids, b, p)
                 work[todo] = b
                 todo += 1
         # admit waiting packets wherever room appeared; each admission frees the buffer its
@@ -450,75 +472,73 @@ def _advance(  # pragma: no cover - compiled
         while todo > 0:
             todo -= 1
             b = work[todo]
-            while head[b] >= 0:
-                p = head[b]
-                k = p_req[p]
-                if p_entry[p] < 0:  # cut the NIC's next packet of the message
-                    nbytes = size[k] - injected[k] * packet_bytes
+            while buffer_ids[b, B_HEAD] >= 0:
+                p = buffer_ids[b, B_HEAD]
+                k = packet_ids[p, P_REQ]
+                e = packet_ids[p, P_ENTRY]
+                if e < 0:  # cut the NIC's next packet of the message
+                    nbytes = size[k] - state.injected[k] * packet_bytes
                     if nbytes > packet_bytes:
                         nbytes = packet_bytes
                 else:
-                    nbytes = p_bytes[p]
-                if occupancy[b] + nbytes > buffer_bytes and occupancy[b] > 0.0:
+                    nbytes = packet[p, P_BYTES]
+                held_bytes = buffer[b, B_BYTES]
+                if held_bytes + nbytes > buffer_bytes and held_bytes > 0.0:
                     break
-                occupancy[b] += nbytes
-                if p_entry[p] < 0:
-                    injected[k] += 1
-                    if injected[k] < packets[k]:  # the rest of the message stays first in line
-                        if counters[2] == 0:
+                buffer[b, B_BYTES] = held_bytes + nbytes
+                following = packet_ids[p, P_NEXT]
+                if e < 0:
+                    state.injected[k] += 1
+                    if state.injected[k] < packets[k]:  # the rest stays first in line
+                        if counters[1] == 0:
                             return -1
-                        counters[2] -= 1
-                        q = free[counters[2]]
-                        p_req[q], p_entry[q], p_next[q] = k, -1, p_next[p]
-                        head[b] = q
-                        if tail[b] == p:
-                            tail[b] = q
-                    else:
-                        head[b] = p_next[p]
-                        if head[b] < 0:
-                            tail[b] = -1
-                    p_entry[p] = indptr[k]
-                    p_bytes[p] = nbytes
+                        counters[1] -= 1
+                        counters[3] = max(counters[3], len(free) - counters[1])
+                        q = free[counters[1]]
+                        packet_ids[q, P_REQ], packet_ids[q, P_ENTRY] = k, -1
+                        packet_ids[q, P_NEXT] = following
+                        following = q
+                        if buffer_ids[b, B_HEAD + 1] == p:
+                            buffer_ids[b, B_HEAD + 1] = q
+                    e = indptr[k]
+                    packet_ids[p, P_ENTRY] = e
+                    packet[p, P_BYTES] = nbytes
+                buffer_ids[b, B_HEAD] = following
+                if following < 0:
+                    buffer_ids[b, B_HEAD + 1] = -1
+                r = entry[e, 0]
+                leave = max(now, link[r, L_FREE])
+                if nbytes == packet_bytes:
+                    busy_until = leave + link[r, L_FULL]
                 else:
-                    head[b] = p_next[p]
-                    if head[b] < 0:
-                        tail[b] = -1
-                entry = p_entry[p]
-                r = indices[entry]
-                leave = max(now, link_free[r])
-                link_free[r] = leave + nbytes / capacity[r]
-                arrive = link_free[r]
-                arrive += router_delay * leaves_switch[r]
-                p_time[p] = arrive
-                if f_tail[r] < 0:  # r's first packet in flight: the heap holds its arrival
-                    _push(ht, hs, hv, counters, arrive, 2 * r)
-                _append(f_head, f_tail, p_next, r, p)
-                if not place[entry] & FIRST:
-                    held = buffer_of_entry[entry - 1]
-                    occupancy[held] -= nbytes
-                    if head[held] >= 0:  # someone waits for the credit
+                    busy_until = leave + nbytes / state.capacity[r]
+                link[r, L_FREE] = busy_until
+                arrive = busy_until + link[r, L_DELAY]
+                packet[p, P_TIME] = arrive
+                if link_ids[r, L_HEAD + 1] < 0:  # r's first packet in flight: its arrival
+                    _push(heap, counters, arrive, 2 * r)  # is the heap's event for r
+                _append(link_ids, L_HEAD, packet_ids, r, p)
+                held = entry[e, 2]
+                if held >= 0:
+                    buffer[held, B_BYTES] -= nbytes
+                    if buffer_ids[held, B_HEAD] >= 0:  # someone waits for the credit
                         work[todo] = held
                         todo += 1
-        _settle(ht, hs, hv, counters)
-        in_use = len(free) - counters[2]
-        if in_use > counters[4]:
-            counters[4] = in_use
-    counters[3] += done
+        _settle(heap, counters)
+    counters[2] += done
     return done
 
 
-@njit(cache=True)
-def _next_request(
-    k, now, n, stream, gap, release, window, nic_delay, start, ht, hs, hv, counters
-):  # pragma: no cover - compiled
+@njit(**COMPILED)
+def _next_request(k, now, fixed, state):  # pragma: no cover - compiled
     """Issue the stream's next request after request ``k`` completed at ``now``."""
     nxt = k + 1
-    if nxt >= n or stream[nxt] != stream[k]:
+    if nxt >= len(fixed.stream) or fixed.stream[nxt] != fixed.stream[k]:
         return
-    issue = now + gap[nxt]
-    if release[nxt] > issue:
-        issue = release[nxt]
-    if window[nxt] > 0 and start[k] + window[nxt] > issue:
-        issue = start[k] + window[nxt]
-    start[nxt] = issue
-    _push(ht, hs, hv, counters, issue + nic_delay, 2 * nxt + 1)
+    issue = now + fixed.gap[nxt]
+    if fixed.release[nxt] > issue:
+        issue = fixed.release[nxt]
+    if fixed.window[nxt] > 0 and state.start[k] + fixed.window[nxt] > issue:
+        issue = state.start[k] + fixed.window[nxt]
+    state.start[nxt] = issue
+    _push(state.heap, state.counters, issue + fixed.nic_delay, 2 * nxt + 1)

@@ -184,3 +184,29 @@ def test_bad_routes_and_channels_are_refused() -> None:
         simulate(requests([[0, 3]], [P]), [ONE, ONE], settings())
     with pytest.raises(ValueError, match="one virtual channel"):
         simulate(requests([[0]], [P]), [ONE], settings(), vcs=np.array([0, 1]))
+
+
+def test_the_event_heap_orders_by_time_then_event() -> None:
+    # the compiled loop's 4-ary heap against a sorted list: many tied times (resolved by the
+    # event's value), events pushed while another is handled taking the root's place
+    from burstlake.replay.packet import ROOT, _push, _settle, _table
+
+    rng = np.random.default_rng(7)
+    heap, counters = _table(ROOT + 2000, 4)[0].reshape(-1), np.zeros(5, np.int64)
+    expected, popped, values = [], [], iter(rng.permutation(10_000).astype(float))
+    for _ in range(400):
+        event = (float(rng.integers(0, 20)), next(values))
+        _push(heap, counters, *event)
+        expected.append(event)
+    while counters[0] > 0:
+        root = (heap[2 * ROOT], heap[2 * ROOT + 1])
+        popped.append(root)
+        expected.remove(root)
+        assert root < min(expected, default=(np.inf, 0.0))
+        counters[4] = 1  # handling the root: the first push replaces it
+        for _ in range(rng.integers(0, 3) if len(popped) < 300 else 0):
+            event = (root[0] + float(rng.integers(0, 5)), next(values))
+            _push(heap, counters, *event)
+            expected.append(event)
+        _settle(heap, counters)
+    assert not expected and len(popped) >= 400
