@@ -47,6 +47,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, NamedTuple
 
+import numba.core.cpu
 import numpy as np
 from numba import njit
 
@@ -296,7 +297,11 @@ def _table(rows: int, width: int) -> tuple[np.ndarray, np.ndarray]:
 # The loop allocates nothing, so it runs without Numba's reference counting (``_nrt=False``):
 # otherwise every array taken from the state tuple costs atomic increments and decrements in
 # the loop (half its time); and without division-by-zero checks (capacities are positive).
-COMPILED = {"cache": True, "error_model": "numpy", "_nrt": False}
+# ``_nrt`` is Numba's own (not public) option: where a Numba lacks it the loop keeps the
+# reference counting, slower by about half, with the same results.
+COMPILED = {"cache": True, "error_model": "numpy"} | (
+    {"_nrt": False} if hasattr(numba.core.cpu.CPUTargetOptions, "_nrt") else {}
+)
 ROOT = 3  # the heap's root: node i sits at 2 (i + ROOT)
 B_BYTES, B_HEAD = 0, 2  # buffer: bytes charged (float64), first waiting packet (int32), last
 L_FREE, L_FULL, L_DELAY, L_HEAD = 0, 1, 2, 6  # resource: free at, a full packet's time, delay
