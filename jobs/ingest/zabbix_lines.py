@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 LOG = logging.getLogger(__name__)
 BLOCK_BYTES = 16 << 20  # text decoded per pass-1 step
 HISTORY_COLUMNS = ("itemid", "clock", "value")  # required in DB-shape headers; ns optional
-RAW = "raw"  # folder of the spill holding every block's bytes, named by its first line number
+RAW = "raw"  # spill folder: each block's bytes (zstd), named by its first line number
 
 
 # ------------------------------------------------------------------ reading lines
@@ -472,7 +472,8 @@ def spilled_lines(spill: Path) -> Iterator[pa.Table]:
     """The file's blocks as pass 1 read them (:func:`_lines`: ``line_no``, ``line``), from the
     bytes it kept in the spill, in order."""
     for path in sorted((spill / RAW).iterdir()):
-        yield _lines(path.read_bytes(), int(path.name))
+        with pa.input_stream(path, compression="zstd") as kept:
+            yield _lines(kept.read(), int(path.name))
 
 
 def quoted(path: Path) -> str:
@@ -508,7 +509,8 @@ def pass_one(
     try:
         for n, block in enumerate(_blocks(_bytes(path, context.progress))):
             lines = _lines(block, first)
-            (spill / RAW / f"{first:012d}").write_bytes(block)
+            with pa.output_stream(spill / RAW / f"{first:012d}", compression="zstd") as out:
+                out.write(block)
             first += lines.num_rows
             records, rejects = state.block(n, block, lines)
             yield Batch({}, records, rejects)
