@@ -102,7 +102,6 @@ NODE_BUCKETS = 16  # node_io contributions per day: pass 2 recomputes one day of
 DAY_S = 86_400
 STATE_TABLE = "zabbix_samples"
 SOURCE_NAME = "zabbix"
-REJECTS_PER_BATCH = 50_000
 
 
 @dataclass(frozen=True)
@@ -562,13 +561,17 @@ def _duplicate_batches(con: duckdb.DuckDBPyConnection, spill: Path) -> Iterator[
     """The duplicate samples as rejects, with their lines (kept in the spill by pass 1)."""
     if not con.execute("SELECT count(*) FROM duplicates").fetchone()[0]:
         return
-    lines = _quoted(spill / zabbix_lines.RAW / "*.parquet")
-    result = con.execute(
-        "SELECT line_no, raw, first_file, first_line, same, "
-        "rtrim(rtrim(CAST(kept AS VARCHAR), '0'), '.') "
-        f"FROM duplicates JOIN read_parquet('{lines}') USING (line_no) ORDER BY line_no"
-    )
-    while rows := result.fetchmany(REJECTS_PER_BATCH):
+    for lines in zabbix_lines.spilled_lines(spill):  # a block's duplicates at a time
+        numbers = lines.column("line_no")
+        rows = con.execute(
+            "SELECT line_no, first_file, first_line, same, "
+            "rtrim(rtrim(CAST(kept AS VARCHAR), '0'), '.') "
+            "FROM duplicates WHERE line_no BETWEEN ? AND ? ORDER BY line_no",
+            [numbers[0].as_py(), numbers[-1].as_py()],
+        ).fetchall()
+        if not rows:
+            continue
+        texts = zabbix_lines.taken(lines, [row[0] for row in rows]).column("line").to_pylist()
         rejects = [
             Reject(
                 f"line {n}",
@@ -576,7 +579,7 @@ def _duplicate_batches(con: duckdb.DuckDBPyConnection, spill: Path) -> Iterator[
                 f"duplicate sample of {f'{first_file} ' if first_file else ''}line {first}"
                 + ("" if same else f" with another value (kept {kept})"),
             )
-            for n, raw, first_file, first, same, kept in rows
+            for (n, first_file, first, same, kept), raw in zip(rows, texts, strict=True)
         ]
         yield Batch({}, 0, rejects)
 

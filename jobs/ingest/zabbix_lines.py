@@ -25,7 +25,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
-import pyarrow.parquet as pq
 
 from burstlake.jobs.ingest import inputs
 from burstlake.jobs.ingest.base import Batch, ParseContext, Reject, UnusableInput
@@ -37,7 +36,7 @@ if TYPE_CHECKING:
 LOG = logging.getLogger(__name__)
 BLOCK_BYTES = 16 << 20  # text decoded per pass-1 step
 HISTORY_COLUMNS = ("itemid", "clock", "value")  # required in DB-shape headers; ns optional
-RAW = "raw"  # folder of the spill holding every block's lines (line_no, raw) as Parquet
+RAW = "raw"  # spill folder: each block's bytes (zstd), named by its first line number
 
 
 # ------------------------------------------------------------------ reading lines
@@ -177,8 +176,16 @@ def _members(data: bytes, lines: pa.Table, threads: bool = False) -> pa.Table | 
         fields[name] = _as_text(table.column(name), name) if name in table.column_names else absent
     if any(column is None for column in fields.values()):
         return None
+    length = pc.cast(pc.binary_length(lines.column("line")), pa.int64())
+    plain = pa.chunked_array([pa.array(np.zeros(rows, dtype=bool))])  # _plain_utf8 held
     return pa.table(
-        {"line_no": lines.column("line_no"), "line": lines.column("line"), "bad": absent, **fields}
+        {
+            "line_no": lines.column("line_no"),
+            "line_len": length,
+            "replaced": plain,
+            "bad": absent,
+            **fields,
+        }
     )
 
 
@@ -189,7 +196,7 @@ def _members(data: bytes, lines: pa.Table, threads: bool = False) -> pa.Table | 
 # DuckDB's JSON functions line by line (_JSON_MEMBERS) or by pyarrow's JSON reader for a whole
 # block (:func:`_members`), then _NDJSON_FIELDS.
 _JSON_MEMBERS = """
-SELECT line_no, line,
+SELECT line_no, strlen(line) AS line_len, contains(line, chr(65533)) AS replaced,
        CASE WHEN trim(line, ' ' || chr(9)) = '' THEN 'empty line'
             WHEN NOT json_valid(line) THEN 'not valid JSON (truncated line?)'
             WHEN json_type(line) <> 'OBJECT' THEN 'not a JSON object' END AS bad,
@@ -204,14 +211,14 @@ FROM (
 """
 
 _NDJSON_FIELDS = """
-SELECT line_no, line, bad,
+SELECT line_no, line_len, replaced, bad,
        coalesce(host_host, CASE WHEN NOT starts_with(host_any, '{{') THEN host_any END) AS host,
        itemid, name, key_, clock, ns, value, type
 FROM ({members})
 """
 
 _DELIMITED = """
-SELECT line_no, line,
+SELECT line_no, strlen(line) AS line_len, contains(line, chr(65533)) AS replaced,
        CASE WHEN trim(line, ' ' || chr(9)) = '' THEN 'empty line'
             WHEN len(f) <> {width} THEN 'expected {width} fields ({header}), found ' || len(f)
        END AS bad,
@@ -249,10 +256,10 @@ mapped AS (
     LEFT JOIN mapping k ON k.match = 'key' AND k.ident = r.item_key
     LEFT JOIN mapping n ON n.match = 'name' AND n.ident = r.item_name
 )
-SELECT line_no, line,
-    CASE WHEN strlen(line) > $max_line THEN $too_long
+SELECT line_no,
+    CASE WHEN line_len > $max_line THEN $too_long
          WHEN bad IS NOT NULL THEN bad
-         WHEN contains(line, chr(65533)) THEN $not_utf8
+         WHEN replaced THEN $not_utf8
          WHEN clock IS NULL THEN 'no clock'
          WHEN value IS NULL THEN 'no value'
          WHEN value_type IS NOT NULL AND value_type NOT IN ('0', '3') THEN
@@ -373,7 +380,7 @@ class _Spill:
             con.register("members", members)
             con.execute(f"CREATE OR REPLACE TEMP TABLE decoded AS {self.fast}", self.params)
             con.unregister("members")
-            self._recheck()
+            self._recheck(lines)
         self._learn_hosts()
         con.execute(
             "UPDATE decoded SET reason = m.reason FROM hostmap m "
@@ -386,32 +393,35 @@ class _Spill:
             "FROM decoded d JOIN hostmap m USING (host) WHERE d.reason IS NULL) "
             f"TO '{part}' (FORMAT parquet, COMPRESSION zstd, PARTITION_BY (bucket))"
         )
-        (self.root / RAW).mkdir(exist_ok=True)
-        raw = lines.rename_columns(["line_no", "raw"])
-        path = self.root / RAW / f"{n:06d}.parquet"
-        pq.write_table(raw, path, compression="lz4", use_dictionary=False)
-        rows = con.execute(
-            "SELECT line_no, line, reason FROM decoded WHERE reason IS NOT NULL "
-            f"AND reason <> '{IGNORE}' ORDER BY line_no"
-        ).fetchall()
+        numbers, reasons = self._rejected()
+        texts = taken(lines, numbers).column("line").to_pylist()
         self.ignored += con.execute(
             f"SELECT count(*) FROM decoded WHERE reason = '{IGNORE}'"
         ).fetchone()[0]
-        return lines.num_rows, [Reject(f"line {no}", line, reason) for no, line, reason in rows]
+        return lines.num_rows, [
+            Reject(f"line {no}", text, reason)
+            for no, text, reason in zip(numbers, texts, reasons, strict=True)
+        ]
 
-    def _recheck(self) -> None:
+    def _rejected(self) -> tuple[list[int], list[str]]:
+        """The line numbers and reasons of the block's rejects (ignored items aside), in order.
+        ``decoded`` holds no line text: a reject's line is taken from the block (:func:`taken`)."""
+        rows = self.con.execute(
+            "SELECT line_no, reason FROM decoded WHERE reason IS NOT NULL "
+            f"AND reason <> '{IGNORE}' ORDER BY line_no"
+        ).fetchall()
+        return [no for no, _ in rows], [reason for _, reason in rows]
+
+    def _recheck(self, lines: pa.Table) -> None:
         """The lines the fast path rejects (other than ignored items) classified again line by
         line: their reasons quote the input as DuckDB's JSON functions read it."""
         con = self.con
-        rejected = f"reason IS NOT NULL AND reason <> '{IGNORE}'"
-        if not con.execute(f"SELECT count(*) FROM decoded WHERE {rejected}").fetchone()[0]:
+        numbers, _ = self._rejected()
+        if not numbers:
             return
-        con.execute(
-            f"CREATE OR REPLACE TEMP VIEW lines AS SELECT line_no, line FROM decoded "
-            f"WHERE {rejected}"
-        )
+        con.register("lines", taken(lines, numbers))
         con.execute(f"CREATE OR REPLACE TEMP TABLE rechecked AS {self.classify}", self.params)
-        con.execute("DROP VIEW lines")
+        con.unregister("lines")
         con.execute("DELETE FROM decoded WHERE line_no IN (SELECT line_no FROM rechecked)")
         con.execute("INSERT INTO decoded SELECT * FROM rechecked")
 
@@ -450,6 +460,22 @@ class _Spill:
         self.con.unregister("new_hosts")
 
 
+def taken(lines: pa.Table, numbers: list[int]) -> pa.Table:
+    """The rows of a block's ``lines`` (numbered consecutively) with these line numbers."""
+    if not numbers:
+        return lines.slice(0, 0)
+    first = lines.column("line_no")[0].as_py()
+    return lines.take(pc.subtract(pa.array(numbers, pa.int64()), first))
+
+
+def spilled_lines(spill: Path) -> Iterator[pa.Table]:
+    """The file's blocks as pass 1 read them (:func:`_lines`: ``line_no``, ``line``), from the
+    bytes it kept in the spill, in order."""
+    for path in sorted((spill / RAW).iterdir()):
+        with pa.input_stream(path, compression="zstd") as kept:
+            yield _lines(kept.read(), int(path.name))
+
+
 def quoted(path: Path) -> str:
     return str(path).replace("'", "''")
 
@@ -477,11 +503,14 @@ def pass_one(
         "too_long": inputs.LINE_TOO_LONG,
         "not_utf8": inputs.NOT_UTF8,
     }
+    (spill / RAW).mkdir()
     state = _Spill(con, spill, settings.hosts, params, bucket_sql, settings.threads > 1)
     first = 1
     try:
         for n, block in enumerate(_blocks(_bytes(path, context.progress))):
             lines = _lines(block, first)
+            with pa.output_stream(spill / RAW / f"{first:012d}", compression="zstd") as out:
+                out.write(block)
             first += lines.num_rows
             records, rejects = state.block(n, block, lines)
             yield Batch({}, records, rejects)
