@@ -109,7 +109,9 @@ class Machine:
         i = self.inputs
         size = SystemSize.of(i["topology"], i["node_io"])
         result = interval_metrics(i["node_io"], i["topology"], size, self.settings)
-        self.per_level = {"cabinet": self.keep(result.cabinets), "ion": self.keep(result.ions)}
+        # not kept: a cached frame is computed by a plan of its own, which would scan node_io
+        # again; the loads read node_io once each instead (cheaper than building the caches)
+        self.per_level = {"cabinet": result.cabinets, "ion": result.ions}
         return self.keep(result.metrics)
 
     def load(self, level: str) -> DataFrame:
