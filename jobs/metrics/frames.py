@@ -35,6 +35,12 @@ def read(spark: SparkSession, lake: str | os.PathLike, table: str) -> DataFrame:
     return spark.read.schema(columns).parquet(*(str(path) for path in files))
 
 
+def stored(lake: str | os.PathLike, table: str) -> bool:
+    """Whether the read version of ``table`` has any file (a lake without Darshan logs has
+    none): steps over a table without files can be skipped without a Spark job."""
+    return bool(table_layout(lake, table)[0])
+
+
 def to_arrow(frame: DataFrame, table: str) -> pa.Table:
     """Collect a result with exactly the columns of ``table``'s contract, in key order."""
     table_spec = spec(table)
