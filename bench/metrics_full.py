@@ -2,7 +2,7 @@
 
 1. Synthesize a ``tianhe1a`` lake (``BURSTLAKE_BENCH_DAYS``, default the preset's 24 days).
 2. ``burstlake metrics`` on it (Spark local mode, every metrics table): wall time, node_io
-   rows/s, peak memory of the process tree (driver + JVM), CPU seconds.
+   rows/s, peak memory of the process tree (driver + JVM).
 3. The DuckDB headline figures (``jobs/metrics/headline_sql.py``) on the same lake: wall
    time, rows/s, peak memory; and whether both paths agree.
 
@@ -53,9 +53,9 @@ def main() -> Path:
         node_io = sql(lake, "SELECT count(*) AS n FROM node_io")["n"][0].as_py()
         cli = str(Path(sys.executable).parent / "burstlake")
         spark_load = [load()]
-        spark_s, spark_cpu, spark_mb, _ = measure([cli, "metrics", "--lake", lake])
+        spark_s, _, spark_mb, _ = measure([cli, "metrics", "--lake", lake])
         spark_load.append(load())
-        duck_s, duck_cpu, duck_mb, out = measure([sys.executable, "-c", HEADLINE.format(lake=lake)])
+        duck_s, _, duck_mb, out = measure([sys.executable, "-c", HEADLINE.format(lake=lake)])
         duck_load = [spark_load[1], load()]
         duck = json.loads(out.strip().splitlines()[-1])
         summary = sql(lake, "SELECT figure, value FROM platform_summary").to_pylist()
@@ -71,14 +71,12 @@ def main() -> Path:
         "synth_s": synth_s,
         "spark": {
             "wall_s": spark_s,
-            "cpu_s": spark_cpu,
             "rows_per_s": node_io / spark_s,
             "peak_rss_mb": spark_mb,
             "load_before_after": spark_load,
         },
         "duckdb_headline": {
             "wall_s": duck_s,
-            "cpu_s": duck_cpu,
             "rows_per_s": node_io / duck_s,
             "peak_rss_mb": duck_mb,
             "load_before_after": duck_load,
