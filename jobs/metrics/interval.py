@@ -37,11 +37,7 @@ class SystemSize:
 
 
 def active_traffic(node_io: DataFrame, topology: DataFrame) -> DataFrame:
-    """Node-intervals that moved bytes, with the node's cabinet and ION, hash-partitioned by
-    ``ts``: every aggregation and ranking of :func:`interval_metrics` is per interval, so none
-    shuffles again. Each branch still scans node_io: column pruning gives each its own
-    projection below this shuffle, so Spark does not reuse it (README, "Where the Spark
-    metrics time goes")."""
+    """Node-intervals that moved bytes, with the node's cabinet and ION."""
     read = F.coalesce(F.col("read_bytes"), F.lit(0))
     write = F.coalesce(F.col("write_bytes"), F.lit(0))
     place = F.broadcast(topology.select("node", "cabinet", "ion"))
@@ -56,7 +52,6 @@ def active_traffic(node_io: DataFrame, topology: DataFrame) -> DataFrame:
         )
         .where(F.col("io") > 0)
         .join(place, "node", "left")
-        .repartition("ts")
     )
 
 
