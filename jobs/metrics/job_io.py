@@ -177,11 +177,11 @@ def per_job(node_bytes: DataFrame) -> DataFrame:
 @dataclass(frozen=True)
 class JobIO:
     """The job_io_metrics rows, the job × node bytes behind them (for app divergence) and the
-    job × interval traffic (for the I/O phases)."""
+    job × interval traffic of the intervals in an I/O phase (for the io_phases table)."""
 
     metrics: DataFrame
     node_bytes: DataFrame
-    per_interval: DataFrame  # job × interval traffic (:func:`job_interval_traffic`)
+    per_interval: DataFrame  # job × interval traffic in I/O phases (:func:`in_io_phase`)
 
 
 def characteristics(
@@ -236,6 +236,8 @@ def job_io_metrics(
     alloc = allocations(jobs, job_nodes, topology)
     joined = job_intervals(alloc, node_traffic(node_io), settings.time_bucket_s)
     node_bytes = job_node_bytes(joined)
-    per_interval = job_interval_traffic(joined)
+    # only the intervals in an I/O phase count for io_phase_s and the io_phases table: the
+    # kept frame holds those, not every job × interval with traffic (node_io-sized)
+    per_interval = job_interval_traffic(joined).where(in_io_phase(settings))
     jobs_io = join_on_job(per_job(node_bytes), io_phases(per_interval, settings), "left")
     return JobIO(characteristics(jobs_io, nodes_per_cabinet, settings), node_bytes, per_interval)

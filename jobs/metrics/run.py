@@ -109,7 +109,9 @@ class Machine:
         i = self.inputs
         size = SystemSize.of(i["topology"], i["node_io"])
         result = interval_metrics(i["node_io"], i["topology"], size, self.settings)
-        self.per_level = {"cabinet": self.keep(result.cabinets), "ion": self.keep(result.ions)}
+        # not kept: a cached frame is computed by a plan of its own, which would scan node_io
+        # again; the loads read node_io once each instead (cheaper than building the caches)
+        self.per_level = {"cabinet": result.cabinets, "ion": result.ions}
         return self.keep(result.metrics)
 
     def load(self, level: str) -> DataFrame:
@@ -138,16 +140,20 @@ class Pipeline:
         """Set up the input frames; build it inside a ``lake.run`` so they share one snapshot."""
         self.spark, self.lake, self.settings = spark, lake_path(lake), settings
         self.inputs = {name: frames.read(spark, self.lake, name) for name in INPUTS}
-        self.inputs["darshan_jobs"], self.inputs["darshan_rank_io"] = with_clusters(
-            self.inputs["darshan_jobs"], self.inputs["darshan_rank_io"], self.inputs["jobs"]
-        )
+        # without Darshan logs there is nothing to place: no Spark job for them
+        self.darshan = frames.stored(self.lake, "darshan_jobs")
+        if self.darshan:
+            self.inputs["darshan_jobs"], self.inputs["darshan_rank_io"] = with_clusters(
+                self.inputs["darshan_jobs"], self.inputs["darshan_rank_io"], self.inputs["jobs"]
+            )
 
     def machines(self) -> list[lakes.Cluster]:
         """The lake's machines; an empty lake is one unnamed machine without rows (its tables
         are those of an empty lake, as before)."""
         found = lakes.clusters(self.lake) or [lakes.Cluster(self.lake, None)]
         belongs = " OR ".join(machine.sql() for machine in found)
-        outside = self.inputs["darshan_jobs"].where(f"NOT coalesce({belongs}, false)").count()
+        logs = self.inputs["darshan_jobs"]
+        outside = self.darshan and logs.where(f"NOT coalesce({belongs}, false)").count()
         if outside:
             log.warning(
                 "%d Darshan logs belong to no machine of the lake (%s): they are in no "
