@@ -21,11 +21,16 @@ import psutil
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
+def load_average() -> float:
+    """The machine's 1-minute load average, as every result records it (one decimal)."""
+    return round(os.getloadavg()[0], 1)
+
+
 def write_result(name: str, result: dict) -> Path:
     """Save one benchmark's figures, with the machine's state, as ``bench/results/<name>.json``."""
     result = result | {
         "cpus": os.cpu_count(),
-        "load_average_1min": round(os.getloadavg()[0], 1),
+        "load_average_1min": load_average(),
         "python": platform.python_version(),
         "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }

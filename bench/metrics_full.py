@@ -22,7 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench import measure, write_result
+from bench import load_average, measure, write_result
 
 SYNTH = """
 from burstlake.jobs.synth.run import synthesize
@@ -39,10 +39,6 @@ GOAL_S = 180
 GOAL_RATIO = 2.0
 
 
-def load() -> float:
-    return round(os.getloadavg()[0], 1)
-
-
 def main() -> Path:
     days = float(os.environ.get("BURSTLAKE_BENCH_DAYS", "24"))
     with tempfile.TemporaryDirectory(prefix="burstlake-bench-metrics-") as tmp:
@@ -52,11 +48,11 @@ def main() -> Path:
 
         node_io = sql(lake, "SELECT count(*) AS n FROM node_io")["n"][0].as_py()
         cli = str(Path(sys.executable).parent / "burstlake")
-        spark_load = [load()]
+        spark_load = [load_average()]
         spark_s, _, spark_mb, _ = measure([cli, "metrics", "--lake", lake])
-        spark_load.append(load())
+        spark_load.append(load_average())
         duck_s, _, duck_mb, out = measure([sys.executable, "-c", HEADLINE.format(lake=lake)])
-        duck_load = [spark_load[1], load()]
+        duck_load = [spark_load[1], load_average()]
         duck = json.loads(out.strip().splitlines()[-1])
         summary = sql(lake, "SELECT figure, value FROM platform_summary").to_pylist()
     spark_figures = {r["figure"]: r["value"] for r in summary}

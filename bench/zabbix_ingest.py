@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench import measure, write_result
+from bench import load_average, measure, write_result
 
 T0 = 1_700_000_000
 INTERVAL = 10
@@ -101,7 +101,7 @@ def main() -> Path:
         generate_s = time.perf_counter() - start
         size_mb = export.stat().st_size / 1e6
         lake = str(Path(tmp) / "lake")
-        load_at_start = os.getloadavg()[0]
+        load_at_start = load_average()
         ingest_s, ingest_cpu, ingest_rss, out = step("ingest", str(export), lake)
         records_in, landed, quarantined, rows = map(int, out.split())
         arrow_s, arrow_cpu, arrow_rss, _ = step("pyarrow", str(export))
@@ -114,7 +114,7 @@ def main() -> Path:
         "quarantined": quarantined,
         "node_io_rows": rows,
         "generate_s": round(generate_s, 1),
-        "load_average_1min_at_start": round(load_at_start, 1),
+        "load_average_1min_at_start": load_at_start,
         "ingest_s": round(ingest_s, 1),
         "ingest_cpu_s": round(ingest_cpu, 1),
         "ingest_mb_per_s": round(size_mb / ingest_s, 1),
