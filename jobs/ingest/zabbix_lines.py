@@ -373,13 +373,9 @@ class _Spill:
         members = _members(data, lines, self.threads) if self.fast else None
         con = self.con
         if members is None:
-            con.register("lines", lines)
-            con.execute(f"CREATE OR REPLACE TEMP TABLE decoded AS {self.classify}", self.params)
-            con.unregister("lines")
+            self._classify("decoded", self.classify, lines=lines)
         else:
-            con.register("members", members)
-            con.execute(f"CREATE OR REPLACE TEMP TABLE decoded AS {self.fast}", self.params)
-            con.unregister("members")
+            self._classify("decoded", self.fast, members=members)
             self._recheck(lines)
         self._learn_hosts()
         con.execute(
@@ -412,6 +408,17 @@ class _Spill:
         ).fetchall()
         return [no for no, _ in rows], [reason for _, reason in rows]
 
+    def _classify(self, into: str, sql: str, **frames: pa.Table) -> None:
+        """Temp table ``into`` := the classifier ``sql`` over ``frames`` (each seen by its name
+        for the one statement)."""
+        for name, frame in frames.items():
+            self.con.register(name, frame)
+        try:
+            self.con.execute(f"CREATE OR REPLACE TEMP TABLE {into} AS {sql}", self.params)
+        finally:
+            for name in frames:
+                self.con.unregister(name)
+
     def _recheck(self, lines: pa.Table) -> None:
         """The lines the fast path rejects (other than ignored items) classified again line by
         line: their reasons quote the input as DuckDB's JSON functions read it."""
@@ -419,9 +426,7 @@ class _Spill:
         numbers, _ = self._rejected()
         if not numbers:
             return
-        con.register("lines", taken(lines, numbers))
-        con.execute(f"CREATE OR REPLACE TEMP TABLE rechecked AS {self.classify}", self.params)
-        con.unregister("lines")
+        self._classify("rechecked", self.classify, lines=taken(lines, numbers))
         con.execute("DELETE FROM decoded WHERE line_no IN (SELECT line_no FROM rechecked)")
         con.execute("INSERT INTO decoded SELECT * FROM rechecked")
 
