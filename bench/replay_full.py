@@ -18,7 +18,6 @@ Results: ``bench/results/replay_full.json``.
 from __future__ import annotations
 
 import os
-import platform
 import tempfile
 import time
 from pathlib import Path
@@ -55,7 +54,8 @@ print(json.dumps({{
 """
 
 WHAT_IF = """
-import json, logging, os, resource, time
+import json, logging, resource, time
+from bench import load_average
 from burstlake.replay import scenario
 from burstlake.replay.workloads import lake as workload
 
@@ -65,14 +65,14 @@ notes.setLevel(logging.INFO)
 notes.addHandler(handler := logging.Handler())
 handler.emit = lambda record: replayed.append(record.getMessage())
 replayed = []
-before = round(os.getloadavg()[0], 1)
+before = load_average()
 t0, cpu = time.perf_counter(), time.process_time()
 table = scenario.run(spec, {lake!r})
 print(json.dumps({{
     "scenario": spec.name, "policies": [p.label for p in spec.policies],
     "what_if_s": time.perf_counter() - t0, "what_if_cpu_s": time.process_time() - cpu,
     "alone_replay": replayed, "scores": table.num_rows,
-    "load_average_1min": [before, round(os.getloadavg()[0], 1)],  # before, after
+    "load_average_1min": [before, load_average()],  # before, after
     "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
 }}))
 """
@@ -138,7 +138,6 @@ def main() -> Path:
         what_if = python_step(WHAT_IF.format(lake=lake))
     events = python_step(EVENTS.format(requests=requests))
     result = {
-        "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
         "tianhe1a_days": days,
         "synth_s": synth_s,
         "interval_replay": intervals,

@@ -461,115 +461,104 @@ def ingest_file(
         return report
     context = replace(context or ParseContext(), lake=root, source_id=report.source_id)
     with _serial(root, source):
-        _land(source, file, root, context, topology_nodes, report)
+        _Landing(source, file, root, context, topology_nodes, report).land()
     return report
 
 
-def _land(
-    source: Source,
-    file: Path,
-    root: Path,
-    context: ParseContext,
-    topology_nodes: list[str] | None,
-    report: FileReport,
-) -> None:
-    """Parse, screen and stage the file, then land it (module doc)."""
-    try:
-        writers = _stage(source, file, root, context, topology_nodes, report)
-        _commit_landing(source, root, context, report, writers)
-    except OSError as err:
-        failure = _lake_error(err, root)
-        if failure is None:
+@dataclass
+class _Landing:
+    """One file's landing: parse, screen and stage it, then commit (module doc)."""
+
+    source: Source
+    file: Path
+    root: Path
+    context: ParseContext
+    topology_nodes: list[str] | None
+    report: FileReport
+
+    def land(self) -> None:
+        """Stage, then commit; a lake that fails (full disk, read-only) is reported, not
+        raised."""
+        try:
+            self.commit(self.stage())
+        except OSError as err:
+            failure = _lake_error(err, self.root)
+            if failure is None:
+                raise
+            done = self.report.failure or "nothing of it was committed"
+            self.report.failure = f"not landed ({failure}): {done}"
+
+    def stage(self) -> dict[str, ContributionWriter]:
+        """Parse, screen and stage the file: nothing is committed yet."""
+        writers = _writers(self.root, self.source, self.report.source_id)
+        try:
+            for batch in self.source.parse(self.file, self.context):
+                checkpoint("ingest-parse")
+                good, rejects, failed, bad_records = _screen(batch, self.topology_nodes)
+                _account_traffic(self.report, batch, bad_records)
+                for table, rows in good.items():
+                    _write(writers[table], rows)
+                for table, rows in batch.state.items():
+                    writers[table].write(rows)
+                for table in self.source.tables:
+                    writers[table].claim(batch.contributions)
+                writers["quarantine"].write(_quarantine_rows(self.report, batch.rejects + rejects))
+                self.report.records_in += batch.records
+                self.report.quarantined += len(batch.rejects) + failed
+                self.report.keep |= batch.keep_previous
+        except UnusableInput as err:
+            for writer in writers.values():
+                writer.abort()
+            writers = _writers(self.root, self.source, self.report.source_id)
+            self.report.error = str(err)
+            self.report.records_in, self.report.quarantined = 1, 1
+            rejects = [Reject(WHOLE_FILE, None, str(err))]
+            writers["quarantine"].write(_quarantine_rows(self.report, rejects))
+        except BaseException:
+            for writer in writers.values():
+                writer.abort()
             raise
-        done = report.failure or "nothing of it was committed"
-        report.failure = f"not landed ({failure}): {done}"
+        self.report.landed = self.report.records_in - self.report.quarantined
+        checkpoint("ingest-stage")
+        return writers
 
-
-def _stage(
-    source: Source,
-    file: Path,
-    root: Path,
-    context: ParseContext,
-    topology_nodes: list[str] | None,
-    report: FileReport,
-) -> dict[str, ContributionWriter]:
-    """Parse, screen and stage the file: nothing is committed yet."""
-    writers = _writers(root, source, report.source_id)
-    try:
-        for batch in source.parse(file, context):
-            checkpoint("ingest-parse")
-            good, rejects, failed, bad_records = _screen(batch, topology_nodes)
-            _account_traffic(report, batch, bad_records)
-            for table, rows in good.items():
-                _write(writers[table], rows)
-            for table, rows in batch.state.items():
-                writers[table].write(rows)
-            for table in source.tables:
-                writers[table].claim(batch.contributions)
-            writers["quarantine"].write(_quarantine_rows(report, batch.rejects + rejects))
-            report.records_in += batch.records
-            report.quarantined += len(batch.rejects) + failed
-            report.keep |= batch.keep_previous
-    except UnusableInput as err:
-        for writer in writers.values():
-            writer.abort()
-        writers = _writers(root, source, report.source_id)
-        report.error = str(err)
-        report.records_in, report.quarantined = 1, 1
-        rejects = [Reject(WHOLE_FILE, None, str(err))]
-        writers["quarantine"].write(_quarantine_rows(report, rejects))
-    except BaseException:
-        for writer in writers.values():
-            writer.abort()
-        raise
-    report.landed = report.records_in - report.quarantined
-    checkpoint("ingest-stage")
-    return writers
-
-
-def _commit_landing(
-    source: Source,
-    root: Path,
-    context: ParseContext,
-    report: FileReport,
-    writers: dict[str, ContributionWriter],
-) -> None:
-    """Commit the staged tables, then ``ingest_log``, as one landing (module doc). When the lake
-    fails part-way, ``report.failure`` says what was committed."""
-    previous = _previous_versions(root, report.file, report.source_id)
-    replaces = [r for r in previous if r not in report.keep]
-    record = {
-        "source": source.name,
-        "file": report.file,
-        "options": _json_options(context.options),
-        "replaces": replaces,
-        "tables": [*writers, "ingest_log"],
-    }
-    try:
-        with lakes.landing(root, report.source_id, record):
-            for table, writer in writers.items():
-                writer.replaces = replaces
-                rows = writer.commit()
-                if table in source.tables:
-                    if report.error is None:
-                        report.rows[table] = rows
-                    report.superseded += writer.superseded
-                    if spec(table).key == spec(table).replace_key:  # a row is a record
-                        report.stale += writer.stale
-                checkpoint("ingest-commit")
-            report.landed -= report.stale
-            _log(root, report, replaces)
-    except BaseException:
-        for writer in writers.values():
-            writer.abort()
-        done = [t for t, w in writers.items() if w.version is not None]
-        if done:
-            report.failure = (
-                f"{len(done)} of its {len(writers) + 1} table commits ({', '.join(done)}) "
-                "stay hidden from readers until the next ingest or `burstlake lake clean` "
-                "finishes or undoes them"
-            )
-        raise
+    def commit(self, writers: dict[str, ContributionWriter]) -> None:
+        """Commit the staged tables, then ``ingest_log``, as one landing (module doc). When
+        the lake fails part-way, ``report.failure`` says what was committed."""
+        previous = _previous_versions(self.root, self.report.file, self.report.source_id)
+        replaces = [r for r in previous if r not in self.report.keep]
+        record = {
+            "source": self.source.name,
+            "file": self.report.file,
+            "options": _json_options(self.context.options),
+            "replaces": replaces,
+            "tables": [*writers, "ingest_log"],
+        }
+        try:
+            with lakes.landing(self.root, self.report.source_id, record):
+                for table, writer in writers.items():
+                    writer.replaces = replaces
+                    rows = writer.commit()
+                    if table in self.source.tables:
+                        if self.report.error is None:
+                            self.report.rows[table] = rows
+                        self.report.superseded += writer.superseded
+                        if spec(table).key == spec(table).replace_key:  # a row is a record
+                            self.report.stale += writer.stale
+                    checkpoint("ingest-commit")
+                self.report.landed -= self.report.stale
+                _log(self.root, self.report, replaces)
+        except BaseException:
+            for writer in writers.values():
+                writer.abort()
+            done = [t for t, w in writers.items() if w.version is not None]
+            if done:
+                self.report.failure = (
+                    f"{len(done)} of its {len(writers) + 1} table commits ({', '.join(done)}) "
+                    "stay hidden from readers until the next ingest or `burstlake lake clean` "
+                    "finishes or undoes them"
+                )
+            raise
 
 
 def _log(lake: Path, report: FileReport, replaces: list[str]) -> None:
