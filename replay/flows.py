@@ -11,10 +11,11 @@ Input, as read by :func:`load`::
 ``model`` is optional and takes the values of a scenario's ``model:`` key. The ``flow`` model
 (the default) is paper 000 §3's, SimGrid's max-min network model with zero latency. Under the
 ``packet`` model (CODES' lossless packets, 000 §2.5; :mod:`burstlake.replay.packet`) every flow
-is one message sent at its start time, finished when its last byte arrives; its NIC delay and
-the router delay of every link after its route's first are paid as that module times them. A
-flow file names links, not a topology, so there is no router to give virtual channels: every
-hop is on virtual channel 0 (a cyclic set of routes may deadlock, and is refused as such).
+is one message sent at its start time, finished when its last byte arrives; it pays the NIC
+delay once, and the router delay after every link that some route enters from another link
+(a switch's), as that module times them. A flow file names links, not a topology, so there is
+no router to give virtual channels: every hop is on virtual channel 0 (a cyclic set of routes
+may deadlock, and is refused as such).
 """
 
 from __future__ import annotations

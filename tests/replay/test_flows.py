@@ -142,11 +142,12 @@ def test_help_names_the_packet_models_defaults(capsys) -> None:
         assert f'"{key}": {getattr(defaults, key):g}' in text
 
 
-def test_packet_model_agrees_with_max_min_on_one_bottleneck(tmp_path, capsys) -> None:
-    # four equal 4 MiB flows, each from its own NIC link into one shared 12.5 GB/s link: max-min
-    # gives each a quarter, all end at 4 x 4 MiB / 12.5 GB/s = 1.342 ms; the packet model
+@pytest.mark.parametrize("n", [2, 4, 16])
+def test_packet_model_agrees_with_max_min_on_one_bottleneck(tmp_path, capsys, n) -> None:
+    # n equal 4 MiB flows, each from its own NIC link into one shared 12.5 GB/s link: max-min
+    # gives each 1/n, all end at n x 4 MiB / 12.5 GB/s (1.342 ms for four); the packet model
     # interleaves their packets on the shared link and agrees within 2 % flow by flow
-    n, size, bandwidth = 4, 4 << 20, 12.5e9
+    size, bandwidth = 4 << 20, 12.5e9
     links = {f"nic{i}": bandwidth for i in range(n)} | {"server": bandwidth}
     flows = [flow([f"nic{i}", "server"], size) for i in range(n)]
     finish = {}
