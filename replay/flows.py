@@ -1,11 +1,21 @@
-"""A standalone flow-level max-min simulator (docs/design.md, "Replay"; the flow model of paper 000
-§3, SimGrid's max-min network model with zero latency): named links of given bandwidth, flows of
-given size and start time over link routes, each flow's completion time.
+"""A standalone link-level simulator (docs/design.md, "Replay" and "Contention models"): named
+links of given bandwidth, flows of given size and start time over link routes, each flow's
+completion time, under a contention model of :mod:`burstlake.replay.models`.
 
 Input, as read by :func:`load`::
 
     {"links": {"name": bytes_per_s, ...},
-     "flows": [{"route": ["name", ...], "size": bytes, "start": seconds}, ...]}
+     "flows": [{"route": ["name", ...], "size": bytes, "start": seconds}, ...],
+     "model": "flow" | "packet" | {"name": "packet", "packet_bytes": ..., ...}}
+
+``model`` is optional and takes the values of a scenario's ``model:`` key. The ``flow`` model
+(the default) is paper 000 §3's, SimGrid's max-min network model with zero latency. Under the
+``packet`` model (CODES' lossless packets, 000 §2.5; :mod:`burstlake.replay.packet`) every flow
+is one message sent at its start time, finished when its last byte arrives; it pays the NIC
+delay once, and the router delay after every link that some route enters from another link
+(a switch's), as that module times them. A flow file names links, not a topology, so there is
+no router to give virtual channels: every hop is on virtual channel 0 (a cyclic set of routes
+may deadlock, and is refused as such).
 """
 
 from __future__ import annotations
@@ -20,22 +30,26 @@ from pathlib import Path
 import numpy as np
 
 from burstlake.paths import input_file
-from burstlake.replay.events import Requests, simulate
+from burstlake.replay import models
+from burstlake.replay.events import Requests
 from burstlake.replay.solver import Paths
 
 log = logging.getLogger(__name__)
 MAX_FILE_BYTES = 1 << 30  # read whole: a flow file of 10 M flows is about 0.7 GB
+KEYS = ("links", "flows", "model")  # a flow file's top-level keys
 
 
 @dataclass(frozen=True)
 class FlowSet:
-    """Links (names, bytes/s) and flows (routes over link indices, bytes, start seconds)."""
+    """Links (names, bytes/s), flows (routes over link indices, bytes, start seconds) and the
+    contention model they share the links under."""
 
     names: tuple[str, ...]
     capacity: np.ndarray
     paths: Paths
     size: np.ndarray
     start: np.ndarray
+    model: models.Contention = models.DEFAULT
 
 
 def load(path: str | Path) -> FlowSet:
@@ -81,6 +95,10 @@ def parse(document: object) -> FlowSet:
             raise ValueError(f"missing key {key!r}")
         if not isinstance(document[key], kind):
             raise ValueError(f"{key!r} must be a JSON {'object' if kind is dict else 'array'}")
+    unknown = sorted(set(document) - set(KEYS))
+    if unknown:
+        raise ValueError(f"unknown key {unknown[0]!r}; a flow file has {', '.join(KEYS)}")
+    model = models.parse(document.get("model"), "model")
     names, capacities = [], []
     for name, bandwidth in document["links"].items():
         if not _number(bandwidth) or not bandwidth > 0 or not math.isfinite(bandwidth):
@@ -116,14 +134,17 @@ def parse(document: object) -> FlowSet:
         Paths.from_lists(routes),
         np.asarray(sizes, dtype=np.float64),
         np.asarray(starts, dtype=np.float64),
+        model,
     )
 
 
-def result(finish: np.ndarray, wall: float) -> dict:
+def result(finish: np.ndarray, wall: float, model: models.Contention = models.DEFAULT) -> dict:
     """The JSON document of a run: ``finish`` per flow, ``null`` for a flow that never
-    finishes in a double's range, with its reason in ``unfinished`` (JSON has no Infinity)."""
+    finishes in a double's range, with its reason in ``unfinished`` (JSON has no Infinity),
+    and the ``model`` that ran, as a mapping the ``model`` key reads back (its settings)."""
     done = np.isfinite(finish)
     return {
+        "model": model.spec(),
         "finish": [float(f) if ok else None for f, ok in zip(finish, done, strict=True)],
         "unfinished": {
             str(k): "its finish time is beyond 1.8e308 s (size / bandwidth overflows)"
@@ -134,16 +155,23 @@ def result(finish: np.ndarray, wall: float) -> dict:
 
 
 def finish_times(flows: FlowSet) -> tuple[np.ndarray, float]:
-    """Each flow's completion time (seconds, input order) and the solver's wall time."""
+    """Each flow's completion time (seconds, input order) and the model's wall time. Every
+    flow is a stream of one request, issued at its start."""
     n = len(flows.size)
     requests = Requests(np.arange(n), flows.size, flows.start, flows.paths)
     none = np.zeros(0)
-    simulate(Requests(none, none, none, Paths.from_lists([])), flows.capacity)  # load untimed
+    idle = Requests(none.astype(np.int64), none, none, Paths.from_lists([]))
+    flows.model.simulate_links(idle, flows.capacity)  # compile or load the model, untimed
     started = time.perf_counter()
-    timeline = simulate(requests, flows.capacity)
+    timeline = flows.model.simulate_links(requests, flows.capacity)
     wall = time.perf_counter() - started
     log.info(
-        "%d flows over %d links: %d events in %.3f s", n, len(flows.names), timeline.events, wall
+        "%d flows over %d links, %s model: %d events in %.3f s",
+        n,
+        len(flows.names),
+        flows.model.name,
+        timeline.events,
+        wall,
     )
     return timeline.end, wall
 

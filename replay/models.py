@@ -11,15 +11,19 @@ share a topology's resources. Both run the same :class:`~burstlake.replay.events
   congestion spreads from a saturated server link to traffic that never crosses it
   (000 §4.2, §5.1). Right for interconnect interference between jobs.
 
-A scenario picks one with ``model: packet`` or ``model: {name: packet, buffer_bytes: 32768}``;
-a new model registers a :class:`Model` here (docs/design.md, "To add a contention model").
+A scenario picks one with ``model: packet`` or ``model: {name: packet, buffer_bytes: 32768}``,
+a flow file of ``burstlake flows`` with ``"model": "packet"`` or the same mapping in JSON
+(bare links, no topology: :meth:`Contention.simulate_links`); a new model registers a
+:class:`Model` here (docs/design.md, "To add a contention model").
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, is_dataclass
 from typing import Any
+
+import numpy as np
 
 from burstlake.replay import events, packet
 
@@ -29,13 +33,16 @@ Progress = Callable[[int], None] | None
 @dataclass(frozen=True)
 class Model:
     """One contention model: ``settings(mapping, where)`` checks a scenario's settings for it
-    (one-line errors naming the key) and returns them; ``run(topology, requests, settings,
-    progress)`` replays the requests on the topology."""
+    (one-line errors naming the key) and returns them; ``run(requests, capacity, settings,
+    vcs, progress)`` replays the requests on resources of the given capacities (bytes/s),
+    ``vcs`` the virtual channel of every route entry (None: all 0). A model that uses virtual
+    channels says so (``virtual_channels``), so only it pays for the router's rule."""
 
     name: str
     settings: Callable[[Mapping[str, Any], str], Any]
-    run: Callable[..., events.Timeline]
+    run: Callable[[events.Requests, np.ndarray, Any, np.ndarray | None, Progress], events.Timeline]
     doc: str = ""
+    virtual_channels: bool = False
 
 
 @dataclass(frozen=True)
@@ -49,12 +56,28 @@ class Contention:
     def name(self) -> str:
         return self.model.name
 
+    def spec(self) -> dict[str, Any]:
+        """The chosen model as a ``model:`` mapping :func:`parse` reads back: its name and
+        settings (a settings dataclass's fields; none for a model without settings)."""
+        return {"name": self.name} | (asdict(self.settings) if is_dataclass(self.settings) else {})
+
     def simulate(
         self, topology: Any, requests: events.Requests, progress: Progress = None
     ) -> events.Timeline:
         """Replay ``requests`` on ``topology`` (a :class:`~burstlake.replay.graph.Topology`,
-        which imports this module, so it is not named here)."""
-        return self.model.run(topology, requests, self.settings, progress)
+        which imports this module, so it is not named here), on its router's virtual
+        channels."""
+        vcs = topology.route_vcs(requests.paths) if self.model.virtual_channels else None
+        return self.model.run(requests, topology.resources.capacity, self.settings, vcs, progress)
+
+    def simulate_links(
+        self, requests: events.Requests, capacity: np.ndarray, progress: Progress = None
+    ) -> events.Timeline:
+        """Replay ``requests`` on bare resources of ``capacity`` bytes/s, with no topology
+        and so no router: every hop on virtual channel 0 (``burstlake flows``)."""
+        return self.model.run(
+            requests, np.asarray(capacity, np.float64), self.settings, None, progress
+        )
 
 
 _MODELS: dict[str, Model] = {}
@@ -94,8 +117,8 @@ FLOW = register(
     Model(
         "flow",
         _no_settings,
-        lambda topology, requests, _settings, progress: events.simulate(
-            requests, topology.resources.capacity, progress
+        lambda requests, capacity, _settings, _vcs, progress: events.simulate(
+            requests, capacity, progress
         ),
         "max-min fluid sharing (SimGrid's flow model)",
     )
@@ -104,14 +127,11 @@ PACKET = register(
     Model(
         "packet",
         packet.PacketSettings.from_mapping,
-        lambda topology, requests, settings, progress: packet.simulate(
-            requests,
-            topology.resources.capacity,
-            settings,
-            topology.route_vcs(requests.paths),
-            progress=progress,
+        lambda requests, capacity, settings, vcs, progress: packet.simulate(
+            requests, capacity, settings, vcs, progress=progress
         ),
         "lossless packets, buffers and credits (CODES, paper 000 §2.5)",
+        virtual_channels=True,
     )
 )
 DEFAULT = Contention(FLOW)
