@@ -207,6 +207,9 @@ def check(paths: Paths, capacity: np.ndarray, cap: np.ndarray) -> None:
         raise ValueError("a flow crossing no resource needs a finite rate cap")
 
 
+UNBOUND_MARGIN = 1e-9  # a resource whose level starts this much above its bound stays unheaped
+
+
 class Scratch(NamedTuple):
     """Work arrays of :func:`fill`, allocated once for many calls (an event loop's)."""
 
@@ -283,6 +286,11 @@ def fill_into(flows, indptr, indices, capacity, cap, rate, local, froze, work): 
     for j in range(nl):
         cursor[j] = start[j]
     frozen[: len(flows)] = False
+    # a flow's rate is at most its cap and the capacity of each resource it crosses, so a
+    # resource saturates at no level above ``bound``: the largest such limit of its flows
+    level, heap, pos = work.level, work.heap, work.pos
+    bound = level  # per resource, until the levels are set
+    bound[:nl] = 0.0
     ncapped = 0
     for i in range(len(flows)):
         f = flows[i]
@@ -290,25 +298,33 @@ def fill_into(flows, indptr, indices, capacity, cap, rate, local, froze, work): 
             rate[f] = max(cap[f], 0.0)
             frozen[i] = True
             continue
+        limit = cap[f]
+        for e in range(indptr[f], indptr[f + 1]):
+            limit = min(limit, remaining[local[indices[e]]])
         for e in range(indptr[f], indptr[f + 1]):
             j = local[indices[e]]
             member[cursor[j]] = i
             cursor[j] += 1
+            bound[j] = max(bound[j], limit)
         if cap[f] < np.inf:
             capped[ncapped] = i
             ncapped += 1
     if ncapped:
         capped = capped[:ncapped][np.argsort(cap[flows[capped[:ncapped]]], kind="mergesort")]
     # a resource's level only rises as flows freeze below it, so a stale key in the heap is a
-    # lower bound: refreshed when it reaches the top (lazy), not on every freeze
-    level, heap, pos = work.level, work.heap, work.pos
+    # lower bound: refreshed when it reaches the top (lazy), not on every freeze. A resource
+    # whose level starts above its bound never saturates: it stays out of the heap.
+    size = 0
     for j in range(nl):
-        level[j] = remaining[j] / usage[j]
-        heap[j] = j
-        pos[j] = j
-    for i in range(nl // 2 - 1, -1, -1):
-        sift_down(heap, pos, level, i, nl)
-    size = nl
+        start_level = remaining[j] / usage[j]
+        if start_level > bound[j] * (1 + UNBOUND_MARGIN):
+            continue
+        level[j] = start_level
+        heap[size] = j
+        pos[j] = size
+        size += 1
+    for i in range(size // 2 - 1, -1, -1):
+        sift_down(heap, pos, level, i, size)
     c = 0
     while True:
         link_level = np.inf
