@@ -376,7 +376,7 @@ def _advance(  # pragma: no cover - compiled
     return done
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, inline="always", error_model="numpy")
 def _walk(  # pragma: no cover - compiled
     link, settled, narrow, stamp, first, count, holder, held, reached, component, flows,
     indptr, indices, seen, queue, queued, load, left, walked,
@@ -424,7 +424,7 @@ def slots(indices: np.ndarray, resources: int) -> np.ndarray:
     return first
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, inline="always", error_model="numpy")
 def _leave_level(left, rates):  # pragma: no cover - compiled
     """The lowest level at which a resource's filling changes when a flow of rate ``left``
     leaves it (``rates``: its other flows): the slowest of them at ``left`` or above (the
@@ -438,7 +438,7 @@ def _leave_level(left, rates):  # pragma: no cover - compiled
     return level
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, inline="always", error_model="numpy")
 def _join_level(capacity, rates):  # pragma: no cover - compiled
     """The fill level at which a resource saturates once this event's new flows (rate 0 in
     ``rates``; a flow in flight has a positive rate) join its flows of known rates: t with
