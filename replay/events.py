@@ -10,8 +10,11 @@ The loop is compiled (Numba) and incremental, beyond SimGrid's lmm "selective up
 (``src/kernel/lmm/System.cpp``, which re-solves the connected component an action touches):
 the starts and ends at one instant are one event; flows slower than the level t* where the
 event first changes the progressive filling keep their rate exactly, so the event re-solves
-only the flows at or above t* reachable from the touched resources; each flow keeps the bytes
-it has moved, so only flows whose rate changed get a new finish time in the heap.
+only the flows at or above t* reachable from the touched resources (on a resource a start
+joins, those at or above the level the start saturates it at; elsewhere its fastest); each
+flow keeps the bytes it has moved, so only flows whose rate changed get a new finish time in
+the heap. Each resource holds its flows in flight and their rates side by side (slots), so a
+walk over a resource's flows is a scan of one array.
 """
 
 from __future__ import annotations
@@ -168,6 +171,7 @@ class _State:
     residual: np.ndarray  # per resource: capacity less the flows that keep their rate
     load: np.ndarray  # per resource: the rates of the flows in flight on it, summed
     froze: np.ndarray  # per resource: the level at which it froze flows in the last solve
+    joined: np.ndarray  # per resource: the level at which this event's starts saturate it
     wide: np.ndarray  # per resource: stamp of the last event that took all its fast flows
     walked: np.ndarray  # per resource: stamp of the last event that walked its flows
     left: np.ndarray  # per resource: the fastest flow its last walk left out
@@ -207,6 +211,7 @@ class _State:
             residual=empty(resources, 0.0, float),
             load=empty(resources, 0.0, float),
             froze=empty(resources, -1.0, float),
+            joined=empty(resources, np.inf, float),
             wide=empty(resources, 0),
             walked=empty(resources, 0),
             left=empty(resources, 0.0, float),
@@ -225,8 +230,8 @@ class _State:
 def _advance(  # pragma: no cover - compiled
     budget, stream, size, gap, release, pace, indptr, indices, capacity, first,
     start, end, moved, rate, since, finish, fheap, fpos, arrival, aheap, apos,
-    count, slot, holder, held, entry, local, seen, queue, residual, load, froze, wide, walked, left,
-    redo, reached, component, solved, counters,
+    count, slot, holder, held, entry, local, seen, queue, residual, load, froze, joined, wide,
+    walked, left, redo, reached, component, solved, counters,
 ):  # fmt: skip
     """Process up to ``budget`` events; returns how many (-1: a flow got no bandwidth)."""
     n = len(stream)
@@ -257,6 +262,7 @@ def _advance(  # pragma: no cover - compiled
                     seen[link] = stamp
                     queue[queued] = link
                     queued += 1
+                    joined[link] = np.inf
                 level = _leave_level(rate[k], held[first[link] : first[link] + count[link]])
                 settled = min(settled, level)
             if k + 1 < n and stream[k + 1] == stream[k]:
@@ -288,10 +294,12 @@ def _advance(  # pragma: no cover - compiled
                     seen[link] = stamp
                     queue[queued] = link
                     queued += 1
+                    joined[link] = np.inf
         for i in range(flows):  # a start saturates its resources no lower than this
             for e in range(indptr[component[i]], indptr[component[i] + 1]):
                 link = indices[e]
                 level = _join_level(capacity[link], held[first[link] : first[link] + count[link]])
+                joined[link] = level
                 settled = min(settled, level)
         settled *= 1 - SETTLED_MARGIN
         # the component: flows in flight at or above ``settled`` reachable from the touched
@@ -304,7 +312,7 @@ def _advance(  # pragma: no cover - compiled
         while True:
             for i in range(nredo):  # walked again, every flow at or above settled
                 link = redo[i]
-                flows, queued = _walk(link, settled, False, stamp, first, count, holder, held,
+                flows, queued = _walk(link, settled, 0.0, stamp, first, count, holder, held,
                                       reached, component, flows, indptr, indices, seen, queue,
                                       queued, load, left, walked)  # fmt: skip
                 wide[link] = stamp
@@ -314,7 +322,8 @@ def _advance(  # pragma: no cover - compiled
                 q += 1
                 if q > touched and load[link] < capacity[link] * (1 - SATURATED):
                     continue  # closed: walked only if the new rates fill it
-                flows, queued = _walk(link, settled, True, stamp, first, count, holder, held,
+                ceiling = joined[link] if q <= touched else np.inf
+                flows, queued = _walk(link, settled, ceiling, stamp, first, count, holder, held,
                                       reached, component, flows, indptr, indices, seen, queue,
                                       queued, load, left, walked)  # fmt: skip
             for i in range(queued):  # each resource: its capacity less the other flows
@@ -378,12 +387,13 @@ def _advance(  # pragma: no cover - compiled
 
 @njit(cache=True, inline="always", error_model="numpy")
 def _walk(  # pragma: no cover - compiled
-    link, settled, narrow, stamp, first, count, holder, held, reached, component, flows,
+    link, settled, ceiling, stamp, first, count, holder, held, reached, component, flows,
     indptr, indices, seen, queue, queued, load, left, walked,
 ):  # fmt: skip
-    """Add the flows on ``link`` at or above ``settled`` to the component (``narrow``: only
-    its fastest ones, within the margin), queueing their resources; the others keep their
-    rate. Records the link's exact load and the fastest flow it leaves out."""
+    """Add the flows on ``link`` at or above ``settled`` and, within the margin, at or above
+    the slower of its fastest flow and ``ceiling`` (0: every flow at or above ``settled``)
+    to the component, queueing their resources; the others keep their rate. Records the
+    link's exact load and the fastest flow it leaves out."""
     a, z = first[link], first[link] + count[link]
     total = 0.0
     top = 0.0
@@ -391,7 +401,7 @@ def _walk(  # pragma: no cover - compiled
         total += held[s]
         top = max(top, held[s])
     load[link] = total  # exact again (no drift of the running sums)
-    bar = max(settled, top * (1 - SETTLED_MARGIN)) if narrow else settled
+    bar = max(settled, min(top, ceiling) * (1 - SETTLED_MARGIN))
     out = 0.0
     for s in range(a, z):
         r = held[s]

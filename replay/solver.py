@@ -7,8 +7,11 @@ frozen and the others keep growing. The result is the unique max-min fair alloca
 
 The kernel follows SimGrid's lmm solver (``src/kernel/lmm/maxmin.cpp``: a resource's level is
 ``remaining / usage``, the lowest level saturates next, a flow whose bound is below it is fixed
-at its bound first) with a binary heap of resource levels in place of SimGrid's rescans of the
-saturated-constraint set, so one solve costs O(entries + resources · log resources). It is
+at its bound first). A resource whose level starts above every limit of its flows (cap, or
+the capacity of a resource crossed) cannot saturate and is left out; the others are scanned
+for the lowest level while few (``SCAN_LIMIT``), else kept in a binary heap in place of
+SimGrid's rescans of the saturated-constraint set, so one solve costs O(entries + resources ·
+log resources). It is
 compiled with Numba (``cache=True``: compiled once per machine) and shared by both drivers:
 :func:`max_min_rates` solves a batch of independent problems (each ``group`` sees its own copy
 of every resource), the event driver re-solves only the flows an event can change
