@@ -10,8 +10,11 @@ The loop is compiled (Numba) and incremental, beyond SimGrid's lmm "selective up
 (``src/kernel/lmm/System.cpp``, which re-solves the connected component an action touches):
 the starts and ends at one instant are one event; flows slower than the level t* where the
 event first changes the progressive filling keep their rate exactly, so the event re-solves
-only the flows at or above t* reachable from the touched resources; each flow keeps the bytes
-it has moved, so only flows whose rate changed get a new finish time in the heap.
+only the flows at or above t* reachable from the touched resources (on a resource a start
+joins, those at or above the level the start saturates it at; elsewhere its fastest); each
+flow keeps the bytes it has moved, so only flows whose rate changed get a new finish time in
+the heap. Each resource holds its flows in flight and their rates side by side (slots), so a
+walk over a resource's flows is a scan of one array.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from burstlake.replay.solver import (
     heap_remove,
     heap_update,
     scratch,
+    sift_down,
 )
 
 SAME_INSTANT = 1e-12  # events closer than this fraction of the clock happen together
@@ -36,6 +40,7 @@ RATE_CHANGE = 1e-13  # a re-solved rate closer than this (relative) to the old o
 SETTLED_MARGIN = 1e-9  # rounding guard on the level below which rates are known not to change
 SATURATED = 1e-9  # a resource loaded within this fraction of its capacity counts as saturated
 EVENTS_PER_CALL = 50_000  # compiled events between two progress reports
+REBUILD_SHARE = 4  # the finish heap is rebuilt when an event re-solves over 1/4 of its size
 
 
 @dataclass(frozen=True)
@@ -125,8 +130,8 @@ def simulate(requests: Requests, capacity: np.ndarray, progress=None) -> Timelin
         pace,
         paths.indptr,
         paths.indices,
-        paths.flow_of_entry(),
         capacity,
+        slots(paths.indices, len(capacity)),
     )
     while True:
         done = _advance(EVENTS_PER_CALL, *inputs, *state.arrays())
@@ -155,15 +160,18 @@ class _State:
     arrival: np.ndarray  # heap keys: start time of each pending request
     aheap: np.ndarray
     apos: np.ndarray
-    head: np.ndarray  # per resource: first route entry of a flow in flight crossing it, -1
-    after: np.ndarray  # per route entry: next / previous entry on the same resource
-    before: np.ndarray
+    count: np.ndarray  # per resource: flows in flight crossing it, in its slots from ``first``
+    slot: np.ndarray  # per route entry: its slot while its flow is in flight
+    holder: np.ndarray  # per slot: the flow, its rate and its route entry
+    held: np.ndarray
+    entry: np.ndarray
     local: np.ndarray  # scratch of the solver, -1
     seen: np.ndarray  # per resource: stamp of the last event whose component holds it
     queue: np.ndarray  # resources of the component, in discovery order
     residual: np.ndarray  # per resource: capacity less the flows that keep their rate
     load: np.ndarray  # per resource: the rates of the flows in flight on it, summed
     froze: np.ndarray  # per resource: the level at which it froze flows in the last solve
+    joined: np.ndarray  # per resource: the level at which this event's starts saturate it
     wide: np.ndarray  # per resource: stamp of the last event that took all its fast flows
     walked: np.ndarray  # per resource: stamp of the last event that walked its flows
     left: np.ndarray  # per resource: the fastest flow its last walk left out
@@ -192,15 +200,18 @@ class _State:
             arrival=empty(n, np.inf, float),
             aheap=empty(n, -1),
             apos=empty(n, -1),
-            head=empty(resources, -1),
-            after=empty(entries, -1),
-            before=empty(entries, -1),
+            count=empty(resources, 0),
+            slot=empty(entries, -1),
+            holder=empty(entries, -1),
+            held=empty(entries, 0.0, float),
+            entry=empty(entries, -1),
             local=empty(resources, -1),
             seen=empty(resources, 0),
             queue=empty(resources, -1),
             residual=empty(resources, 0.0, float),
             load=empty(resources, 0.0, float),
             froze=empty(resources, -1.0, float),
+            joined=empty(resources, np.inf, float),
             wide=empty(resources, 0),
             walked=empty(resources, 0),
             left=empty(resources, 0.0, float),
@@ -217,10 +228,10 @@ class _State:
 
 @njit(cache=True, error_model="numpy")
 def _advance(  # pragma: no cover - compiled
-    budget, stream, size, gap, release, pace, indptr, indices, entry_flow, capacity,
+    budget, stream, size, gap, release, pace, indptr, indices, capacity, first,
     start, end, moved, rate, since, finish, fheap, fpos, arrival, aheap, apos,
-    head, after, before, local, seen, queue, residual, load, froze, wide, walked, left,
-    redo, reached, component, solved, counters,
+    count, slot, holder, held, entry, local, seen, queue, residual, load, froze, joined, wide,
+    walked, left, redo, reached, component, solved, counters,
 ):  # fmt: skip
     """Process up to ``budget`` events; returns how many (-1: a flow got no bandwidth)."""
     n = len(stream)
@@ -243,17 +254,16 @@ def _advance(  # pragma: no cover - compiled
             for e in range(indptr[k], indptr[k + 1]):
                 link = indices[e]
                 load[link] -= rate[k]
-                if before[e] >= 0:
-                    after[before[e]] = after[e]
-                else:
-                    head[link] = after[e]
-                if after[e] >= 0:
-                    before[after[e]] = before[e]
+                count[link] -= 1  # the link's last slot moves into this entry's
+                s, last = slot[e], first[link] + count[link]
+                holder[s], held[s], entry[s] = holder[last], held[last], entry[last]
+                slot[entry[s]] = s
                 if seen[link] != stamp:
                     seen[link] = stamp
                     queue[queued] = link
                     queued += 1
-                level = _leave_level(rate[k], head[link], after, entry_flow, rate)
+                    joined[link] = np.inf
+                level = _leave_level(rate[k], held[first[link] : first[link] + count[link]])
                 settled = min(settled, level)
             if k + 1 < n and stream[k + 1] == stream[k]:
                 arrival[k + 1] = max(end[k] + gap[k + 1], release[k + 1], start[k] + pace[k + 1])
@@ -277,21 +287,19 @@ def _advance(  # pragma: no cover - compiled
             flows += 1
             for e in range(indptr[k], indptr[k + 1]):
                 link = indices[e]
-                after[e] = head[link]
-                before[e] = -1
-                if head[link] >= 0:
-                    before[head[link]] = e
-                head[link] = e
+                s = first[link] + count[link]
+                count[link] += 1
+                slot[e], holder[s], held[s], entry[s] = s, k, 0.0, e
                 if seen[link] != stamp:
                     seen[link] = stamp
                     queue[queued] = link
                     queued += 1
+                    joined[link] = np.inf
         for i in range(flows):  # a start saturates its resources no lower than this
             for e in range(indptr[component[i]], indptr[component[i] + 1]):
                 link = indices[e]
-                level = _join_level(
-                    capacity[link], head[link], after, entry_flow, rate, reached, stamp
-                )
+                level = _join_level(capacity[link], held[first[link] : first[link] + count[link]])
+                joined[link] = level
                 settled = min(settled, level)
         settled *= 1 - SETTLED_MARGIN
         # the component: flows in flight at or above ``settled`` reachable from the touched
@@ -304,9 +312,9 @@ def _advance(  # pragma: no cover - compiled
         while True:
             for i in range(nredo):  # walked again, every flow at or above settled
                 link = redo[i]
-                flows, queued = _walk(link, settled, False, stamp, head, after, entry_flow,
-                                      rate, reached, component, flows, indptr, indices, seen,
-                                      queue, queued, load, left, walked)  # fmt: skip
+                flows, queued = _walk(link, settled, 0.0, stamp, first, count, holder, held,
+                                      reached, component, flows, indptr, indices, seen, queue,
+                                      queued, load, left, walked)  # fmt: skip
                 wide[link] = stamp
             nredo = 0
             while q < queued:
@@ -314,9 +322,10 @@ def _advance(  # pragma: no cover - compiled
                 q += 1
                 if q > touched and load[link] < capacity[link] * (1 - SATURATED):
                     continue  # closed: walked only if the new rates fill it
-                flows, queued = _walk(link, settled, True, stamp, head, after, entry_flow,
-                                      rate, reached, component, flows, indptr, indices, seen,
-                                      queue, queued, load, left, walked)  # fmt: skip
+                ceiling = joined[link] if q <= touched else np.inf
+                flows, queued = _walk(link, settled, ceiling, stamp, first, count, holder, held,
+                                      reached, component, flows, indptr, indices, seen, queue,
+                                      queued, load, left, walked)  # fmt: skip
             for i in range(queued):  # each resource: its capacity less the other flows
                 residual[queue[i]] = capacity[queue[i]] - load[queue[i]]
                 froze[queue[i]] = -1.0
@@ -335,17 +344,18 @@ def _advance(  # pragma: no cover - compiled
                     continue  # no flow left out on it when walked was as fast
                 # the resource froze flows of the component at a level: max-min if no flow left
                 # out there is faster, else walk every flow at or above settled on it
-                e = head[link]
-                while e >= 0:
-                    f = entry_flow[e]
-                    e = after[e]
-                    if reached[f] != stamp and rate[f] >= froze[link] * (1 - SATURATED):
+                bar = froze[link] * (1 - SATURATED)
+                for s in range(first[link], first[link] + count[link]):
+                    if held[s] >= bar and reached[holder[s]] != stamp:
                         redo[nredo] = link
                         nredo += 1
                         break
             if not nredo:
                 break
-        for f in part:  # only flows whose rate changed get a new finish time
+        # only flows whose rate changed get a new finish time; when they are many, the heap is
+        # rebuilt once (O(heap)) instead of sifting each (O(changes · log heap))
+        rebuild = flows * REBUILD_SHARE > fsize
+        for f in part:
             r = solved[f]
             if r <= 0:
                 return -1
@@ -355,45 +365,52 @@ def _advance(  # pragma: no cover - compiled
             since[f] = now
             for e in range(indptr[f], indptr[f + 1]):
                 load[indices[e]] += r - rate[f]
+                held[slot[e]] = r
             rate[f] = r
             finish[f] = now + (size[f] - moved[f]) / r
-            if fpos[f] >= 0:
+            if rebuild and fpos[f] < 0:
+                fheap[fsize] = f
+                fpos[f] = fsize
+                fsize += 1
+            elif not rebuild and fpos[f] >= 0:
                 heap_update(fheap, fpos, finish, fsize, f)
-            else:
+            elif not rebuild:
                 fsize = heap_push(fheap, fpos, finish, fsize, f)
+        if rebuild:
+            for i in range(fsize // 2 - 1, -1, -1):
+                sift_down(fheap, fpos, finish, i, fsize)
         done += 1
     counters[0], counters[1], counters[4] = fsize, asize, stamp
     counters[2] += done
     return done
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, inline="always", error_model="numpy")
 def _walk(  # pragma: no cover - compiled
-    link, settled, narrow, stamp, head, after, entry_flow, rate, reached, component, flows,
+    link, settled, ceiling, stamp, first, count, holder, held, reached, component, flows,
     indptr, indices, seen, queue, queued, load, left, walked,
 ):  # fmt: skip
-    """Add the flows on ``link`` at or above ``settled`` to the component (``narrow``: only
-    its fastest ones, within the margin), queueing their resources; the others keep their
-    rate. Records the link's exact load and the fastest flow it leaves out."""
+    """Add the flows on ``link`` at or above ``settled`` and, within the margin, at or above
+    the slower of its fastest flow and ``ceiling`` (0: every flow at or above ``settled``)
+    to the component, queueing their resources; the others keep their rate. Records the
+    link's exact load and the fastest flow it leaves out."""
+    a, z = first[link], first[link] + count[link]
     total = 0.0
     top = 0.0
-    e = head[link]
-    while e >= 0:
-        r = rate[entry_flow[e]]
-        e = after[e]
-        total += r
-        top = max(top, r)
+    for s in range(a, z):
+        total += held[s]
+        top = max(top, held[s])
     load[link] = total  # exact again (no drift of the running sums)
-    bar = max(settled, top * (1 - SETTLED_MARGIN)) if narrow else settled
+    bar = max(settled, min(top, ceiling) * (1 - SETTLED_MARGIN))
     out = 0.0
-    e = head[link]
-    while e >= 0:
-        f = entry_flow[e]
-        e = after[e]
-        if reached[f] == stamp:
+    for s in range(a, z):
+        r = held[s]
+        if r < bar:
+            if r > out and reached[holder[s]] != stamp:
+                out = r
             continue
-        if rate[f] < bar:
-            out = max(out, rate[f])
+        f = holder[s]
+        if reached[f] == stamp:
             continue
         reached[f] = stamp
         component[flows] = f
@@ -409,36 +426,40 @@ def _walk(  # pragma: no cover - compiled
     return flows, queued
 
 
-@njit(cache=True, error_model="numpy")
-def _leave_level(left, first, after, entry_flow, rate):  # pragma: no cover - compiled
+def slots(indices: np.ndarray, resources: int) -> np.ndarray:
+    """Per resource, where its slots begin: one per route entry crossing it (CSR offsets), so
+    the flows in flight on a resource and their rates lie side by side."""
+    first = np.zeros(resources + 1, dtype=np.int64)
+    np.cumsum(np.bincount(indices, minlength=resources), out=first[1:])
+    return first
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _leave_level(left, rates):  # pragma: no cover - compiled
     """The lowest level at which a resource's filling changes when a flow of rate ``left``
-    leaves it: the slowest of its other flows at ``left`` or above (the resource saturated at
-    ``left`` froze only flows of that rate; below it nothing froze there), inf if none."""
+    leaves it (``rates``: its other flows): the slowest of them at ``left`` or above (the
+    resource saturated at ``left`` froze only flows of that rate; below it nothing froze
+    there), inf if none."""
     level = np.inf
     floor = left * (1 - SETTLED_MARGIN)
-    e = first
-    while e >= 0:
-        r = rate[entry_flow[e]]
-        e = after[e]
+    for r in rates:
         if floor <= r < level:
             level = r
     return level
 
 
-@njit(cache=True, error_model="numpy")
-def _join_level(capacity, first, after, entry_flow, rate, reached, stamp):  # pragma: no cover
-    """The fill level at which a resource saturates once this event's new flows (``reached``
-    this ``stamp``, rate 0) join its flows of known rates: t with sum(min(rate, t)) + new * t
-    = capacity, from below (each pass moves the flows under t to their rate)."""
+@njit(cache=True, inline="always", error_model="numpy")
+def _join_level(capacity, rates):  # pragma: no cover - compiled
+    """The fill level at which a resource saturates once this event's new flows (rate 0 in
+    ``rates``; a flow in flight has a positive rate) join its flows of known rates: t with
+    sum(min(rate, t)) + new * t = capacity, from below (each pass moves the flows under t to
+    their rate)."""
     level = 0.0
     for _ in range(64):
         held, growing = 0.0, 0
-        e = first
-        while e >= 0:
-            f = entry_flow[e]
-            e = after[e]
-            if reached[f] != stamp and rate[f] < level:
-                held += rate[f]
+        for r in rates:
+            if 0 < r < level:
+                held += r
             else:
                 growing += 1
         nxt = (capacity - held) / growing

@@ -7,8 +7,11 @@ frozen and the others keep growing. The result is the unique max-min fair alloca
 
 The kernel follows SimGrid's lmm solver (``src/kernel/lmm/maxmin.cpp``: a resource's level is
 ``remaining / usage``, the lowest level saturates next, a flow whose bound is below it is fixed
-at its bound first) with a binary heap of resource levels in place of SimGrid's rescans of the
-saturated-constraint set, so one solve costs O(entries + resources · log resources). It is
+at its bound first). A resource whose level starts above every limit of its flows (cap, or
+the capacity of a resource crossed) cannot saturate and is left out; the others are scanned
+for the lowest level while few (``SCAN_LIMIT``), else kept in a binary heap in place of
+SimGrid's rescans of the saturated-constraint set, so one solve costs O(entries + resources ·
+log resources). It is
 compiled with Numba (``cache=True``: compiled once per machine) and shared by both drivers:
 :func:`max_min_rates` solves a batch of independent problems (each ``group`` sees its own copy
 of every resource), the event driver re-solves only the flows an event can change
@@ -207,6 +210,11 @@ def check(paths: Paths, capacity: np.ndarray, cap: np.ndarray) -> None:
         raise ValueError("a flow crossing no resource needs a finite rate cap")
 
 
+SCAN_LIMIT = 256  # fill scans up to this many resources that may saturate for the lowest, else
+# keeps them in a heap
+UNBOUND_MARGIN = 1e-9  # a resource whose level starts this much above its bound stays unheaped
+
+
 class Scratch(NamedTuple):
     """Work arrays of :func:`fill`, allocated once for many calls (an event loop's)."""
 
@@ -220,6 +228,8 @@ class Scratch(NamedTuple):
     level: np.ndarray  # per entry: float64
     heap: np.ndarray  # per entry: int64
     pos: np.ndarray  # per entry: int64
+    entry: np.ndarray  # per entry: int64
+    offset: np.ndarray  # per flow + 1: int64
 
 
 @njit(cache=True, error_model="numpy")
@@ -236,6 +246,8 @@ def scratch(entries, flows):  # pragma: no cover - compiled
         np.empty(entries),
         np.empty(entries, np.int64),
         np.empty(entries, np.int64),
+        np.empty(entries, np.int64),
+        np.empty(flows + 1, np.int64),
     )
 
 
@@ -260,20 +272,28 @@ def fill(flows, indptr, indices, capacity, cap, rate, local, froze):  # pragma: 
 def fill_into(flows, indptr, indices, capacity, cap, rate, local, froze, work):  # pragma: no cover
     """:func:`fill` with its work arrays given (:func:`scratch`, large enough for ``flows``)."""
     links, remaining, usage = work.links, work.remaining, work.usage
+    # the flows' routes over local resource numbers, side by side: flow ``flows[i]`` crosses
+    # ``entry[offset[i]:offset[i + 1]]``
+    entry, offset = work.entry, work.offset
     nl = 0
-    for f in flows:
-        if cap[f] <= 0:
-            continue
-        for e in range(indptr[f], indptr[f + 1]):
-            j = local[indices[e]]
-            if j < 0:
-                j = nl
-                local[indices[e]] = j
-                links[j] = indices[e]
-                remaining[j] = capacity[indices[e]]
-                usage[j] = 0
-                nl += 1
-            usage[j] += 1
+    ne = 0
+    offset[0] = 0
+    for i in range(len(flows)):
+        f = flows[i]
+        if cap[f] > 0:
+            for e in range(indptr[f], indptr[f + 1]):
+                j = local[indices[e]]
+                if j < 0:
+                    j = nl
+                    local[indices[e]] = j
+                    links[j] = indices[e]
+                    remaining[j] = capacity[indices[e]]
+                    usage[j] = 0
+                    nl += 1
+                usage[j] += 1
+                entry[ne] = j
+                ne += 1
+        offset[i + 1] = ne
     # resource -> positions in ``flows`` (CSR), and the capped flows in order of their cap
     start, member, frozen, capped = work.start, work.member, work.frozen, work.capped
     start[0] = 0
@@ -283,6 +303,11 @@ def fill_into(flows, indptr, indices, capacity, cap, rate, local, froze, work): 
     for j in range(nl):
         cursor[j] = start[j]
     frozen[: len(flows)] = False
+    # a flow's rate is at most its cap and the capacity of each resource it crosses, so a
+    # resource saturates at no level above ``bound``: the largest such limit of its flows
+    level, heap, pos = work.level, work.heap, work.pos
+    bound = level  # per resource, until the levels are set
+    bound[:nl] = 0.0
     ncapped = 0
     for i in range(len(flows)):
         f = flows[i]
@@ -290,40 +315,38 @@ def fill_into(flows, indptr, indices, capacity, cap, rate, local, froze, work): 
             rate[f] = max(cap[f], 0.0)
             frozen[i] = True
             continue
-        for e in range(indptr[f], indptr[f + 1]):
-            j = local[indices[e]]
+        limit = cap[f]
+        for e in range(offset[i], offset[i + 1]):
+            limit = min(limit, remaining[entry[e]])
+        for e in range(offset[i], offset[i + 1]):
+            j = entry[e]
             member[cursor[j]] = i
             cursor[j] += 1
+            bound[j] = max(bound[j], limit)
         if cap[f] < np.inf:
             capped[ncapped] = i
             ncapped += 1
     if ncapped:
         capped = capped[:ncapped][np.argsort(cap[flows[capped[:ncapped]]], kind="mergesort")]
     # a resource's level only rises as flows freeze below it, so a stale key in the heap is a
-    # lower bound: refreshed when it reaches the top (lazy), not on every freeze
-    level, heap, pos = work.level, work.heap, work.pos
+    # lower bound: refreshed when it reaches the top (lazy), not on every freeze. A resource
+    # whose level starts above its bound never saturates: it stays out of the heap.
+    size = 0
     for j in range(nl):
-        level[j] = remaining[j] / usage[j]
-        heap[j] = j
-        pos[j] = j
-    for i in range(nl // 2 - 1, -1, -1):
-        sift_down(heap, pos, level, i, nl)
-    size = nl
+        start_level = remaining[j] / usage[j]
+        if start_level > bound[j] * (1 + UNBOUND_MARGIN):
+            continue
+        level[j] = start_level
+        heap[size] = j
+        pos[j] = size
+        size += 1
+    scan = size <= SCAN_LIMIT  # few resources: a scan for the lowest beats the heap's upkeep
+    if not scan:
+        for i in range(size // 2 - 1, -1, -1):
+            sift_down(heap, pos, level, i, size)
     c = 0
     while True:
-        link_level = np.inf
-        while size:
-            j = heap[0]
-            if usage[j] == 0:
-                size = heap_remove(heap, pos, level, size, j)
-                continue
-            current = remaining[j] / usage[j]
-            if current > level[j]:
-                level[j] = current
-                sift_down(heap, pos, level, 0, size)
-                continue
-            link_level = current
-            break
+        link_level, at, size = _lowest(heap, pos, level, size, remaining, usage, scan)
         while c < ncapped and frozen[capped[c]]:
             c += 1
         cap_level = cap[flows[capped[c]]] if c < ncapped else np.inf
@@ -334,8 +357,12 @@ def fill_into(flows, indptr, indices, capacity, cap, rate, local, froze, work): 
             lo, hi = c, c + 1
             fix = cap_level
         else:  # the lowest resource saturates: every unfrozen flow on it is fixed at its level
-            j = heap[0]
-            size = heap_remove(heap, pos, level, size, j)
+            j = heap[at]
+            if scan:
+                size -= 1
+                heap[at] = heap[size]
+            else:
+                size = heap_remove(heap, pos, level, size, j)
             lo, hi = start[j], start[j + 1]
             fix = link_level
             froze[links[j]] = fix
@@ -346,12 +373,45 @@ def fill_into(flows, indptr, indices, capacity, cap, rate, local, froze, work): 
             frozen[i] = True
             f = flows[i]
             rate[f] = fix
-            for e in range(indptr[f], indptr[f + 1]):
-                j = local[indices[e]]
+            for e in range(offset[i], offset[i + 1]):
+                j = entry[e]
                 usage[j] -= 1
                 remaining[j] = max(remaining[j] - fix, 0.0)
     for j in range(nl):
         local[links[j]] = -1
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _lowest(heap, pos, level, size, remaining, usage, scan):  # pragma: no cover - compiled
+    """The lowest level of the resources in ``heap[:size]`` that still hold unfrozen flows, its
+    slot there, and the size once the others are dropped: by a scan of them (``scan``), or from
+    the heap, whose stale keys (lower bounds) are refreshed as they reach the top."""
+    if scan:
+        lowest, at = np.inf, -1
+        k = 0
+        while k < size:
+            j = heap[k]
+            if usage[j] == 0:
+                size -= 1
+                heap[k] = heap[size]
+                continue
+            current = remaining[j] / usage[j]
+            if current < lowest:
+                lowest, at = current, k
+            k += 1
+        return lowest, at, size
+    while size:
+        j = heap[0]
+        if usage[j] == 0:
+            size = heap_remove(heap, pos, level, size, j)
+            continue
+        current = remaining[j] / usage[j]
+        if current > level[j]:
+            level[j] = current
+            sift_down(heap, pos, level, 0, size)
+            continue
+        return current, 0, size
+    return np.inf, -1, size
 
 
 # Indexed binary min-heap: ``heap[:size]`` holds items ordered by ``key[item]``; ``pos[item]`` is

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from burstlake.replay.solver import Paths, max_min_rates
+from burstlake.replay.solver import SCAN_LIMIT, Paths, max_min_rates
 
 P = Paths.from_lists
 
@@ -89,6 +89,29 @@ def test_allocation_is_feasible_and_max_min() -> None:
             and all(rates[g] <= rate * (1 + 1e-9) for g, other in enumerate(routes) if r in other)
             for r in route
         )
+
+
+def test_many_resources_the_heap_path_is_max_min() -> None:
+    """Over SCAN_LIMIT resources that may saturate, fill keeps them in a heap: the same rules."""
+    rng = np.random.default_rng(5)
+    resources = 3 * SCAN_LIMIT
+    capacity = rng.uniform(1, 5, resources)
+    routes = [list(rng.choice(resources, rng.integers(1, 5), replace=False)) for _ in range(3000)]
+    cap = np.where(rng.random(3000) < 0.1, rng.uniform(0.01, 0.1, 3000), np.inf)
+    rates = max_min_rates(P(routes), capacity, cap)
+    paths = P(routes)
+    flow = paths.flow_of_entry()
+    load = np.bincount(paths.indices, rates[flow], minlength=resources)
+    assert np.all(load <= capacity * (1 + 1e-9))
+    fastest = np.zeros(resources)
+    np.maximum.at(fastest, paths.indices, rates[flow])
+    # max-min: a flow below its cap crosses a saturated resource where no flow gets more
+    bottleneck = (load[paths.indices] >= capacity[paths.indices] * (1 - 1e-9)) & (
+        fastest[paths.indices] <= rates[flow] * (1 + 1e-9)
+    )
+    held = np.bincount(flow, bottleneck, minlength=3000) > 0
+    assert np.all(held | (rates >= cap * (1 - 1e-9)))
+    assert np.all(rates <= cap * (1 + 1e-9))
 
 
 @pytest.mark.parametrize(
