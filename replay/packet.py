@@ -17,10 +17,20 @@ The model, in the terms of CODES' ``src/networks/model-net/fattree.c``:
 - **Buffers and credits.** Every resource of a route (a link direction, a server) has a buffer
   of ``buffer_bytes`` per virtual channel. A packet is *admitted* to the buffer of its next
   resource only when that buffer has room for it; admission charges the buffer and returns the
-  credit of the buffer the packet held before. A packet that cannot be admitted waits in the
-  buffer's arrival-order queue and keeps holding its previous buffer, so traffic behind it on
-  that link stalls even when its own next hop is free: head-of-line blocking, and the
-  congestion tree of 000 §4.2.
+  credit of the buffer the packet held before. A packet that cannot be admitted waits and
+  keeps holding its previous buffer, so traffic behind it on that link stalls even when its
+  own next hop is free: head-of-line blocking, and the congestion tree of 000 §4.2.
+- **Arbitration.** The packets waiting for one buffer wait at their *input*: the buffer they
+  hold (a switch's input port and virtual channel) or their NIC. When the buffer has room,
+  the inputs take turns, round robin, one packet each, each input's packets in arrival order;
+  an input that starts waiting joins the round last (the output-port arbitration the
+  interconnect's switches do). CODES differs here: its fat-tree
+  (``src/networks/model-net/fattree.c``, ``switch_packet_receive`` and ``switch_buf_update``)
+  keeps one arrival-order queue per output port (``queued_msgs``) and admits its head when a
+  credit returns, first come first served; its torus (``torus.c``, ``packet_send``) serves
+  packets in transit before newly injected ones; its dragonfly (``dragonfly.c``,
+  ``router_packet_send``) takes the highest virtual channel first; only
+  ``dragonfly-dally.cxx`` (``get_next_vcg``) turns round robin, over QoS classes.
 - **Links.** An admitted packet leaves on its resource in admission order, one packet at a
   time, taking ``bytes / capacity``; it reaches the next device ``router_delay`` later when it
   left a switch (every hop after the first), with no delay when it left a NIC (store and
@@ -136,14 +146,15 @@ def simulate(
     packets = np.maximum(1, np.ceil(size / settings.packet_bytes)).astype(np.int64)
 
     # each route entry: its resource, its buffer, the buffer its packet held before (-1 after a
-    # NIC), whether it is its route's last (to the sink)
+    # NIC), its input: the (buffer, buffer held before) pair the output's arbiter serves
     lengths = paths.lengths
     entry = np.zeros((len(paths.indices), 4), np.int32)
     entry[:, 0] = paths.indices
     entry[:, 1] = buffer_of_entry
     entry[1:, 2] = buffer_of_entry[:-1]
     entry[paths.indptr[:-1][lengths > 0], 2] = -1
-    entry[paths.indptr[1:][lengths > 0] - 1, 3] = 1
+    pair = entry[:, 1].astype(np.int64) * (len(capacity) * channels + 1) + entry[:, 2] + 1
+    inputs, entry[:, 3] = np.unique(pair, return_inverse=True)
     # a resource that some route enters after another one leaves a switch (or a server) and
     # pays router_delay; one that only ever starts a route is a NIC's injection link
     delay = np.zeros(len(capacity))
@@ -162,7 +173,7 @@ def simulate(
         stream, size, gap, release, window, packets, paths.indptr, entry,
         settings.packet_bytes, settings.buffer_bytes, settings.nic_delay, float(until),
     )  # fmt: skip
-    state = _State.empty(n, buffers, capacity, delay, settings.packet_bytes, pool)
+    state = _State.empty(n, buffers, capacity, delay, settings.packet_bytes, pool, len(inputs))
     first = np.flatnonzero(np.r_[True, stream[1:] != stream[:-1]]) if n else np.zeros(0, np.int64)
     for k in first:
         issue = max(gap[k], release[k])
@@ -211,7 +222,7 @@ class _Fixed(NamedTuple):
     window: np.ndarray
     packets: np.ndarray
     indptr: np.ndarray  # a request's route entries
-    entry: np.ndarray  # per route entry: resource, buffer, buffer held before, last
+    entry: np.ndarray  # per route entry: resource, buffer, buffer held before, input
     packet_bytes: float
     buffer_bytes: float
     nic_delay: float
@@ -231,8 +242,9 @@ class _State(NamedTuple):
     delivered: np.ndarray
     arrived: np.ndarray  # packets of the request delivered
     injected: np.ndarray  # packets of the request cut at its NIC
-    buffer: np.ndarray  # bytes charged; the queue of packets waiting for room
+    buffer: np.ndarray  # bytes charged; the round robin of inputs with packets waiting
     buffer_ids: np.ndarray
+    inputs: np.ndarray  # per (buffer, buffer held before): its FIFO of waiting packets
     link: np.ndarray  # when free, a full packet's time on it, delay after; packets in flight
     link_ids: np.ndarray
     capacity: np.ndarray  # per resource (bytes/s), for short packets
@@ -253,6 +265,7 @@ class _State(NamedTuple):
         delay: np.ndarray,
         packet_bytes: float,
         pool: int,
+        inputs: int,
     ) -> _State:
         links = len(capacity)
         buffer, buffer_ids = _table(buffers, 4)
@@ -272,6 +285,7 @@ class _State(NamedTuple):
             injected=np.zeros(n, np.int64),
             buffer=buffer,
             buffer_ids=buffer_ids,
+            inputs=np.full((inputs, 4), -1, np.int32),
             link=link,
             link_ids=link_ids,
             capacity=capacity,
@@ -303,7 +317,8 @@ COMPILED = {"cache": True, "error_model": "numpy"} | (
     {"_nrt": False} if hasattr(numba.core.cpu.CPUTargetOptions, "_nrt") else {}
 )
 ROOT = 3  # the heap's root: node i sits at 2 (i + ROOT)
-B_BYTES, B_HEAD = 0, 2  # buffer: bytes charged (float64), first waiting packet (int32), last
+B_BYTES, B_HEAD = 0, 2  # buffer: bytes charged (float64); input whose turn it is (int32), last
+I_HEAD, I_RING = 0, 2  # input: first and last waiting packet, next input in its round robin
 L_FREE, L_FULL, L_DELAY, L_HEAD = 0, 1, 2, 6  # resource: free at, a full packet's time, delay
 P_BYTES, P_TIME, P_REQ, P_ENTRY, P_NEXT = 0, 1, 4, 5, 6  # packet
 
@@ -396,6 +411,42 @@ def _append(queues, head, packet_ids, q, p):  # pragma: no cover - compiled
 
 
 @njit(cache=True, inline="always")
+def _wait(buffer_ids, inputs, packet_ids, b, i, p):  # pragma: no cover - compiled
+    """Packet ``p`` waits at input ``i`` for room in buffer ``b``: last in the input's FIFO;
+    an input that had no packet waiting joins the buffer's round robin last (just before the
+    input whose turn it is)."""
+    if inputs[i, I_HEAD + 1] < 0:
+        last = buffer_ids[b, B_HEAD + 1]
+        if last < 0:
+            buffer_ids[b, B_HEAD] = i
+            inputs[i, I_RING] = i
+        else:
+            inputs[last, I_RING] = i
+            inputs[i, I_RING] = buffer_ids[b, B_HEAD]
+        buffer_ids[b, B_HEAD + 1] = i
+    _append(inputs, I_HEAD, packet_ids, i, p)
+
+
+@njit(cache=True, inline="always")
+def _served(buffer_ids, inputs, b, i, following):  # pragma: no cover - compiled
+    """Input ``i`` had its first packet admitted to buffer ``b`` (``following`` is next in its
+    FIFO): the turn passes to the next input of the round robin; an input left empty leaves it."""
+    inputs[i, I_HEAD] = following
+    after = inputs[i, I_RING]
+    if following >= 0:
+        buffer_ids[b, B_HEAD + 1] = i
+        buffer_ids[b, B_HEAD] = after
+        return
+    inputs[i, I_HEAD + 1] = -1
+    if after == i:
+        buffer_ids[b, B_HEAD] = -1
+        buffer_ids[b, B_HEAD + 1] = -1
+    else:
+        inputs[buffer_ids[b, B_HEAD + 1], I_RING] = after
+        buffer_ids[b, B_HEAD] = after
+
+
+@njit(cache=True, inline="always")
 def _settle(heap, counters):  # pragma: no cover - compiled
     """Remove the handled root event if no new event replaced it."""
     if counters[4]:
@@ -413,6 +464,7 @@ def _advance(budget, fixed, state):  # pragma: no cover - compiled
     packet_bytes, buffer_bytes = fixed.packet_bytes, fixed.buffer_bytes
     buffer, buffer_ids, link, link_ids = state.buffer, state.buffer_ids, state.link, state.link_ids
     packet, packet_ids, free, heap = state.packet, state.packet_ids, state.free, state.heap
+    inputs = state.inputs
     work, counters = state.work, state.counters
     done = 0
     while done < budget and counters[0] > 0:
@@ -438,7 +490,7 @@ def _advance(budget, fixed, state):  # pragma: no cover - compiled
             p = free[counters[1]]
             packet_ids[p, P_REQ], packet_ids[p, P_ENTRY] = k, -1
             b = entry[indptr[k], 1]
-            _append(buffer_ids, B_HEAD, packet_ids, b, p)
+            _wait(buffer_ids, inputs, packet_ids, b, entry[indptr[k], 3], p)
             work[todo] = b
             todo += 1
         else:  # the first packet in flight on resource r reaches its end
@@ -453,7 +505,7 @@ def _advance(budget, fixed, state):  # pragma: no cover - compiled
             k = packet_ids[p, P_REQ]
             e = packet_ids[p, P_ENTRY]
             released = entry[e, 1]
-            if entry[e, 3]:  # delivered: the last buffer drains at once
+            if e + 1 == indptr[k + 1]:  # delivered: the last buffer drains at once
                 nbytes = packet[p, P_BYTES]
                 buffer[released, B_BYTES] -= nbytes
                 if buffer_ids[released, B_HEAD] >= 0:
@@ -469,16 +521,17 @@ def _advance(budget, fixed, state):  # pragma: no cover - compiled
             else:  # wait for room in the next buffer, holding this one
                 packet_ids[p, P_ENTRY] = e + 1
                 b = entry[e + 1, 1]
-                _append(buffer_ids, B_HEAD, packet_ids, b, p)
+                _wait(buffer_ids, inputs, packet_ids, b, entry[e + 1, 3], p)
                 work[todo] = b
                 todo += 1
-        # admit waiting packets wherever room appeared; each admission frees the buffer its
-        # packet held, which may admit packets upstream in turn
+        # admit waiting packets wherever room appeared, the inputs in turn (round robin); each
+        # admission frees the buffer its packet held, which may admit packets upstream in turn
         while todo > 0:
             todo -= 1
             b = work[todo]
             while buffer_ids[b, B_HEAD] >= 0:
-                p = buffer_ids[b, B_HEAD]
+                i = buffer_ids[b, B_HEAD]  # the input whose turn it is, its first packet
+                p = inputs[i, I_HEAD]
                 k = packet_ids[p, P_REQ]
                 e = packet_ids[p, P_ENTRY]
                 if e < 0:  # cut the NIC's next packet of the message
@@ -503,14 +556,12 @@ def _advance(budget, fixed, state):  # pragma: no cover - compiled
                         packet_ids[q, P_REQ], packet_ids[q, P_ENTRY] = k, -1
                         packet_ids[q, P_NEXT] = following
                         following = q
-                        if buffer_ids[b, B_HEAD + 1] == p:
-                            buffer_ids[b, B_HEAD + 1] = q
+                        if inputs[i, I_HEAD + 1] == p:
+                            inputs[i, I_HEAD + 1] = q
                     e = indptr[k]
                     packet_ids[p, P_ENTRY] = e
                     packet[p, P_BYTES] = nbytes
-                buffer_ids[b, B_HEAD] = following
-                if following < 0:
-                    buffer_ids[b, B_HEAD + 1] = -1
+                _served(buffer_ids, inputs, b, i, following)
                 r = entry[e, 0]
                 leave = max(now, link[r, L_FREE])
                 if nbytes == packet_bytes:

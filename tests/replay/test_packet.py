@@ -103,6 +103,28 @@ def test_head_of_line_blocking() -> None:
     assert t.end[1] - t.start[1] == pytest.approx(3.0)
 
 
+def test_inputs_take_turns_for_an_output_round_robin() -> None:
+    # Buffers of two packets; A sends 4 packets over a -> out, B 4 packets over b -> out from
+    # 3.5 s; `out` is 10x slower, so its buffer (2 packets) admits one packet per delivery.
+    #   A1 a [0,1], admitted to out at 1: out [1,11]; A2 a [1,2], admitted at 2: out [11,21];
+    #   A3 (a [2,3]) and A4 (a [3,4]) wait at input a, holding a's buffer.
+    #   B1 b [3.5,4.5] and B2 b [4.5,5.5] wait at input b, which joined the round after a.
+    # Round robin, one admission per delivery at 11, 21, 31...: A3 (11), B1 (21), A4 (31),
+    # then B2 (41), B3 (51), B4 (61). `out` carries A1 A2 A3 B1 A4 B2 B3 B4: A ends at 51,
+    # B at 81. First come first served would admit A3, A4 (waiting since 3 and 4) before B1
+    # (4.5): A ending at 41.
+    a, b, out = range(3)
+    capacity = np.array([ONE, ONE, ONE / 10])
+    r = requests([[a, out], [b, out]], [4 * P, 4 * P], gaps=[0, 3.5])
+    t = simulate(r, capacity, settings(2))
+    assert t.end.tolist() == pytest.approx([51.0, 81.0])
+    # with one input there is no one to take turns with: A's packets leave back to back
+    # (out [1,41]), and a second request on the same stream, issued at 41, crosses a [41,42]
+    # and out from 42 for 4 packets: 82
+    r = requests([[a, out], [a, out]], [4 * P, 4 * P], streams=[0, 0])
+    assert simulate(r, capacity, settings(2)).end.tolist() == pytest.approx([41.0, 82.0])
+
+
 def test_credits_are_conserved() -> None:
     rng = np.random.default_rng(3)
     # routes in increasing resource order: no cycle of buffers, so no deadlock
