@@ -47,7 +47,17 @@ The model, in the terms of CODES' ``src/networks/model-net/fattree.c``:
 The loop is compiled (Numba) and allocates nothing per event: a row per buffer, per link and
 per packet, a packet pool sized by what the buffers can hold (so memory follows packets in
 flight, not packets sent), and one 4-ary heap holding each resource's next arrival and each
-message's issue, ordered by time, then by event (ties resolve the same way every run).
+message's issue, ordered by time, then by a tie-breaker.
+
+**Ties.** On links of one speed many events fall at the same instant. Resolving them by
+resource or request number would favour low-numbered links and clients every time (a bias
+of a few per cent in paper 000's I/O slowdown). As ROSS does (``core/ross-inline.h``,
+``tw_event_new_user_prio``: with ``USE_RAND_TIEBREAKER``, on by default, every event sent
+draws ``event_tiebreaker = tw_rand_unif(sender->core_rng)``, and ``tw_event_sig_compare``
+orders equal times by it), every event pushed draws a random tie-breaker, here from one
+xorshift64 stream seeded by ``tie_seed``: one seed, one order, every run. (ROSS also chains
+the tie-breakers of zero-delay descendants, its "tie lineage"; this model has no zero-delay
+event chains to order, as every hop takes time.)
 """
 
 from __future__ import annotations
@@ -74,6 +84,7 @@ class PacketSettings:
     buffer_bytes: float = 65536.0  # per port and virtual channel
     router_delay: float = 60e-9  # seconds per switch
     nic_delay: float = 1e-6  # seconds per message, at the sending NIC
+    tie_seed: int = 0  # seeds the order of simultaneous events (ROSS's random tie-breaker)
 
     @classmethod
     def from_mapping(cls, given: Mapping[str, Any] | None, where: str = "packet") -> PacketSettings:
@@ -83,8 +94,11 @@ class PacketSettings:
         unknown = sorted(set(given) - set(allowed))
         if unknown:
             raise ValueError(f"{where}: unknown settings {unknown}; allowed: {allowed}")
-        values: dict[str, float] = {}
+        values: dict[str, Any] = {}
         for key, value in given.items():
+            if key == "tie_seed":
+                values[key] = value  # an integer, checked below
+                continue
             try:
                 number = float(value)
             except (TypeError, ValueError):
@@ -97,6 +111,13 @@ class PacketSettings:
         return settings
 
     def check(self, where: str = "packet") -> None:
+        seed = self.tie_seed
+        if (
+            isinstance(seed, bool)
+            or not isinstance(seed, int | np.integer)
+            or not 0 <= seed < 2**63
+        ):
+            raise ValueError(f"{where}: tie_seed must be an integer >= 0, got {seed!r}")
         for key in ("packet_bytes", "buffer_bytes"):
             if not 0 < getattr(self, key) < math.inf:
                 raise ValueError(f"{where}: {key} must be positive, got {getattr(self, key)!r}")
@@ -174,11 +195,13 @@ def simulate(
         settings.packet_bytes, settings.buffer_bytes, settings.nic_delay, float(until),
     )  # fmt: skip
     state = _State.empty(n, buffers, capacity, delay, settings.packet_bytes, pool, len(inputs))
+    state.ties[0] = np.random.SeedSequence(int(settings.tie_seed)).generate_state(1, np.uint64)[0]
+    state.ties[0] |= np.uint64(1)  # xorshift needs a state other than 0
     first = np.flatnonzero(np.r_[True, stream[1:] != stream[:-1]]) if n else np.zeros(0, np.int64)
     for k in first:
         issue = max(gap[k], release[k])
         state.start[k] = issue
-        _push(state.heap, state.counters, issue + settings.nic_delay, 2 * k + 1)
+        _push(state.heap, state.counters, issue + settings.nic_delay, _event(state.ties, 2 * k + 1))
     while True:
         done = _advance(EVENTS_PER_CALL, fixed, state)
         if done < 0:
@@ -253,6 +276,7 @@ class _State(NamedTuple):
     free: np.ndarray  # stack of free packet ids
     heap: np.ndarray  # 4-ary heap of events (time, value), flat, from node ROOT
     work: np.ndarray  # buffers to retry after a credit
+    ties: np.ndarray  # the tie-breakers' xorshift64 state
     # heap size, free-stack size, events, deepest pool use, root handled
     counters: np.ndarray
 
@@ -294,6 +318,7 @@ class _State(NamedTuple):
             free=np.arange(pool - 1, -1, -1, dtype=np.int32),
             heap=_table(ROOT + events + 4, 4)[0].reshape(-1),
             work=np.zeros(pool + buffers + 1, np.int64),
+            ties=np.ones(1, np.uint64),
             counters=np.array([0, pool, 0, 0, 0], np.int64),
         )
 
@@ -321,6 +346,10 @@ B_BYTES, B_HEAD = 0, 2  # buffer: bytes charged (float64); input whose turn it i
 I_HEAD, I_RING = 0, 2  # input: first and last waiting packet, next input in its round robin
 L_FREE, L_FULL, L_DELAY, L_HEAD = 0, 1, 2, 6  # resource: free at, a full packet's time, delay
 P_BYTES, P_TIME, P_REQ, P_ENTRY, P_NEXT = 0, 1, 4, 5, 6  # packet
+# an event's heap value: its id (2r for resource r, 2k + 1 for request k, below 2**33) plus a
+# random tie-breaker of 20 bits times 2**33 (exact in a float64; equal draws fall back on the id)
+EVENT_BITS = 33
+EVENT_MASK = (1 << EVENT_BITS) - 1
 
 
 @njit(cache=True, inline="always")
@@ -398,6 +427,17 @@ def _push(heap, counters, time, value):  # pragma: no cover - compiled
 
 
 @njit(cache=True, inline="always")
+def _event(ties, event):  # pragma: no cover - compiled
+    """Event id ``event`` with a fresh random tie-breaker: its value in the heap."""
+    x = ties[0]
+    x ^= x << np.uint64(13)
+    x ^= x >> np.uint64(7)
+    x ^= x << np.uint64(17)
+    ties[0] = x
+    return np.float64((np.int64(x >> np.uint64(64 - 53 + EVENT_BITS)) << EVENT_BITS) | event)
+
+
+@njit(cache=True, inline="always")
 def _append(queues, head, packet_ids, q, p):  # pragma: no cover - compiled
     """Put packet ``p`` last in queue ``q`` (a buffer's waiting packets, a resource's packets
     in flight; columns ``head``, ``head + 1``): a packet is in one queue at a time, so one
@@ -471,7 +511,7 @@ def _advance(budget, fixed, state):  # pragma: no cover - compiled
         now = heap[2 * ROOT]
         if now > fixed.until:
             break
-        value = np.int64(heap[2 * ROOT + 1])
+        value = np.int64(heap[2 * ROOT + 1]) & EVENT_MASK
         counters[4] = 1  # the root is handled; the first push replaces it (_push)
         done += 1
         todo = 0  # buffers whose queue may move
@@ -501,7 +541,7 @@ def _advance(budget, fixed, state):  # pragma: no cover - compiled
             if following < 0:
                 link_ids[r, L_HEAD + 1] = -1
             else:  # the next one on r arrives later (FIFO, so its time is not earlier)
-                _push(heap, counters, packet[following, P_TIME], 2 * r)
+                _push(heap, counters, packet[following, P_TIME], _event(state.ties, 2 * r))
             k = packet_ids[p, P_REQ]
             e = packet_ids[p, P_ENTRY]
             released = entry[e, 1]
@@ -572,7 +612,7 @@ def _advance(budget, fixed, state):  # pragma: no cover - compiled
                 arrive = busy_until + link[r, L_DELAY]
                 packet[p, P_TIME] = arrive
                 if link_ids[r, L_HEAD + 1] < 0:  # r's first packet in flight: its arrival
-                    _push(heap, counters, arrive, 2 * r)  # is the heap's event for r
+                    _push(heap, counters, arrive, _event(state.ties, 2 * r))  # is r's event
                 _append(link_ids, L_HEAD, packet_ids, r, p)
                 held = entry[e, 2]
                 if held >= 0:
@@ -597,4 +637,4 @@ def _next_request(k, now, fixed, state):  # pragma: no cover - compiled
     if fixed.window[nxt] > 0 and state.start[k] + fixed.window[nxt] > issue:
         issue = state.start[k] + fixed.window[nxt]
     state.start[nxt] = issue
-    _push(state.heap, state.counters, issue + fixed.nic_delay, 2 * nxt + 1)
+    _push(state.heap, state.counters, issue + fixed.nic_delay, _event(state.ties, 2 * nxt + 1))
