@@ -31,6 +31,10 @@ The model, in the terms of CODES' ``src/networks/model-net/fattree.c``:
   packets in transit before newly injected ones; its dragonfly (``dragonfly.c``,
   ``router_packet_send``) takes the highest virtual channel first; only
   ``dragonfly-dally.cxx`` (``get_next_vcg``) turns round robin, over QoS classes.
+  ``arbitration: fcfs`` gives CODES' fat-tree rule (one input per buffer). The choice
+  matters for paper 000: under first come first served an MPI packet at an output shared with
+  I/O waits behind every I/O packet queued there; under round robin, for one packet of each
+  other input (README, "Placement what-ifs", has both against CODES).
 - **Links.** An admitted packet leaves on its resource in admission order, one packet at a
   time, taking ``bytes / capacity``; it reaches the next device ``router_delay`` later when it
   left a switch (every hop after the first), with no delay when it left a NIC (store and
@@ -74,6 +78,7 @@ from numba import njit
 from burstlake.replay.events import Requests, Timeline
 
 EVENTS_PER_CALL = 2_000_000  # compiled events between two progress reports
+ARBITRATIONS = ("round-robin", "fcfs")  # how an output's buffer admits its waiting packets
 
 
 @dataclass(frozen=True)
@@ -85,6 +90,7 @@ class PacketSettings:
     router_delay: float = 60e-9  # seconds per switch
     nic_delay: float = 1e-6  # seconds per message, at the sending NIC
     tie_seed: int = 0  # seeds the order of simultaneous events (ROSS's random tie-breaker)
+    arbitration: str = "round-robin"  # or "fcfs", CODES' fat-tree: one queue per output
 
     @classmethod
     def from_mapping(cls, given: Mapping[str, Any] | None, where: str = "packet") -> PacketSettings:
@@ -96,8 +102,8 @@ class PacketSettings:
             raise ValueError(f"{where}: unknown settings {unknown}; allowed: {allowed}")
         values: dict[str, Any] = {}
         for key, value in given.items():
-            if key == "tie_seed":
-                values[key] = value  # an integer, checked below
+            if key in ("tie_seed", "arbitration"):
+                values[key] = value  # an integer, a name: checked below
                 continue
             try:
                 number = float(value)
@@ -118,6 +124,11 @@ class PacketSettings:
             or not 0 <= seed < 2**63
         ):
             raise ValueError(f"{where}: tie_seed must be an integer >= 0, got {seed!r}")
+        if not isinstance(self.arbitration, str) or self.arbitration not in ARBITRATIONS:
+            raise ValueError(
+                f"{where}: arbitration must be one of {list(ARBITRATIONS)}, "
+                f"got {self.arbitration!r}"
+            )
         for key in ("packet_bytes", "buffer_bytes"):
             if not 0 < getattr(self, key) < math.inf:
                 raise ValueError(f"{where}: {key} must be positive, got {getattr(self, key)!r}")
@@ -175,6 +186,8 @@ def simulate(
     entry[1:, 2] = buffer_of_entry[:-1]
     entry[paths.indptr[:-1][lengths > 0], 2] = -1
     pair = entry[:, 1].astype(np.int64) * (len(capacity) * channels + 1) + entry[:, 2] + 1
+    if settings.arbitration == "fcfs":  # one input per buffer: its queue in arrival order
+        pair = entry[:, 1]
     inputs, entry[:, 3] = np.unique(pair, return_inverse=True)
     # a resource that some route enters after another one leaves a switch (or a server) and
     # pays router_delay; one that only ever starts a route is a NIC's injection link

@@ -111,13 +111,15 @@ def test_inputs_take_turns_for_an_output_round_robin() -> None:
     #   B1 b [3.5,4.5] and B2 b [4.5,5.5] wait at input b, which joined the round after a.
     # Round robin, one admission per delivery at 11, 21, 31...: A3 (11), B1 (21), A4 (31),
     # then B2 (41), B3 (51), B4 (61). `out` carries A1 A2 A3 B1 A4 B2 B3 B4: A ends at 51,
-    # B at 81. First come first served would admit A3, A4 (waiting since 3 and 4) before B1
-    # (4.5): A ending at 41.
+    # B at 81. First come first served (CODES' fat-tree) admits A3, A4 (waiting since 3 and
+    # 4) before B1 (4.5): `out` carries A1-A4 then B1-B4, A ending at 41.
     a, b, out = range(3)
     capacity = np.array([ONE, ONE, ONE / 10])
     r = requests([[a, out], [b, out]], [4 * P, 4 * P], gaps=[0, 3.5])
     t = simulate(r, capacity, settings(2))
     assert t.end.tolist() == pytest.approx([51.0, 81.0])
+    fcfs = PacketSettings(P, 2 * P, 0.0, 0.0, arbitration="fcfs")
+    assert simulate(r, capacity, fcfs).end.tolist() == pytest.approx([41.0, 81.0])
     # with one input there is no one to take turns with: A's packets leave back to back
     # (out [1,41]), and a second request on the same stream, issued at 41, crosses a [41,42]
     # and out from 42 for 4 packets: 82
@@ -200,6 +202,8 @@ def test_deadlock_is_refused_with_a_reason() -> None:
         ({"tie_seed": 1.5}, "tie_seed must be an integer >= 0, got 1.5"),
         ({"tie_seed": 2**63}, "tie_seed must be an integer >= 0"),
         ({"tie_seed": None}, "tie_seed must be an integer >= 0, got None"),
+        ({"arbitration": "lottery"}, r"arbitration must be one of \['round-robin', 'fcfs'\]"),
+        ({"arbitration": 1}, "arbitration must be one of"),
     ],
 )
 def test_bad_settings_are_refused_naming_the_key(given, message) -> None:
