@@ -178,7 +178,8 @@ def simulate(
     packets = np.maximum(1, np.ceil(size / settings.packet_bytes)).astype(np.int64)
 
     # each route entry: its resource, its buffer, the buffer its packet held before (-1 after a
-    # NIC), its input: the (buffer, buffer held before) pair the output's arbiter serves
+    # NIC), its input (the (buffer, buffer held before) pair the output's arbiter serves) times
+    # 2, plus 1 on its route's last entry (to the sink)
     lengths = paths.lengths
     entry = np.zeros((len(paths.indices), 4), np.int32)
     entry[:, 0] = paths.indices
@@ -188,7 +189,9 @@ def simulate(
     pair = entry[:, 1].astype(np.int64) * (len(capacity) * channels + 1) + entry[:, 2] + 1
     if settings.arbitration == "fcfs":  # one input per buffer: its queue in arrival order
         pair = entry[:, 1]
-    inputs, entry[:, 3] = np.unique(pair, return_inverse=True)
+    inputs, input_of_entry = np.unique(pair, return_inverse=True)
+    entry[:, 3] = 2 * input_of_entry
+    entry[paths.indptr[1:][lengths > 0] - 1, 3] += 1
     # a resource that some route enters after another one leaves a switch (or a server) and
     # pays router_delay; one that only ever starts a route is a NIC's injection link
     delay = np.zeros(len(capacity))
@@ -198,7 +201,7 @@ def simulate(
     streams = int(np.count_nonzero(np.r_[True, stream[1:] != stream[:-1]])) if n else 0
     # every packet holds one buffer (full packets fill it, each message has one short packet)
     pool = len(used) * int(settings.buffer_bytes // settings.packet_bytes) + 2 * streams + 16
-    if max(n, buffers, pool, len(paths.indices)) >= 2**31:
+    if max(n, buffers, pool, 2 * len(paths.indices)) >= 2**31:
         raise ValueError(
             f"packet model: {n:,} requests over {buffers:,} buffers is beyond one replay "
             "(ids are 32-bit); replay a shorter window"
@@ -258,7 +261,7 @@ class _Fixed(NamedTuple):
     window: np.ndarray
     packets: np.ndarray
     indptr: np.ndarray  # a request's route entries
-    entry: np.ndarray  # per route entry: resource, buffer, buffer held before, input
+    entry: np.ndarray  # per route entry: resource, buffer, buffer held before, 2 input + last
     packet_bytes: float
     buffer_bytes: float
     nic_delay: float
@@ -543,7 +546,7 @@ def _advance(budget, fixed, state):  # pragma: no cover - compiled
             p = free[counters[1]]
             packet_ids[p, P_REQ], packet_ids[p, P_ENTRY] = k, -1
             b = entry[indptr[k], 1]
-            _wait(buffer_ids, inputs, packet_ids, b, entry[indptr[k], 3], p)
+            _wait(buffer_ids, inputs, packet_ids, b, entry[indptr[k], 3] >> 1, p)
             work[todo] = b
             todo += 1
         else:  # the first packet in flight on resource r reaches its end
@@ -558,7 +561,7 @@ def _advance(budget, fixed, state):  # pragma: no cover - compiled
             k = packet_ids[p, P_REQ]
             e = packet_ids[p, P_ENTRY]
             released = entry[e, 1]
-            if e + 1 == indptr[k + 1]:  # delivered: the last buffer drains at once
+            if entry[e, 3] & 1:  # delivered: the last buffer drains at once
                 nbytes = packet[p, P_BYTES]
                 buffer[released, B_BYTES] -= nbytes
                 if buffer_ids[released, B_HEAD] >= 0:
@@ -574,7 +577,7 @@ def _advance(budget, fixed, state):  # pragma: no cover - compiled
             else:  # wait for room in the next buffer, holding this one
                 packet_ids[p, P_ENTRY] = e + 1
                 b = entry[e + 1, 1]
-                _wait(buffer_ids, inputs, packet_ids, b, entry[e + 1, 3], p)
+                _wait(buffer_ids, inputs, packet_ids, b, entry[e + 1, 3] >> 1, p)
                 work[todo] = b
                 todo += 1
         # admit waiting packets wherever room appeared, the inputs in turn (round robin); each
