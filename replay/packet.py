@@ -20,21 +20,21 @@ The model, in the terms of CODES' ``src/networks/model-net/fattree.c``:
   credit of the buffer the packet held before. A packet that cannot be admitted waits and
   keeps holding its previous buffer, so traffic behind it on that link stalls even when its
   own next hop is free: head-of-line blocking, and the congestion tree of 000 §4.2.
-- **Arbitration.** The packets waiting for one buffer wait at their *input*: the buffer they
-  hold (a switch's input port and virtual channel) or their NIC. When the buffer has room,
-  the inputs take turns, round robin, one packet each, each input's packets in arrival order;
-  an input that starts waiting joins the round last (the output-port arbitration the
-  interconnect's switches do). CODES differs here: its fat-tree
-  (``src/networks/model-net/fattree.c``, ``switch_packet_receive`` and ``switch_buf_update``)
-  keeps one arrival-order queue per output port (``queued_msgs``) and admits its head when a
-  credit returns, first come first served; its torus (``torus.c``, ``packet_send``) serves
-  packets in transit before newly injected ones; its dragonfly (``dragonfly.c``,
-  ``router_packet_send``) takes the highest virtual channel first; only
-  ``dragonfly-dally.cxx`` (``get_next_vcg``) turns round robin, over QoS classes.
-  ``arbitration: fcfs`` gives CODES' fat-tree rule (one input per buffer). The choice
-  matters for paper 000: under first come first served an MPI packet at an output shared with
-  I/O waits behind every I/O packet queued there; under round robin, for one packet of each
-  other input (README, "Placement what-ifs", has both against CODES).
+- **Arbitration** (``arbitration``). The packets waiting for one buffer wait at their
+  *input*: the buffer they hold (a switch's input port and virtual channel) or their NIC.
+  ``fcfs`` (the default) admits them in arrival order, whatever their input, as CODES'
+  fat-tree does (``src/networks/model-net/fattree.c``: ``switch_packet_receive`` appends a
+  packet that finds no room to the output port's one queue, ``queued_msgs``, and
+  ``switch_buf_update`` admits its head when a credit returns). ``round-robin`` lets the
+  inputs take turns, one packet each, each input's packets in arrival order; an input that
+  starts waiting joins the round last. No CODES network model turns round robin over input
+  ports: its torus (``torus.c``, ``packet_send``) serves packets in transit before newly
+  injected ones, its dragonfly (``dragonfly.c``, ``router_packet_send``) the highest virtual
+  channel first; ``dragonfly-dally.cxx`` (``get_next_vcg``) turns round robin over QoS
+  classes only. The choice matters for paper 000: under ``fcfs`` an MPI packet at an output
+  shared with I/O waits behind every I/O packet queued there; under ``round-robin``, for one
+  packet of each other input, and the random-node MPI slowdown falls from CODES' 12x to about
+  2x (README, "Placement what-ifs").
 - **Links.** An admitted packet leaves on its resource in admission order, one packet at a
   time, taking ``bytes / capacity``; it reaches the next device ``router_delay`` later when it
   left a switch (every hop after the first), with no delay when it left a NIC (store and
@@ -78,7 +78,7 @@ from numba import njit
 from burstlake.replay.events import Requests, Timeline
 
 EVENTS_PER_CALL = 2_000_000  # compiled events between two progress reports
-ARBITRATIONS = ("round-robin", "fcfs")  # how an output's buffer admits its waiting packets
+ARBITRATIONS = ("fcfs", "round-robin")  # how a buffer admits its waiting packets; default first
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ class PacketSettings:
     router_delay: float = 60e-9  # seconds per switch
     nic_delay: float = 1e-6  # seconds per message, at the sending NIC
     tie_seed: int = 0  # seeds the order of simultaneous events (ROSS's random tie-breaker)
-    arbitration: str = "round-robin"  # or "fcfs", CODES' fat-tree: one queue per output
+    arbitration: str = "fcfs"  # CODES' fat-tree: one queue per output; or "round-robin"
 
     @classmethod
     def from_mapping(cls, given: Mapping[str, Any] | None, where: str = "packet") -> PacketSettings:

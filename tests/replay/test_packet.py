@@ -116,22 +116,21 @@ def test_inputs_take_turns_for_an_output_round_robin() -> None:
     a, b, out = range(3)
     capacity = np.array([ONE, ONE, ONE / 10])
     r = requests([[a, out], [b, out]], [4 * P, 4 * P], gaps=[0, 3.5])
-    t = simulate(r, capacity, settings(2))
-    assert t.end.tolist() == pytest.approx([51.0, 81.0])
-    fcfs = PacketSettings(P, 2 * P, 0.0, 0.0, arbitration="fcfs")
-    assert simulate(r, capacity, fcfs).end.tolist() == pytest.approx([41.0, 81.0])
+    turns = PacketSettings(P, 2 * P, 0.0, 0.0, arbitration="round-robin")
+    assert simulate(r, capacity, turns).end.tolist() == pytest.approx([51.0, 81.0])
+    assert simulate(r, capacity, settings(2)).end.tolist() == pytest.approx([41.0, 81.0])
     # with one input there is no one to take turns with: A's packets leave back to back
     # (out [1,41]), and a second request on the same stream, issued at 41, crosses a [41,42]
     # and out from 42 for 4 packets: 82
     r = requests([[a, out], [a, out]], [4 * P, 4 * P], streams=[0, 0])
-    assert simulate(r, capacity, settings(2)).end.tolist() == pytest.approx([41.0, 82.0])
+    assert simulate(r, capacity, turns).end.tolist() == pytest.approx([41.0, 82.0])
 
 
 def test_credits_are_conserved() -> None:
     rng = np.random.default_rng(3)
     # routes in increasing resource order: no cycle of buffers, so no deadlock
     routes = [sorted(rng.choice(6, size=rng.integers(1, 5), replace=False)) for _ in range(40)]
-    sizes = rng.uniform(0, 10 * P, 40)
+    sizes = rng.integers(1, 10 * P, 40).astype(float)  # whole bytes: sums of them are exact
     streams = np.sort(rng.integers(0, 8, 40))
     capacity = rng.uniform(0.5, 2.0, 6) * ONE
     t = simulate(requests(routes, sizes, streams=streams), capacity, settings(2.5))
@@ -202,7 +201,7 @@ def test_deadlock_is_refused_with_a_reason() -> None:
         ({"tie_seed": 1.5}, "tie_seed must be an integer >= 0, got 1.5"),
         ({"tie_seed": 2**63}, "tie_seed must be an integer >= 0"),
         ({"tie_seed": None}, "tie_seed must be an integer >= 0, got None"),
-        ({"arbitration": "lottery"}, r"arbitration must be one of \['round-robin', 'fcfs'\]"),
+        ({"arbitration": "lottery"}, r"arbitration must be one of \['fcfs', 'round-robin'\]"),
         ({"arbitration": 1}, "arbitration must be one of"),
     ],
 )
