@@ -7,11 +7,11 @@ Lustre round robin over the 72 servers), over about CODES' 20 ms window: 10 warm
 scored messages per MPI client, 1 warm-up and 6 scored requests per I/O client
 (``BURSTLAKE_BENCH_REQUESTS`` scales the I/O requests, e.g. 1000 for the paper's run of about
 2.7 s simulated). Every placement and server policy, each with both baseline runs and the
-interference run. ``BURSTLAKE_BENCH_ARBITRATION`` picks the packet model's output arbitration
-(``round-robin``, its default, or ``fcfs``, CODES' fat-tree rule). The goal: under 5 minutes,
-with a progress bar.
+interference run. ``BURSTLAKE_BENCH_ARBITRATION`` picks the packet model's arbitration
+(``fcfs``, its default and CODES' fat-tree rule, or ``round-robin``). The goal: under 5
+minutes, with a progress bar.
 
-Results: ``bench/results/placement.json`` (``placement_fcfs.json`` under ``fcfs``).
+Results: ``bench/results/placement.json`` (``placement_round-robin.json`` under round robin).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import yaml
 from bench import _paper000 as paper
 from bench import measure, write_result
 from burstlake.catalog import sql
+from burstlake.replay.packet import ARBITRATIONS
 
 POLICIES = [
     "given",
@@ -56,7 +57,7 @@ def scenario(requests: int, arbitration: str) -> dict:
 
 def main() -> Path:
     requests = int(os.environ.get("BURSTLAKE_BENCH_REQUESTS", "6"))
-    arbitration = os.environ.get("BURSTLAKE_BENCH_ARBITRATION", "round-robin")
+    arbitration = os.environ.get("BURSTLAKE_BENCH_ARBITRATION", ARBITRATIONS[0])
     burstlake = str(Path(sys.executable).with_name("burstlake"))
     with tempfile.TemporaryDirectory() as work:
         path = Path(work) / "placement_full.yaml"
@@ -81,7 +82,8 @@ def main() -> Path:
         "scores": scores,
         "goal_under_300s": step.wall_s < 300,
     }
-    return write_result("placement" if arbitration == "round-robin" else "placement_fcfs", result)
+    default = arbitration == ARBITRATIONS[0]
+    return write_result("placement" if default else f"placement_{arbitration}", result)
 
 
 if __name__ == "__main__":
