@@ -55,9 +55,9 @@ message's issue, ordered by time, then by a tie-breaker.
 
 **Ties.** On links of one speed many events fall at the same instant. Resolving them by
 resource or request number would favour low-numbered links and clients every time (a bias
-of a few per cent in paper 000's I/O slowdown). As ROSS does (``core/ross-inline.h``,
+of 1-2 % in paper 000's mean I/O latency). As ROSS does (``core/ross-inline.h``,
 ``tw_event_new_user_prio``: with ``USE_RAND_TIEBREAKER``, on by default, every event sent
-draws ``event_tiebreaker = tw_rand_unif(sender->core_rng)``, and ``tw_event_sig_compare``
+draws ``event_tiebreaker = tw_rand_unif(sender->core_rng)``, and ``tw_event_sig_compare_ptr``
 orders equal times by it), every event pushed draws a random tie-breaker, here from one
 xorshift64 stream seeded by ``tie_seed``: one seed, one order, every run. (ROSS also chains
 the tie-breakers of zero-delay descendants, its "tie lineage"; this model has no zero-delay
