@@ -7,9 +7,11 @@ Lustre round robin over the 72 servers), over about CODES' 20 ms window: 10 warm
 scored messages per MPI client, 1 warm-up and 6 scored requests per I/O client
 (``BURSTLAKE_BENCH_REQUESTS`` scales the I/O requests, e.g. 1000 for the paper's run of about
 2.7 s simulated). Every placement and server policy, each with both baseline runs and the
-interference run. The goal: under 5 minutes, with a progress bar.
+interference run. ``BURSTLAKE_BENCH_ARBITRATION`` picks the packet model's arbitration
+(``fcfs``, its default and CODES' fat-tree rule, or ``round-robin``). The goal: under 5
+minutes, with a progress bar.
 
-Results: ``bench/results/placement.json``.
+Results: ``bench/results/placement.json`` (``placement_round-robin.json`` under round robin).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import yaml
 from bench import _paper000 as paper
 from bench import measure, write_result
 from burstlake.catalog import sql
+from burstlake.replay.packet import ARBITRATIONS
 
 POLICIES = [
     "given",
@@ -38,7 +41,7 @@ POLICIES = [
 ]
 
 
-def scenario(requests: int) -> dict:
+def scenario(requests: int, arbitration: str) -> dict:
     messages = max(30, paper.messages_while_writing(requests))  # MPI talks while I/O runs
     return {
         "name": "placement_full",
@@ -47,17 +50,18 @@ def scenario(requests: int) -> dict:
             **paper.workload("random-node", messages, requests, mpi_warmup=10, io_warmup=1),
         },
         "topology": paper.TOPOLOGY,
-        "model": "packet",
+        "model": {"name": "packet", "arbitration": arbitration},
         "policies": POLICIES,
     }
 
 
 def main() -> Path:
     requests = int(os.environ.get("BURSTLAKE_BENCH_REQUESTS", "6"))
+    arbitration = os.environ.get("BURSTLAKE_BENCH_ARBITRATION", ARBITRATIONS[0])
     burstlake = str(Path(sys.executable).with_name("burstlake"))
     with tempfile.TemporaryDirectory() as work:
         path = Path(work) / "placement_full.yaml"
-        path.write_text(yaml.safe_dump(scenario(requests)))
+        path.write_text(yaml.safe_dump(scenario(requests, arbitration)))
         lake = Path(work) / "lake"
         step = measure([burstlake, "replay", "--lake", str(lake), "--scenario", str(path)])
         rows = sql(
@@ -71,13 +75,15 @@ def main() -> Path:
         scores.setdefault(row["policy"], {})[row["metric"]] = row["value"]
     result = {
         "io_requests_per_client": requests,
+        "arbitration": arbitration,
         "wall_s": step.wall_s,
         "cpu_s": step.cpu_s,
         "peak_rss_mb": step.peak_mb,
         "scores": scores,
         "goal_under_300s": step.wall_s < 300,
     }
-    return write_result("placement", result)
+    default = arbitration == ARBITRATIONS[0]
+    return write_result("placement" if default else f"placement_{arbitration}", result)
 
 
 if __name__ == "__main__":

@@ -17,10 +17,24 @@ The model, in the terms of CODES' ``src/networks/model-net/fattree.c``:
 - **Buffers and credits.** Every resource of a route (a link direction, a server) has a buffer
   of ``buffer_bytes`` per virtual channel. A packet is *admitted* to the buffer of its next
   resource only when that buffer has room for it; admission charges the buffer and returns the
-  credit of the buffer the packet held before. A packet that cannot be admitted waits in the
-  buffer's arrival-order queue and keeps holding its previous buffer, so traffic behind it on
-  that link stalls even when its own next hop is free: head-of-line blocking, and the
-  congestion tree of 000 §4.2.
+  credit of the buffer the packet held before. A packet that cannot be admitted waits and
+  keeps holding its previous buffer, so traffic behind it on that link stalls even when its
+  own next hop is free: head-of-line blocking, and the congestion tree of 000 §4.2.
+- **Arbitration** (``arbitration``). The packets waiting for one buffer wait at their
+  *input*: the buffer they hold (a switch's input port and virtual channel) or their NIC.
+  ``fcfs`` (the default) admits them in arrival order, whatever their input, as CODES'
+  fat-tree does (``src/networks/model-net/fattree.c``: ``switch_packet_receive`` appends a
+  packet that finds no room to the output port's one queue, ``queued_msgs``, and
+  ``switch_buf_update`` admits its head when a credit returns). ``round-robin`` lets the
+  inputs take turns, one packet each, each input's packets in arrival order; an input that
+  starts waiting joins the round last. No CODES network model turns round robin over input
+  ports: its torus (``torus.c``, ``packet_send``) serves packets in transit before newly
+  injected ones, its dragonfly (``dragonfly.c``, ``router_packet_send``) the highest virtual
+  channel first; ``dragonfly-dally.cxx`` (``get_next_vcg``) turns round robin over QoS
+  classes only. The choice matters for paper 000: under ``fcfs`` an MPI packet at an output
+  shared with I/O waits behind every I/O packet queued there; under ``round-robin``, for one
+  packet of each other input, and the random-node MPI slowdown falls from CODES' 12x to about
+  2x (README, "Placement what-ifs").
 - **Links.** An admitted packet leaves on its resource in admission order, one packet at a
   time, taking ``bytes / capacity``; it reaches the next device ``router_delay`` later when it
   left a switch (every hop after the first), with no delay when it left a NIC (store and
@@ -37,7 +51,17 @@ The model, in the terms of CODES' ``src/networks/model-net/fattree.c``:
 The loop is compiled (Numba) and allocates nothing per event: a row per buffer, per link and
 per packet, a packet pool sized by what the buffers can hold (so memory follows packets in
 flight, not packets sent), and one 4-ary heap holding each resource's next arrival and each
-message's issue, ordered by time, then by event (ties resolve the same way every run).
+message's issue, ordered by time, then by a tie-breaker.
+
+**Ties.** On links of one speed many events fall at the same instant. Resolving them by
+resource or request number would favour low-numbered links and clients every time (a bias
+of 1-2 % in paper 000's mean I/O latency). As ROSS does (``core/ross-inline.h``,
+``tw_event_new_user_prio``: with ``USE_RAND_TIEBREAKER``, on by default, every event sent
+draws ``event_tiebreaker = tw_rand_unif(sender->core_rng)``, and ``tw_event_sig_compare_ptr``
+orders equal times by it), every event pushed draws a random tie-breaker, here from one
+xorshift64 stream seeded by ``tie_seed``: one seed, one order, every run. (ROSS also chains
+the tie-breakers of zero-delay descendants, its "tie lineage"; this model has no zero-delay
+event chains to order, as every hop takes time.)
 """
 
 from __future__ import annotations
@@ -54,6 +78,7 @@ from numba import njit
 from burstlake.replay.events import Requests, Timeline
 
 EVENTS_PER_CALL = 2_000_000  # compiled events between two progress reports
+ARBITRATIONS = ("fcfs", "round-robin")  # how a buffer admits its waiting packets; default first
 
 
 @dataclass(frozen=True)
@@ -64,6 +89,8 @@ class PacketSettings:
     buffer_bytes: float = 65536.0  # per port and virtual channel
     router_delay: float = 60e-9  # seconds per switch
     nic_delay: float = 1e-6  # seconds per message, at the sending NIC
+    tie_seed: int = 0  # seeds the order of simultaneous events (ROSS's random tie-breaker)
+    arbitration: str = "fcfs"  # CODES' fat-tree: one queue per output; or "round-robin"
 
     @classmethod
     def from_mapping(cls, given: Mapping[str, Any] | None, where: str = "packet") -> PacketSettings:
@@ -73,8 +100,11 @@ class PacketSettings:
         unknown = sorted(set(given) - set(allowed))
         if unknown:
             raise ValueError(f"{where}: unknown settings {unknown}; allowed: {allowed}")
-        values: dict[str, float] = {}
+        values: dict[str, Any] = {}
         for key, value in given.items():
+            if key in ("tie_seed", "arbitration"):
+                values[key] = value  # an integer, a name: checked below
+                continue
             try:
                 number = float(value)
             except (TypeError, ValueError):
@@ -87,6 +117,18 @@ class PacketSettings:
         return settings
 
     def check(self, where: str = "packet") -> None:
+        seed = self.tie_seed
+        if (
+            isinstance(seed, bool)
+            or not isinstance(seed, int | np.integer)
+            or not 0 <= seed < 2**63
+        ):
+            raise ValueError(f"{where}: tie_seed must be an integer >= 0, got {seed!r}")
+        if not isinstance(self.arbitration, str) or self.arbitration not in ARBITRATIONS:
+            raise ValueError(
+                f"{where}: arbitration must be one of {list(ARBITRATIONS)}, "
+                f"got {self.arbitration!r}"
+            )
         for key in ("packet_bytes", "buffer_bytes"):
             if not 0 < getattr(self, key) < math.inf:
                 raise ValueError(f"{where}: {key} must be positive, got {getattr(self, key)!r}")
@@ -136,14 +178,20 @@ def simulate(
     packets = np.maximum(1, np.ceil(size / settings.packet_bytes)).astype(np.int64)
 
     # each route entry: its resource, its buffer, the buffer its packet held before (-1 after a
-    # NIC), whether it is its route's last (to the sink)
+    # NIC), its input (the (buffer, buffer held before) pair the output's arbiter serves) times
+    # 2, plus 1 on its route's last entry (to the sink)
     lengths = paths.lengths
     entry = np.zeros((len(paths.indices), 4), np.int32)
     entry[:, 0] = paths.indices
     entry[:, 1] = buffer_of_entry
     entry[1:, 2] = buffer_of_entry[:-1]
     entry[paths.indptr[:-1][lengths > 0], 2] = -1
-    entry[paths.indptr[1:][lengths > 0] - 1, 3] = 1
+    pair = entry[:, 1].astype(np.int64) * (len(capacity) * channels + 1) + entry[:, 2] + 1
+    if settings.arbitration == "fcfs":  # one input per buffer: its queue in arrival order
+        pair = entry[:, 1]
+    inputs, input_of_entry = np.unique(pair, return_inverse=True)
+    entry[:, 3] = 2 * input_of_entry
+    entry[paths.indptr[1:][lengths > 0] - 1, 3] += 1
     # a resource that some route enters after another one leaves a switch (or a server) and
     # pays router_delay; one that only ever starts a route is a NIC's injection link
     delay = np.zeros(len(capacity))
@@ -153,7 +201,7 @@ def simulate(
     streams = int(np.count_nonzero(np.r_[True, stream[1:] != stream[:-1]])) if n else 0
     # every packet holds one buffer (full packets fill it, each message has one short packet)
     pool = len(used) * int(settings.buffer_bytes // settings.packet_bytes) + 2 * streams + 16
-    if max(n, buffers, pool, len(paths.indices)) >= 2**31:
+    if max(n, buffers, pool, 2 * len(paths.indices)) >= 2**31:
         raise ValueError(
             f"packet model: {n:,} requests over {buffers:,} buffers is beyond one replay "
             "(ids are 32-bit); replay a shorter window"
@@ -162,12 +210,14 @@ def simulate(
         stream, size, gap, release, window, packets, paths.indptr, entry,
         settings.packet_bytes, settings.buffer_bytes, settings.nic_delay, float(until),
     )  # fmt: skip
-    state = _State.empty(n, buffers, capacity, delay, settings.packet_bytes, pool)
+    state = _State.empty(n, buffers, capacity, delay, settings.packet_bytes, pool, len(inputs))
+    state.ties[0] = np.random.SeedSequence(int(settings.tie_seed)).generate_state(1, np.uint64)[0]
+    state.ties[0] |= np.uint64(1)  # xorshift needs a state other than 0
     first = np.flatnonzero(np.r_[True, stream[1:] != stream[:-1]]) if n else np.zeros(0, np.int64)
     for k in first:
         issue = max(gap[k], release[k])
         state.start[k] = issue
-        _push(state.heap, state.counters, issue + settings.nic_delay, 2 * k + 1)
+        _push(state.heap, state.counters, issue + settings.nic_delay, _event(state.ties, 2 * k + 1))
     while True:
         done = _advance(EVENTS_PER_CALL, fixed, state)
         if done < 0:
@@ -211,7 +261,7 @@ class _Fixed(NamedTuple):
     window: np.ndarray
     packets: np.ndarray
     indptr: np.ndarray  # a request's route entries
-    entry: np.ndarray  # per route entry: resource, buffer, buffer held before, last
+    entry: np.ndarray  # per route entry: resource, buffer, buffer held before, 2 input + last
     packet_bytes: float
     buffer_bytes: float
     nic_delay: float
@@ -231,8 +281,9 @@ class _State(NamedTuple):
     delivered: np.ndarray
     arrived: np.ndarray  # packets of the request delivered
     injected: np.ndarray  # packets of the request cut at its NIC
-    buffer: np.ndarray  # bytes charged; the queue of packets waiting for room
+    buffer: np.ndarray  # bytes charged; the round robin of inputs with packets waiting
     buffer_ids: np.ndarray
+    inputs: np.ndarray  # per (buffer, buffer held before): its FIFO of waiting packets
     link: np.ndarray  # when free, a full packet's time on it, delay after; packets in flight
     link_ids: np.ndarray
     capacity: np.ndarray  # per resource (bytes/s), for short packets
@@ -241,6 +292,7 @@ class _State(NamedTuple):
     free: np.ndarray  # stack of free packet ids
     heap: np.ndarray  # 4-ary heap of events (time, value), flat, from node ROOT
     work: np.ndarray  # buffers to retry after a credit
+    ties: np.ndarray  # the tie-breakers' xorshift64 state
     # heap size, free-stack size, events, deepest pool use, root handled
     counters: np.ndarray
 
@@ -253,6 +305,7 @@ class _State(NamedTuple):
         delay: np.ndarray,
         packet_bytes: float,
         pool: int,
+        inputs: int,
     ) -> _State:
         links = len(capacity)
         buffer, buffer_ids = _table(buffers, 4)
@@ -272,6 +325,7 @@ class _State(NamedTuple):
             injected=np.zeros(n, np.int64),
             buffer=buffer,
             buffer_ids=buffer_ids,
+            inputs=np.full((inputs, 4), -1, np.int32),
             link=link,
             link_ids=link_ids,
             capacity=capacity,
@@ -280,6 +334,7 @@ class _State(NamedTuple):
             free=np.arange(pool - 1, -1, -1, dtype=np.int32),
             heap=_table(ROOT + events + 4, 4)[0].reshape(-1),
             work=np.zeros(pool + buffers + 1, np.int64),
+            ties=np.ones(1, np.uint64),
             counters=np.array([0, pool, 0, 0, 0], np.int64),
         )
 
@@ -303,9 +358,14 @@ COMPILED = {"cache": True, "error_model": "numpy"} | (
     {"_nrt": False} if hasattr(numba.core.cpu.CPUTargetOptions, "_nrt") else {}
 )
 ROOT = 3  # the heap's root: node i sits at 2 (i + ROOT)
-B_BYTES, B_HEAD = 0, 2  # buffer: bytes charged (float64), first waiting packet (int32), last
+B_BYTES, B_HEAD = 0, 2  # buffer: bytes charged (float64); input whose turn it is (int32), last
+I_HEAD, I_RING = 0, 2  # input: first and last waiting packet, next input in its round robin
 L_FREE, L_FULL, L_DELAY, L_HEAD = 0, 1, 2, 6  # resource: free at, a full packet's time, delay
 P_BYTES, P_TIME, P_REQ, P_ENTRY, P_NEXT = 0, 1, 4, 5, 6  # packet
+# an event's heap value: its id (2r for resource r, 2k + 1 for request k, below 2**33) plus a
+# random tie-breaker of 20 bits times 2**33 (exact in a float64; equal draws fall back on the id)
+EVENT_BITS = 33
+EVENT_MASK = (1 << EVENT_BITS) - 1
 
 
 @njit(cache=True, inline="always")
@@ -383,6 +443,17 @@ def _push(heap, counters, time, value):  # pragma: no cover - compiled
 
 
 @njit(cache=True, inline="always")
+def _event(ties, event):  # pragma: no cover - compiled
+    """Event id ``event`` with a fresh random tie-breaker: its value in the heap."""
+    x = ties[0]
+    x ^= x << np.uint64(13)
+    x ^= x >> np.uint64(7)
+    x ^= x << np.uint64(17)
+    ties[0] = x
+    return np.float64((np.int64(x >> np.uint64(64 - 53 + EVENT_BITS)) << EVENT_BITS) | event)
+
+
+@njit(cache=True, inline="always")
 def _append(queues, head, packet_ids, q, p):  # pragma: no cover - compiled
     """Put packet ``p`` last in queue ``q`` (a buffer's waiting packets, a resource's packets
     in flight; columns ``head``, ``head + 1``): a packet is in one queue at a time, so one
@@ -393,6 +464,42 @@ def _append(queues, head, packet_ids, q, p):  # pragma: no cover - compiled
     else:
         packet_ids[queues[q, head + 1], P_NEXT] = p
     queues[q, head + 1] = p
+
+
+@njit(cache=True, inline="always")
+def _wait(buffer_ids, inputs, packet_ids, b, i, p):  # pragma: no cover - compiled
+    """Packet ``p`` waits at input ``i`` for room in buffer ``b``: last in the input's FIFO;
+    an input that had no packet waiting joins the buffer's round robin last (just before the
+    input whose turn it is)."""
+    if inputs[i, I_HEAD + 1] < 0:
+        last = buffer_ids[b, B_HEAD + 1]
+        if last < 0:
+            buffer_ids[b, B_HEAD] = i
+            inputs[i, I_RING] = i
+        else:
+            inputs[last, I_RING] = i
+            inputs[i, I_RING] = buffer_ids[b, B_HEAD]
+        buffer_ids[b, B_HEAD + 1] = i
+    _append(inputs, I_HEAD, packet_ids, i, p)
+
+
+@njit(cache=True, inline="always")
+def _served(buffer_ids, inputs, b, i, following):  # pragma: no cover - compiled
+    """Input ``i`` had its first packet admitted to buffer ``b`` (``following`` is next in its
+    FIFO): the turn passes to the next input of the round robin; an input left empty leaves it."""
+    inputs[i, I_HEAD] = following
+    after = inputs[i, I_RING]
+    if following >= 0:
+        buffer_ids[b, B_HEAD + 1] = i
+        buffer_ids[b, B_HEAD] = after
+        return
+    inputs[i, I_HEAD + 1] = -1
+    if after == i:
+        buffer_ids[b, B_HEAD] = -1
+        buffer_ids[b, B_HEAD + 1] = -1
+    else:
+        inputs[buffer_ids[b, B_HEAD + 1], I_RING] = after
+        buffer_ids[b, B_HEAD] = after
 
 
 @njit(cache=True, inline="always")
@@ -413,13 +520,14 @@ def _advance(budget, fixed, state):  # pragma: no cover - compiled
     packet_bytes, buffer_bytes = fixed.packet_bytes, fixed.buffer_bytes
     buffer, buffer_ids, link, link_ids = state.buffer, state.buffer_ids, state.link, state.link_ids
     packet, packet_ids, free, heap = state.packet, state.packet_ids, state.free, state.heap
+    inputs = state.inputs
     work, counters = state.work, state.counters
     done = 0
     while done < budget and counters[0] > 0:
         now = heap[2 * ROOT]
         if now > fixed.until:
             break
-        value = np.int64(heap[2 * ROOT + 1])
+        value = np.int64(heap[2 * ROOT + 1]) & EVENT_MASK
         counters[4] = 1  # the root is handled; the first push replaces it (_push)
         done += 1
         todo = 0  # buffers whose queue may move
@@ -438,7 +546,7 @@ def _advance(budget, fixed, state):  # pragma: no cover - compiled
             p = free[counters[1]]
             packet_ids[p, P_REQ], packet_ids[p, P_ENTRY] = k, -1
             b = entry[indptr[k], 1]
-            _append(buffer_ids, B_HEAD, packet_ids, b, p)
+            _wait(buffer_ids, inputs, packet_ids, b, entry[indptr[k], 3] >> 1, p)
             work[todo] = b
             todo += 1
         else:  # the first packet in flight on resource r reaches its end
@@ -449,11 +557,11 @@ def _advance(budget, fixed, state):  # pragma: no cover - compiled
             if following < 0:
                 link_ids[r, L_HEAD + 1] = -1
             else:  # the next one on r arrives later (FIFO, so its time is not earlier)
-                _push(heap, counters, packet[following, P_TIME], 2 * r)
+                _push(heap, counters, packet[following, P_TIME], _event(state.ties, 2 * r))
             k = packet_ids[p, P_REQ]
             e = packet_ids[p, P_ENTRY]
             released = entry[e, 1]
-            if entry[e, 3]:  # delivered: the last buffer drains at once
+            if entry[e, 3] & 1:  # delivered: the last buffer drains at once
                 nbytes = packet[p, P_BYTES]
                 buffer[released, B_BYTES] -= nbytes
                 if buffer_ids[released, B_HEAD] >= 0:
@@ -469,16 +577,17 @@ def _advance(budget, fixed, state):  # pragma: no cover - compiled
             else:  # wait for room in the next buffer, holding this one
                 packet_ids[p, P_ENTRY] = e + 1
                 b = entry[e + 1, 1]
-                _append(buffer_ids, B_HEAD, packet_ids, b, p)
+                _wait(buffer_ids, inputs, packet_ids, b, entry[e + 1, 3] >> 1, p)
                 work[todo] = b
                 todo += 1
-        # admit waiting packets wherever room appeared; each admission frees the buffer its
-        # packet held, which may admit packets upstream in turn
+        # admit waiting packets wherever room appeared, the inputs in turn (round robin); each
+        # admission frees the buffer its packet held, which may admit packets upstream in turn
         while todo > 0:
             todo -= 1
             b = work[todo]
             while buffer_ids[b, B_HEAD] >= 0:
-                p = buffer_ids[b, B_HEAD]
+                i = buffer_ids[b, B_HEAD]  # the input whose turn it is, its first packet
+                p = inputs[i, I_HEAD]
                 k = packet_ids[p, P_REQ]
                 e = packet_ids[p, P_ENTRY]
                 if e < 0:  # cut the NIC's next packet of the message
@@ -503,14 +612,12 @@ def _advance(budget, fixed, state):  # pragma: no cover - compiled
                         packet_ids[q, P_REQ], packet_ids[q, P_ENTRY] = k, -1
                         packet_ids[q, P_NEXT] = following
                         following = q
-                        if buffer_ids[b, B_HEAD + 1] == p:
-                            buffer_ids[b, B_HEAD + 1] = q
+                        if inputs[i, I_HEAD + 1] == p:
+                            inputs[i, I_HEAD + 1] = q
                     e = indptr[k]
                     packet_ids[p, P_ENTRY] = e
                     packet[p, P_BYTES] = nbytes
-                buffer_ids[b, B_HEAD] = following
-                if following < 0:
-                    buffer_ids[b, B_HEAD + 1] = -1
+                _served(buffer_ids, inputs, b, i, following)
                 r = entry[e, 0]
                 leave = max(now, link[r, L_FREE])
                 if nbytes == packet_bytes:
@@ -521,7 +628,7 @@ def _advance(budget, fixed, state):  # pragma: no cover - compiled
                 arrive = busy_until + link[r, L_DELAY]
                 packet[p, P_TIME] = arrive
                 if link_ids[r, L_HEAD + 1] < 0:  # r's first packet in flight: its arrival
-                    _push(heap, counters, arrive, 2 * r)  # is the heap's event for r
+                    _push(heap, counters, arrive, _event(state.ties, 2 * r))  # is r's event
                 _append(link_ids, L_HEAD, packet_ids, r, p)
                 held = entry[e, 2]
                 if held >= 0:
@@ -546,4 +653,4 @@ def _next_request(k, now, fixed, state):  # pragma: no cover - compiled
     if fixed.window[nxt] > 0 and state.start[k] + fixed.window[nxt] > issue:
         issue = state.start[k] + fixed.window[nxt]
     state.start[nxt] = issue
-    _push(state.heap, state.counters, issue + fixed.nic_delay, 2 * nxt + 1)
+    _push(state.heap, state.counters, issue + fixed.nic_delay, _event(state.ties, 2 * nxt + 1))
