@@ -67,6 +67,7 @@ event chains to order, as every hop takes time.)
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, NamedTuple
@@ -105,13 +106,10 @@ class PacketSettings:
             if key in ("tie_seed", "arbitration"):
                 values[key] = value  # an integer, a name: checked below
                 continue
-            try:
-                number = float(value)
-            except (TypeError, ValueError):
-                number = math.nan
-            if isinstance(value, bool) or not math.isfinite(number):
+            finite = isinstance(value, numbers.Real) and math.isfinite(value)
+            if isinstance(value, bool) or not finite:  # "4096" too: a number, not its text
                 raise ValueError(f"{where}: {key} must be a number, got {value!r}")
-            values[key] = number
+            values[key] = float(value)
         settings = cls(**values)
         settings.check(where)
         return settings
@@ -175,6 +173,12 @@ def simulate(
     gap = np.asarray(requests.gap, dtype=np.float64)
     release = np.full(n, -np.inf) if requests.release is None else np.asarray(requests.release)
     window = np.zeros(n) if requests.window is None else np.asarray(requests.window)
+    most = float(size.max()) / settings.packet_bytes if n else 0.0
+    if not most < 2**53:  # packet counts stay exact (and within int64)
+        raise ValueError(
+            f"packet model: a request of {size.max():g} bytes is {most:.3g} packets of "
+            f"{settings.packet_bytes:g} bytes, beyond what one replay counts"
+        )
     packets = np.maximum(1, np.ceil(size / settings.packet_bytes)).astype(np.int64)
 
     # each route entry: its resource, its buffer, the buffer its packet held before (-1 after a
@@ -230,7 +234,7 @@ def simulate(
         stuck = int(np.isnan(state.end).sum())
         raise ValueError(
             f"packet model: deadlock, {stuck} requests can never complete (a cycle of full "
-            "buffers); the topology's routes need virtual channels (the dateline rule)"
+            "buffers): routes that wrap around need virtual channels (the dateline rule)"
         )
     return PacketTimeline(
         state.start,

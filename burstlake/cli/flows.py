@@ -22,7 +22,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "start and finished when its last byte arrives; a flow file names links, not a topology, "
         "so every hop is on virtual channel 0), or a mapping with settings, e.g. "
         '{"name": "packet", "packet_bytes": 4096, "buffer_bytes": 65536, '
-        '"router_delay": 6e-08, "nic_delay": 1e-06} (those are the defaults). '
+        '"router_delay": 6e-08, "nic_delay": 1e-06, "tie_seed": 0, "arbitration": "fcfs"} '
+        "(those are the defaults; tie_seed orders simultaneous events, arbitration is fcfs or "
+        "round-robin). "
         'Output JSON: "model" (the model that ran, with its settings), "finish" (seconds, one '
         "per flow, input order; null for a flow whose finish overflows, its reason under "
         '"unfinished") and "wall_s" (the model\'s seconds).',

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import fields
 from pathlib import Path
 
 import numpy as np
@@ -100,8 +101,8 @@ def test_same_instant_events_are_one(tmp_path) -> None:
 # after it.  Packet 1: a 0-1 µs, b 1-3 µs; packet 2: a 1-2 µs, b waits to 3, 3-5 µs; its last
 # byte arrives at 1 ms + 0.5 + 5 + 0.1 µs. A 10,000 B flow cuts a short third packet
 # (1,808 B: 0.44140625 µs on a, 0.8828125 µs on b): a 2-2.44 µs, b 5-5.8828125 µs.
-PACKET = {"name": "packet", "packet_bytes": 4096, "buffer_bytes": 65536,
-          "router_delay": 1e-7, "nic_delay": 5e-7}  # fmt: skip
+PACKET = {"name": "packet", "packet_bytes": 4096, "buffer_bytes": 65536, "router_delay": 1e-7,
+          "nic_delay": 5e-7, "tie_seed": 3, "arbitration": "fcfs"}  # fmt: skip
 
 
 @pytest.mark.parametrize(("size", "crossing"), [(8192, 5e-6), (10_000, 5e-6 + 1808 / 2048e6)])
@@ -126,8 +127,7 @@ def test_packet_model_by_name_takes_the_defaults(tmp_path, capsys) -> None:
     close(out["finish"], [2e-6])
     defaults = PacketSettings()
     assert out["model"] == {"name": "packet"} | {
-        key: getattr(defaults, key)
-        for key in ("packet_bytes", "buffer_bytes", "router_delay", "nic_delay")
+        key.name: getattr(defaults, key.name) for key in fields(PacketSettings)
     }
     assert parse(document).model.spec() == out["model"]  # the output's model reads back
 
@@ -138,8 +138,10 @@ def test_help_names_the_packet_models_defaults(capsys) -> None:
         main(["flows", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     defaults = PacketSettings()
-    for key in ("packet_bytes", "buffer_bytes", "router_delay", "nic_delay"):
-        assert f'"{key}": {getattr(defaults, key):g}' in text
+    for key in fields(PacketSettings):
+        value = getattr(defaults, key.name)
+        shown = json.dumps(value) if isinstance(value, str) else f"{value:g}"
+        assert f'"{key.name}": {shown}' in text
 
 
 @pytest.mark.parametrize("n", [2, 4, 16])
@@ -178,7 +180,7 @@ def test_packet_model_through_the_installed_command(tmp_path) -> None:
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr == (
         f"burstlake flows: {source}: model packet: unknown settings ['buffer']; allowed: "
-        "['packet_bytes', 'buffer_bytes', 'router_delay', 'nic_delay']\n"
+        "['packet_bytes', 'buffer_bytes', 'router_delay', 'nic_delay', 'tie_seed', 'arbitration']\n"
     )
 
 

@@ -184,6 +184,13 @@ def test_deadlock_is_refused_with_a_reason() -> None:
     assert np.isfinite(t.end).all()
 
 
+def test_a_request_beyond_exact_packet_counts_is_refused() -> None:
+    # 1e300 bytes is ~2.4e296 packets: past int64 and float exactness, refused in one line
+    # instead of overflowing into a false "deadlock"
+    with pytest.raises(ValueError, match=r"a request of 1e\+300 bytes is 2\.44e\+296 packets"):
+        simulate(requests([[0]], [1e300]), np.full(1, ONE), PacketSettings())
+
+
 @pytest.mark.parametrize(
     ("given", "message"),
     [
@@ -192,6 +199,7 @@ def test_deadlock_is_refused_with_a_reason() -> None:
         ({"router_delay": -1e-9}, "router_delay must be >= 0"),
         ({"nic_delay": "soon"}, "nic_delay must be a number"),
         ({"nic_delay": True}, "nic_delay must be a number"),
+        ({"packet_bytes": "4096"}, "packet_bytes must be a number, got '4096'"),
         ({"packet_bytes": float("inf")}, "packet_bytes must be a number"),
         ({"packet_bytes": 8192, "buffer_bytes": 4096}, "larger than buffer_bytes"),
         ({"bufer_bytes": 1}, r"unknown settings \['bufer_bytes'\]"),
