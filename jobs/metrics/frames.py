@@ -9,20 +9,58 @@ one writer (delta-rs) writes no deletion vectors and no column mapping, so the l
 the table's rows; columns a file lacks (a lake older than the contract) read as nulls. Writing
 collects the (aggregate-sized) result to the driver and lands it through ``burstlake.lake`` as
 the fixed contribution ``metrics``, so a re-run replaces the previous output.
+
+An intermediate several steps read (the job × node_io range join, the per-interval cabinet and
+ION bytes) is computed once and written as Parquet to a :class:`Scratch` folder in the lake's
+staging area, then read back: cheaper than recomputing it per reader, and unlike ``cache()`` it
+holds no memory (README, "Where the Spark metrics time goes").
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import uuid
+from collections.abc import Callable
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from burstlake.lake import Cluster, table_layout, write_table
+from burstlake.lake import STAGING, Cluster, _Owned, lake_path, table_layout, write_table
 from burstlake.schemas import conform, spec
 
 SOURCE_ID = "metrics"
+
+Keep = Callable[[DataFrame, str], DataFrame]  # computes a frame once; returns it read back
+
+
+def recompute(frame: DataFrame, name: str) -> DataFrame:
+    """A :data:`Keep` that keeps nothing: each reader computes ``frame`` itself."""
+    return frame
+
+
+class Scratch:
+    """A folder of the lake's staging area (``_staging/metrics-…``, removed by :meth:`remove`,
+    or by ``clean_leftovers`` once a killed run's lock is gone) holding intermediates as
+    Parquet; on the lake's file system, so a Spark cluster's executors reach it too."""
+
+    def __init__(self, spark: SparkSession, lake: str | os.PathLike) -> None:
+        self.spark, self.lake = spark, lake_path(lake)
+        self._owned = _Owned(self.lake / STAGING / f"metrics-{uuid.uuid4().hex[:12]}")
+        self._kept = 0
+
+    def keep(self, frame: DataFrame, name: str) -> DataFrame:
+        """Write ``frame`` once as Parquet ``name`` and return it read back (a :data:`Keep`)."""
+        self._kept += 1  # one folder per frame: a second machine's frames do not overwrite
+        path = str(self._owned.path / f"{self._kept}-{name}")
+        frame.write.mode("overwrite").parquet(path)
+        return self.spark.read.parquet(path)
+
+    def remove(self) -> None:
+        self._owned.remove()
+        with contextlib.suppress(OSError):
+            (self.lake / STAGING).rmdir()  # only when no other write is staged
 
 
 def read(spark: SparkSession, lake: str | os.PathLike, table: str) -> DataFrame:

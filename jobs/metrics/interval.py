@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from .frames import Keep, recompute
 from .settings import MetricSettings, top_count
 
 
@@ -55,12 +56,19 @@ def active_traffic(node_io: DataFrame, topology: DataFrame) -> DataFrame:
     )
 
 
-def level_intervals(active: DataFrame, level: str) -> DataFrame:
-    """Per interval × cabinet (or ION): read, write and io bytes."""
+def level_intervals(levels: DataFrame, level: str) -> DataFrame:
+    """Per interval × cabinet (or ION): read, write and io bytes, from :func:`place_bytes`."""
     return (
-        active.where(F.col(level).isNotNull())
+        levels.where(F.col(level).isNotNull())
         .groupBy("ts", level)
         .agg(F.sum("read").alias("read"), F.sum("write").alias("write"), F.sum("io").alias("io"))
+    )
+
+
+def place_bytes(active: DataFrame) -> DataFrame:
+    """Per interval × cabinet × ION: read, write and io bytes (both levels' sums in one pass)."""
+    return active.groupBy("ts", "cabinet", "ion").agg(
+        F.sum("read").alias("read"), F.sum("write").alias("write"), F.sum("io").alias("io")
     )
 
 
@@ -79,13 +87,22 @@ def top_bytes(frame: DataFrame, item: str, k: int, alias: str) -> DataFrame:
     )
 
 
-def top_node_ions(active: DataFrame, k: int) -> DataFrame:
-    """Per interval, the distinct IONs serving its k busiest nodes (004 §7.5, Fig. 17a)."""
+def system_intervals(active: DataFrame, k: int) -> DataFrame:
+    """Per interval, in one pass over the active node-intervals (one shuffle by ``ts``): its
+    length, the system's bytes and active nodes, and the bytes of its k busiest nodes with the
+    distinct IONs serving them (004 §4.1; §7.5, Fig. 17a). Distinct counts are set sizes: a
+    ``countDistinct`` would add a shuffle of its own."""
+    top = F.col("rank") <= k
     return (
         active.withColumn("rank", ranked("node"))
-        .where(F.col("rank") <= k)
         .groupBy("ts")
-        .agg(F.sum("io").alias("top_node_bytes"), F.countDistinct("ion").alias("top_node_ions"))
+        .agg(
+            F.max("interval_s").alias("interval_s"),
+            F.sum("io").alias("system_bytes"),
+            F.size(F.collect_set("node")).alias("active_nodes"),
+            F.sum(F.when(top, F.col("io"))).alias("top_node_bytes"),
+            F.size(F.collect_set(F.when(top, F.col("ion")))).alias("top_node_ions"),
+        )
     )
 
 
@@ -99,23 +116,25 @@ class Intervals:
 
 
 def interval_metrics(
-    node_io: DataFrame, topology: DataFrame, size: SystemSize, settings: MetricSettings
+    node_io: DataFrame,
+    topology: DataFrame,
+    size: SystemSize,
+    settings: MetricSettings,
+    keep: Keep = recompute,
 ) -> Intervals:
-    """interval_metrics: spatial burstiness per interval (004 §4.1, §7.4, §7.5)."""
+    """interval_metrics: spatial burstiness per interval (004 §4.1, §7.4, §7.5). node_io is
+    read twice: once per node, once summed per cabinet × ION (kept by ``keep`` for the loads).
+    """
     active = active_traffic(node_io, topology)
-    cabinets = level_intervals(active, "cabinet")
-    ions = level_intervals(active, "ion")
-    system = active.groupBy("ts").agg(
-        F.max("interval_s").alias("interval_s"),
-        F.sum("io").alias("system_bytes"),
-        F.countDistinct("node").alias("active_nodes"),
-    )
+    levels = keep(place_bytes(active), "place_bytes")
+    cabinets = level_intervals(levels, "cabinet")
+    ions = level_intervals(levels, "ion")
     k_nodes = top_count(settings.top_node_fraction, size.nodes)
     k_cabinets = top_count(settings.top_cabinet_fraction, size.cabinets)
     k_ions = top_count(settings.top_ion_fraction, size.ions)
     system_bytes = F.col("system_bytes")
     metrics = (
-        system.join(top_node_ions(active, k_nodes), "ts", "left")
+        system_intervals(active, k_nodes)
         .join(top_bytes(cabinets, "cabinet", k_cabinets, "top_cabinet_bytes"), "ts", "left")
         .join(top_bytes(ions, "ion", k_ions, "top_ion_bytes"), "ts", "left")
         .select(

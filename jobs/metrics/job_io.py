@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from .frames import Keep, recompute
 from .nud import distribution, distribution_metrics, nud, share, xlogx
 from .settings import MetricSettings
 
@@ -32,16 +33,20 @@ def epoch_s(column: str) -> Column:
     return F.unix_micros(F.col(column)) / F.lit(1e6)
 
 
-def join_on_job(left: DataFrame, right: DataFrame, how: str = "inner") -> DataFrame:
-    """Join on (job_id, cluster, run), cluster and run compared null-safely (the last run of
-    a job, and every job of a lake older than the run column, has a null run); keeps the
-    left's key columns."""
-    for column in JOB:
+def join_on_job(
+    left: DataFrame, right: DataFrame, how: str = "inner", also: tuple[str, ...] = ()
+) -> DataFrame:
+    """Join on (job_id, cluster, run) and the columns ``also``, cluster and run compared
+    null-safely (the last run of a job, and every job of a lake older than the run column, has
+    a null run); keeps the left's key columns."""
+    keys = (*JOB, *also)
+    for column in keys:
         right = right.withColumnRenamed(column, f"_{column}")
     on = left["job_id"] == right["_job_id"]
-    for column in JOB[1:]:
-        on = on & left[column].eqNullSafe(right[f"_{column}"])
-    return left.join(right, on, how).drop(*(f"_{column}" for column in JOB))
+    for column in keys[1:]:
+        equal = left[column].eqNullSafe if column in JOB else left[column].__eq__
+        on = on & equal(right[f"_{column}"])
+    return left.join(right, on, how).drop(*(f"_{column}" for column in keys))
 
 
 def allocations(jobs: DataFrame, job_nodes: DataFrame, topology: DataFrame) -> DataFrame:
@@ -84,14 +89,17 @@ def node_traffic(node_io: DataFrame) -> DataFrame:
 
 
 def job_intervals(alloc: DataFrame, traffic: DataFrame, bucket_s: int) -> DataFrame:
-    """Allocation rows left-joined with the node_io rows whose midpoint is in the run.
+    """The node_io rows whose midpoint is in the run of an allocation of their node, tagged with
+    the job: (job_id, cluster, run, node, ts, interval_s, read, write, io, net).
 
     The range join runs as an equi-join on (node, time bucket): each allocation is exploded
-    over the buckets its run touches. Allocations without traffic keep null traffic columns.
+    over the buckets its run touches.
     """
     bucket = F.lit(bucket_s)
     first, last = F.floor(F.col("start_s") / bucket), F.floor(F.col("end_s") / bucket)
-    exploded = alloc.withColumn("bucket", F.explode(F.sequence(first, last)))
+    exploded = alloc.select(*JOB, "node", "start_s", "end_s").withColumn(
+        "bucket", F.explode(F.sequence(first, last))
+    )
     rows = traffic.withColumn("bucket", F.floor(F.col("mid_s") / bucket)).alias("io")
     inside = (
         (exploded["node"] == rows["node"])
@@ -99,35 +107,42 @@ def job_intervals(alloc: DataFrame, traffic: DataFrame, bucket_s: int) -> DataFr
         & (rows["mid_s"] >= exploded["start_s"])
         & (rows["mid_s"] < exploded["end_s"])
     )
-    return exploded.join(rows, inside, "left").select(
-        exploded["*"], *[rows[c] for c in ("ts", "interval_s", "read", "write", "io", "net")]
+    return exploded.join(rows, inside).select(
+        *[exploded[c] for c in (*JOB, "node")],
+        *[rows[c] for c in ("ts", "interval_s", "read", "write", "io", "net")],
     )
 
 
-def job_node_bytes(joined: DataFrame) -> DataFrame:
+def job_node_bytes(alloc: DataFrame, joined: DataFrame) -> DataFrame:
     """Per job × allocated node: read, write, io and network bytes (zero for silent nodes)."""
     zero = F.lit(0)
-    return joined.groupBy(*JOB_INFO, "node", "node_index", "cabinet", "start_s", "end_s").agg(
-        F.coalesce(F.sum("read"), zero).alias("read_bytes"),
-        F.coalesce(F.sum("write"), zero).alias("write_bytes"),
-        F.coalesce(F.sum("io"), zero).alias("io_bytes"),
+    per_node = joined.groupBy(*JOB, "node").agg(
+        F.sum("read").alias("read_bytes"),
+        F.sum("write").alias("write_bytes"),
+        F.sum("io").alias("io_bytes"),
         F.sum("net").alias("net_bytes"),
+    )
+    return join_on_job(alloc, per_node, "left", also=("node",)).select(
+        *JOB_INFO,
+        "node",
+        "node_index",
+        "cabinet",
+        "start_s",
+        "end_s",
+        *[F.coalesce(F.col(c), zero).alias(c) for c in ("read_bytes", "write_bytes", "io_bytes")],
+        "net_bytes",
     )
 
 
 def job_interval_traffic(joined: DataFrame) -> DataFrame:
     """Per job and interval with node_io rows: the bytes its nodes moved (read, write, io) and
     how many of them moved any."""
-    return (
-        joined.where(F.col("ts").isNotNull())
-        .groupBy(*JOB, "ts")
-        .agg(
-            F.sum("io").alias("io"),
-            F.sum("read").alias("read"),
-            F.sum("write").alias("write"),
-            F.count(F.when(F.col("io") > 0, 1)).alias("active_nodes"),
-            F.max("interval_s").alias("interval_s"),
-        )
+    return joined.groupBy(*JOB, "ts").agg(
+        F.sum("io").alias("io"),
+        F.sum("read").alias("read"),
+        F.sum("write").alias("write"),
+        F.count(F.when(F.col("io") > 0, 1)).alias("active_nodes"),
+        F.max("interval_s").alias("interval_s"),
     )
 
 
@@ -231,11 +246,15 @@ def job_io_metrics(
     topology: DataFrame,
     nodes_per_cabinet: int | None,
     settings: MetricSettings,
+    keep: Keep = recompute,
 ) -> JobIO:
-    """job_io_metrics: I/O distribution (004 §3.2), node distribution (§3.3), traits (§6.2)."""
+    """job_io_metrics: I/O distribution (004 §3.2), node distribution (§3.3), traits (§6.2).
+    The range join of jobs and node_io runs once when ``keep`` keeps it (both roll-ups read it).
+    """
     alloc = allocations(jobs, job_nodes, topology)
-    joined = job_intervals(alloc, node_traffic(node_io), settings.time_bucket_s)
-    node_bytes = job_node_bytes(joined)
+    traffic = node_traffic(node_io)
+    joined = keep(job_intervals(alloc, traffic, settings.time_bucket_s), "job_intervals")
+    node_bytes = job_node_bytes(alloc, joined)
     # only the intervals in an I/O phase count for io_phase_s and the io_phases table: the
     # kept frame holds those, not every job × interval with traffic (node_io-sized)
     per_interval = job_interval_traffic(joined).where(in_io_phase(settings))

@@ -58,9 +58,14 @@ class Machine:
     machine (top-k over its own topology size, cabinets of its own size)."""
 
     def __init__(
-        self, spark: SparkSession, inputs: dict[str, DataFrame], settings: MetricSettings
+        self,
+        spark: SparkSession,
+        inputs: dict[str, DataFrame],
+        settings: MetricSettings,
+        scratch: frames.Keep = frames.recompute,
     ) -> None:
         self.spark, self.inputs, self.settings = spark, inputs, settings
+        self.scratch = scratch  # intermediates several steps read, computed once
         self.kept: list[DataFrame] = []
         self.results: dict[str, DataFrame] = {}
 
@@ -93,6 +98,7 @@ class Machine:
             i["topology"],
             cabinet_size(i["topology"], self.settings),
             self.settings,
+            self.scratch,
         )
         self.node_bytes = self.keep(result.node_bytes)
         self.per_interval = self.keep(result.per_interval)
@@ -108,9 +114,7 @@ class Machine:
     def intervals(self) -> DataFrame:
         i = self.inputs
         size = SystemSize.of(i["topology"], i["node_io"])
-        result = interval_metrics(i["node_io"], i["topology"], size, self.settings)
-        # not kept: a cached frame is computed by a plan of its own, which would scan node_io
-        # again; the loads read node_io once each instead (cheaper than building the caches)
+        result = interval_metrics(i["node_io"], i["topology"], size, self.settings, self.scratch)
         self.per_level = {"cabinet": result.cabinets, "ion": result.ions}
         return self.keep(result.metrics)
 
@@ -163,29 +167,38 @@ class Pipeline:
             )
         return found
 
+    def one(self, cluster: lakes.Cluster, scratch: frames.Scratch, parts: dict, bar: tqdm) -> None:
+        """Compute every table of one machine, appending its rows to ``parts``."""
+        machine = Machine(
+            self.spark,
+            {name: frames.one_machine(frame, cluster) for name, frame in self.inputs.items()},
+            self.settings,
+            scratch.keep,
+        )
+        try:
+            for name, step in machine.steps():
+                bar.set_postfix_str(f"{cluster.label} {name}")
+                machine.results[name] = step()
+                tagged = machine.results[name].withColumn(
+                    "cluster", F.lit(cluster.name).cast("string")
+                )
+                parts[name].append(frames.to_arrow(tagged, name))
+                bar.update()
+        finally:
+            machine.release()
+
     def run(self, progress: bool) -> dict[str, int]:
         """Compute every table for every machine, then land each table once; returns rows
         written per table."""
         machines = self.machines()
         parts: dict[str, list[pa.Table]] = {name: [] for name in TABLES}
         bar = tqdm(total=len(machines) * len(TABLES), desc="metrics", disable=not progress)
-        for cluster in machines:
-            machine = Machine(
-                self.spark,
-                {name: frames.one_machine(frame, cluster) for name, frame in self.inputs.items()},
-                self.settings,
-            )
-            try:
-                for name, step in machine.steps():
-                    bar.set_postfix_str(f"{cluster.label} {name}")
-                    machine.results[name] = step()
-                    tagged = machine.results[name].withColumn(
-                        "cluster", F.lit(cluster.name).cast("string")
-                    )
-                    parts[name].append(frames.to_arrow(tagged, name))
-                    bar.update()
-            finally:
-                machine.release()
+        scratch = frames.Scratch(self.spark, self.lake)
+        try:
+            for cluster in machines:
+                self.one(cluster, scratch, parts, bar)
+        finally:
+            scratch.remove()
         bar.close()
         written: dict[str, int] = {}
         for name in TABLES:

@@ -51,3 +51,18 @@ def test_a_file_older_than_a_column_reads_it_as_nulls(lake, spark):
     assert jobs_of(spark, lake) == [("1", None)]
     write_table(lake, "jobs", pa.table({"job_id": ["2"], "job_id_raw": ["2"]}), "new")
     assert jobs_of(spark, lake) == [("1", None), ("2", "2")]
+
+
+def test_scratch_keeps_a_frame_as_parquet_and_leaves_nothing_behind(lake, spark):
+    """An intermediate kept in the scratch folder reads back with its rows; a second frame of
+    the same name (a second machine) gets its own folder; remove leaves no staging folder."""
+    lake.mkdir(parents=True, exist_ok=True)
+    scratch = frames.Scratch(spark, lake)
+    first = scratch.keep(spark.createDataFrame([("a", 1), ("b", None)], "k string, v long"), "x")
+    second = scratch.keep(spark.createDataFrame([("c", 3)], "k string, v long"), "x")
+    assert sorted(tuple(r) for r in first.collect()) == [("a", 1), ("b", None)]
+    assert [tuple(r) for r in second.collect()] == [("c", 3)]
+    folders = list((lake / lakes.STAGING).iterdir())
+    assert len(folders) == 1 and folders[0].name.startswith("metrics-")
+    scratch.remove()
+    assert not (lake / lakes.STAGING).exists()
