@@ -76,7 +76,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from burstlake.jobs.ingest import counters, zabbix_db, zabbix_lines
+from burstlake.jobs.ingest import counters, zabbix_batches, zabbix_db, zabbix_lines
 from burstlake.jobs.ingest.base import (
     CONTRIBUTION,
     Batch,
@@ -276,7 +276,7 @@ def _pass_two(
         "CREATE TEMP TABLE duplicates (line_no BIGINT, first_file VARCHAR, "
         "first_line BIGINT, same BOOLEAN, kept DECIMAL(38, 6))"
     )
-    yield from _merged(_regions(con, spill, settings, stream), ROWS_PER_BATCH)
+    yield from zabbix_batches.merged(_regions(con, spill, settings, stream), ROWS_PER_BATCH)
     yield from _duplicate_batches(con, spill)
 
 
@@ -464,7 +464,8 @@ def _region(
     )
     traffic, by_record = _balance(con, settings, (first, last), stream.seq, nodes)
     contribution = region_id(day, bucket, stream.cluster)
-    batches = _whole_nodes(con.execute(query).fetch_record_batch(ROWS_PER_BATCH), ROWS_PER_BATCH)
+    reader = con.execute(query).fetch_record_batch(ROWS_PER_BATCH)
+    batches = zabbix_batches.whole_nodes(reader, ROWS_PER_BATCH)
     for table in batches:
         records = pc.unique(table.column("_record")).to_pylist()
         tag = pa.array([contribution] * table.num_rows, pa.string())
@@ -501,40 +502,6 @@ def _duplicates(con: duckdb.DuckDBPyConnection, own: str) -> None:
         f"o.value FROM (SELECT * FROM {own}) n JOIN other_samples o USING (node, item, t_ns) "
         "WHERE n.line_no NOT IN (SELECT line_no FROM duplicates) AND o.seq < n.seq "
         "QUALIFY row_number() OVER (PARTITION BY n.line_no ORDER BY o.seq, o.line_no) = 1"
-    )
-
-
-def _merged(batches: Iterable[Batch], rows: int) -> Iterator[Batch]:
-    """Combine consecutive region batches into batches of about ``rows`` node_io rows (their
-    records are numbered apart), so validation runs on few large batches."""
-    pending: list[Batch] = []
-    size = 0
-    for batch in batches:
-        pending.append(batch)
-        size += sum(t.num_rows for t in batch.tables.values())
-        if size >= rows:
-            yield _combine(pending)
-            pending, size = [], 0
-    if pending:
-        yield _combine(pending)
-
-
-def _combine(batches: list[Batch]) -> Batch:
-    traffic: dict[str, dict[str, int]] = {}
-    for batch in batches:
-        for metric, parts in batch.traffic.items():
-            into = traffic.setdefault(metric, {})
-            for reason, amount in parts.items():
-                into[reason] = into.get(reason, 0) + amount
-    tables = [b.tables["node_io"] for b in batches if "node_io" in b.tables]
-    return Batch(
-        {"node_io": pa.concat_tables(tables)} if tables else {},
-        0,
-        origins={k: v for b in batches for k, v in b.origins.items()},
-        weights={k: v for b in batches for k, v in b.weights.items()},
-        contributions=frozenset().union(*(b.contributions for b in batches)),
-        traffic=traffic,
-        record_traffic={k: v for b in batches for k, v in b.record_traffic.items()},
     )
 
 
@@ -657,27 +624,6 @@ def _store_samples(con: duckdb.DuckDBPyConnection, spill: Path, stream: Stream) 
         for batch in reader:
             yield Batch({}, 0, state={STATE_TABLE: pa.Table.from_batches([batch])})
     yield Batch({}, 0, keep_previous=frozenset(stream.kept))
-
-
-def _whole_nodes(reader: Iterable[pa.RecordBatch], rows: int) -> Iterator[pa.Table]:
-    """Regroup node-ordered batches into tables of about ``rows`` rows that never split a node."""
-    pending: list[pa.RecordBatch] = []
-    size = 0
-    for batch in reader:
-        pending.append(batch)
-        size += batch.num_rows
-        if size < rows:
-            continue
-        table = pa.Table.from_batches(pending)
-        nodes = table.column("node")
-        cut = pc.index(nodes, nodes[-1]).as_py()
-        if cut == 0:
-            continue  # one node fills the buffer: keep it whole
-        yield table.slice(0, cut)
-        rest = table.slice(cut)
-        pending, size = rest.to_batches(), rest.num_rows
-    if size:
-        yield pa.Table.from_batches(pending)
 
 
 # ------------------------------------------------------------------ the source
