@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 LOG = logging.getLogger(__name__)
 BLOCK_BYTES = 16 << 20  # text decoded per pass-1 step
 HISTORY_COLUMNS = ("itemid", "clock", "value")  # required in DB-shape headers; ns optional
-SPILL_BLOCKS = 8  # blocks whose samples are spilled together (memory: their samples)
 RAW = "raw"  # spill folder: each block's bytes (zstd), named by its first line number
 
 
@@ -362,12 +361,11 @@ class _Spill:
     classify: str | None = None  # chosen from the first block
     fast: str | None = None  # NDJSON: _CLASSIFY over the members pyarrow read (_members)
     ignored: int = 0  # lines of items on the mapping's ignore list
-    pending: int = 0  # blocks whose samples are in table ``pending``, not yet spilled
-    parts: int = 0  # spilled parts (``part-N/bucket=B/``)
 
-    def block(self, data: bytes, lines: pa.Table) -> tuple[int, list[Reject]]:
-        """Classify a block (``data``: its text, ``lines``: the same as :func:`_lines`): its
-        samples go to the spill (:meth:`flush`); return its records and rejects."""
+    def block(self, n: int, data: bytes, lines: pa.Table) -> tuple[int, list[Reject]]:
+        """Classify a block (``data``: its text, ``lines``: the same as :func:`_lines`): spill
+        its samples by node bucket and its lines to ``raw/``; return its records and
+        rejects."""
         if self.classify is None:
             decoder, lines = _first_block(lines)
             self.classify = _CLASSIFY.format(decoder=decoder)
@@ -386,17 +384,13 @@ class _Spill:
             "UPDATE decoded SET reason = m.reason FROM hostmap m "
             "WHERE decoded.host = m.host AND decoded.reason IS NULL AND m.reason IS NOT NULL"
         )
-        samples = (
-            "SELECT d.line_no, m.node, d.item, d.metric, d.kind, d.t_ns, d.value, m.bucket "
-            "FROM decoded d JOIN hostmap m USING (host) WHERE d.reason IS NULL"
+        part = quoted(self.root / f"part-{n:06d}")
+        con.execute(
+            "COPY (SELECT d.line_no, m.node, d.item, d.metric, d.kind, d.t_ns, "
+            "d.value, m.bucket "
+            "FROM decoded d JOIN hostmap m USING (host) WHERE d.reason IS NULL) "
+            f"TO '{part}' (FORMAT parquet, COMPRESSION zstd, PARTITION_BY (bucket))"
         )
-        if self.pending:
-            con.execute(f"INSERT INTO pending {samples}")
-        else:
-            con.execute(f"CREATE OR REPLACE TEMP TABLE pending AS {samples}")
-        self.pending += 1
-        if self.pending == SPILL_BLOCKS:
-            self.flush()
         numbers, reasons = self._rejected()
         texts = taken(lines, numbers).column("line").to_pylist()
         self.ignored += con.execute(
@@ -406,17 +400,6 @@ class _Spill:
             Reject(f"line {no}", text, reason)
             for no, text, reason in zip(numbers, texts, reasons, strict=True)
         ]
-
-    def flush(self) -> None:
-        """Spill the samples of the blocks since the last flush to Parquet by node bucket: a
-        few large files rather than one per block and bucket."""
-        if self.pending:
-            part = quoted(self.root / f"part-{self.parts:06d}")
-            options = "FORMAT parquet, COMPRESSION zstd, PARTITION_BY (bucket)"
-            self.con.execute(f"COPY pending TO '{part}' ({options})")
-            self.con.execute("DROP TABLE pending")
-            self.pending = 0
-            self.parts += 1
 
     def _rejected(self) -> tuple[list[int], list[str]]:
         """The line numbers and reasons of the block's rejects (ignored items aside), in order.
@@ -531,12 +514,12 @@ def pass_one(
     state = _Spill(con, spill, settings.hosts, params, bucket_sql, settings.threads > 1)
     first = 1
     try:
-        for block in _blocks(_bytes(path, context.progress)):
+        for n, block in enumerate(_blocks(_bytes(path, context.progress))):
             lines = _lines(block, first)
             with pa.output_stream(spill / RAW / f"{first:012d}", compression="zstd") as out:
                 out.write(block)
             first += lines.num_rows
-            records, rejects = state.block(block, lines)
+            records, rejects = state.block(n, block, lines)
             yield Batch({}, records, rejects)
     except inputs.BrokenStream as err:
         reason = f"{err}; the rest of the file after line {first - 1} is lost"
@@ -544,7 +527,6 @@ def pass_one(
     else:
         if first == 1:
             raise UnusableInput("empty file: no Zabbix history lines")
-    state.flush()
     if state.ignored:
         LOG.info("%s: %d lines of items on the ignore list (landed, unused)", path, state.ignored)
 
