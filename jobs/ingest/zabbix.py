@@ -27,8 +27,9 @@ node_io rows of the stream live in contributions of one UTC day × one node buck
 (:func:`region_id`, ``NODE_BUCKETS`` buckets by md5 of the node name), not in the file's own.
 A file recomputes exactly the day × bucket contributions its samples reach (an interval's row
 needs only the samples of its two grid points), reading the other members' samples of that
-day and bucket (± 3 intervals): memory is bounded by one day of one bucket, spilled by DuckDB
-beyond ``--memory-limit``. Re-ingesting a file recomputes the same rows (a no-op).
+day and bucket (± 3 intervals): memory is bounded by one span of one bucket (consecutive days
+holding at most ``SPAN_SAMPLES`` of the file's samples, or one day: :func:`_spans`), spilled
+by DuckDB beyond ``--memory-limit``. Re-ingesting a file recomputes the same rows (a no-op).
 
 New content at a path already ingested is either a new version of that member or the path's
 next rotation. It **replaces** the earlier content (whose samples and quarantine rows go, and
