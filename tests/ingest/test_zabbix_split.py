@@ -316,3 +316,42 @@ def test_a_writer_starting_the_same_new_lake_is_not_other_files(tmp_path: Path, 
 
     monkeypatch.setattr(lakes, "is_lake", other_writer_arrives)
     cli.check_lake(argparse.Namespace(lake=str(lake), lake_must_exist=False))
+
+
+def test_days_computed_in_one_span_land_what_each_day_alone_lands(
+    reference: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pass 2's span of days (both days of the export at once) gives each day's rows, rejects
+    and balance exactly as that day's region alone does (zabbix._span)."""
+    files = _write(tmp_path / "in", _split(reference["samples"], "time", np.random.default_rng(1)))
+    spans = []
+    span = zabbix._span
+
+    def counted(con, new, bucket, days, *args):
+        spans.append(len(days))
+        yield from span(con, new, bucket, days, *args)
+
+    monkeypatch.setattr(zabbix, "_span", counted)
+    landed = {}
+    for limit in (zabbix.SPAN_SAMPLES, 0):  # 0: every day alone, as before spans
+        monkeypatch.setattr(zabbix, "SPAN_SAMPLES", limit)
+        lake = tmp_path / f"lake-{limit}"
+        ingest(zabbix.SOURCE, files, lake)
+        quarantine = read_table(lake, "quarantine", columns=["location", "raw", "reason"])
+        landed[limit] = (
+            _node_io(lake),
+            _accounting(lake),
+            sorted(quarantine.to_pylist(), key=lambda r: (r["location"], r["raw"])),
+            sorted(str(t) for t in read_table(lake, "ingest_log").column("traffic").to_pylist()),
+        )
+    assert max(spans) == 2 and spans.count(2) < len(spans)  # spans of 2 days, then days alone
+    assert landed[zabbix.SPAN_SAMPLES] == landed[0]
+    assert landed[0][0] == reference["node_io"]
+
+
+def test_spans_group_consecutive_days_up_to_the_limit() -> None:
+    days = {10: 5, 11: 3, 12: 4, 14: 1, 15: 9, 16: 0}
+    assert zabbix._spans(days, 8) == [[10, 11], [12], [14], [15], [16]]  # 15 alone is over 8
+    assert zabbix._spans(days, 100) == [[10, 11, 12], [14, 15, 16]]
+    assert zabbix._spans(days, 0) == [[d] for d in sorted(days)]
+    assert zabbix._spans({}, 8) == []
