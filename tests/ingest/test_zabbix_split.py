@@ -355,3 +355,25 @@ def test_spans_group_consecutive_days_up_to_the_limit() -> None:
     assert zabbix._spans(days, 100) == [[10, 11, 12], [14, 15, 16]]
     assert zabbix._spans(days, 0) == [[d] for d in sorted(days)]
     assert zabbix._spans({}, 8) == []
+
+
+def test_a_pair_from_before_a_days_window_stays_out_of_that_day_in_a_span(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An item silent for 2 hours before midnight: its pair across midnight starts before the
+    second day's window, so neither day's region holds it, in a span as alone."""
+    item = {"host": {"host": NODES[0]}, "itemid": 999, "name": "Lustre read bytes", "type": 3}
+    rows = [
+        item | {"clock": MIDNIGHT + t, "ns": 0, "value": v}
+        for t, v in ((-7200, 10), (100, 5000), (110, 9000))
+    ]
+    path = tmp_path / "history-quiet.ndjson"
+    path.write_text(_text(rows))
+    traffic = {}
+    for limit in (zabbix.SPAN_SAMPLES, 0):
+        monkeypatch.setattr(zabbix, "SPAN_SAMPLES", limit)
+        (report,) = ingest(zabbix.SOURCE, [path], tmp_path / f"lake-{limit}")
+        traffic[limit] = report.traffic
+    assert (
+        traffic[zabbix.SPAN_SAMPLES] == traffic[0] == {"read_bytes": {"seen": 4000, "landed": 4000}}
+    )
