@@ -333,7 +333,8 @@ def test_days_computed_in_one_span_land_what_each_day_alone_lands(
 
     monkeypatch.setattr(zabbix, "_span", counted)
     landed = {}
-    for limit in (zabbix.SPAN_SAMPLES, 0):  # 0: every day alone, as before spans
+    default = zabbix.SPAN_SAMPLES
+    for limit in (default, 0):  # 0: every day alone, as before spans
         monkeypatch.setattr(zabbix, "SPAN_SAMPLES", limit)
         lake = tmp_path / f"lake-{limit}"
         ingest(zabbix.SOURCE, files, lake)
@@ -345,7 +346,7 @@ def test_days_computed_in_one_span_land_what_each_day_alone_lands(
             sorted(str(t) for t in read_table(lake, "ingest_log").column("traffic").to_pylist()),
         )
     assert max(spans) == 2 and spans.count(2) < len(spans)  # spans of 2 days, then days alone
-    assert landed[zabbix.SPAN_SAMPLES] == landed[0]
+    assert landed[default] == landed[0]
     assert landed[0][0] == reference["node_io"]
 
 
@@ -370,10 +371,9 @@ def test_a_pair_from_before_a_days_window_stays_out_of_that_day_in_a_span(
     path = tmp_path / "history-quiet.ndjson"
     path.write_text(_text(rows))
     traffic = {}
-    for limit in (zabbix.SPAN_SAMPLES, 0):
+    default = zabbix.SPAN_SAMPLES
+    for limit in (default, 0):
         monkeypatch.setattr(zabbix, "SPAN_SAMPLES", limit)
         (report,) = ingest(zabbix.SOURCE, [path], tmp_path / f"lake-{limit}")
         traffic[limit] = report.traffic
-    assert (
-        traffic[zabbix.SPAN_SAMPLES] == traffic[0] == {"read_bytes": {"seen": 4000, "landed": 4000}}
-    )
+    assert traffic[default] == traffic[0] == {"read_bytes": {"seen": 4000, "landed": 4000}}
