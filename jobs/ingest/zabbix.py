@@ -27,8 +27,9 @@ node_io rows of the stream live in contributions of one UTC day × one node buck
 (:func:`region_id`, ``NODE_BUCKETS`` buckets by md5 of the node name), not in the file's own.
 A file recomputes exactly the day × bucket contributions its samples reach (an interval's row
 needs only the samples of its two grid points), reading the other members' samples of that
-day and bucket (± 3 intervals): memory is bounded by one day of one bucket, spilled by DuckDB
-beyond ``--memory-limit``. Re-ingesting a file recomputes the same rows (a no-op).
+day and bucket (± 3 intervals): memory is bounded by one span of one bucket (consecutive days
+holding at most ``SPAN_SAMPLES`` of the file's samples, or one day: :func:`_spans`), spilled
+by DuckDB beyond ``--memory-limit``. Re-ingesting a file recomputes the same rows (a no-op).
 
 New content at a path already ingested is either a new version of that member or the path's
 next rotation. It **replaces** the earlier content (whose samples and quarantine rows go, and
@@ -76,7 +77,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from burstlake.jobs.ingest import counters, zabbix_db, zabbix_lines
+from burstlake.jobs.ingest import counters, zabbix_batches, zabbix_db, zabbix_lines
 from burstlake.jobs.ingest.base import (
     CONTRIBUTION,
     Batch,
@@ -101,6 +102,7 @@ ROWS_PER_BATCH = 200_000  # node_io rows per batch (whole nodes)
 NODE_BUCKETS = 16  # node_io contributions per day: pass 2 recomputes one day of one bucket
 DAY_S = 86_400
 STATE_TABLE = "zabbix_samples"
+SPAN_SAMPLES = 4_000_000  # at most this many samples of the file per pass-2 span (_spans)
 SOURCE_NAME = "zabbix"
 
 
@@ -275,7 +277,7 @@ def _pass_two(
         "CREATE TEMP TABLE duplicates (line_no BIGINT, first_file VARCHAR, "
         "first_line BIGINT, same BOOLEAN, kept DECIMAL(38, 6))"
     )
-    yield from _merged(_regions(con, spill, settings, stream), ROWS_PER_BATCH)
+    yield from zabbix_batches.merged(_regions(con, spill, settings, stream), ROWS_PER_BATCH)
     yield from _duplicate_batches(con, spill)
 
 
@@ -288,17 +290,32 @@ def _regions(
     records = [0]  # node records numbered apart across regions
     for bucket in sorted(_spilled_buckets(spill) | set(touched)):
         new = _bucket_view(con, spill, bucket, stream)
-        days = {
-            d
-            for (lo, hi) in con.execute(
-                f"SELECT DISTINCT {_day_sql(f'(t_ns - {after}) / 1e9')}, "
-                f"{_day_sql(f'(t_ns + {before}) / 1e9')} "
-                f"FROM {new}"
-            ).fetchall()
-            for d in range(lo, hi + 1)
-        }
-        for day in sorted(days | touched.get(bucket, set())):
-            yield from _region(con, new, bucket, day, settings, stream, records)
+        days = dict.fromkeys(touched.get(bucket, set()), 0)
+        for lo, hi, samples in con.execute(
+            f"SELECT {_day_sql(f'(t_ns - {after}) / 1e9')}, "
+            f"{_day_sql(f'(t_ns + {before}) / 1e9')}, count(*) FROM {new} GROUP BY ALL"
+        ).fetchall():
+            for d in range(lo, hi + 1):
+                days[d] = days.get(d, 0) + samples
+        # a span's window holds each day's only where the day's first slot starts at midnight
+        for span in _spans(days, SPAN_SAMPLES if DAY_S % iv == 0 else 0):
+            yield from _span(con, new, bucket, span, settings, stream, records)
+
+
+def _spans(days: dict[int, int], limit: int) -> list[list[int]]:
+    """Consecutive days grouped while their samples add up to at most ``limit`` (a day more
+    than that is a span alone; ``limit`` 0: every day alone): pass 2 computes a span's pairs
+    once, not each day's window."""
+    spans: list[list[int]] = []
+    size = 0
+    for day in sorted(days):
+        if limit and spans and spans[-1][-1] == day - 1 and size + days[day] <= limit:
+            spans[-1].append(day)
+            size += days[day]
+        else:
+            spans.append([day])
+            size = days[day]
+    return spans
 
 
 def _spilled_buckets(spill: Path) -> set[int]:
@@ -356,6 +373,62 @@ def _bucket_view(con: duckdb.DuckDBPyConnection, spill: Path, bucket: int, strea
     return "new_samples"
 
 
+def _span(
+    con: duckdb.DuckDBPyConnection,
+    new: str,
+    bucket: int,
+    days: list[int],
+    settings: Settings,
+    stream: Stream,
+    records: list[int],
+) -> Iterator[Batch]:
+    """The node_io rows of consecutive days of one node bucket, from every member's samples.
+    The pair tables (:func:`counters.pair_tables`) are made once for the span; each day then
+    reads the part its own window would give (the pairs within it, the landed bytes of its
+    intervals), so a day's rows and balance are those of its region alone."""
+    iv = settings.interval
+    first, _, (start, _) = _slots(days[0], iv)
+    _, last, (_, end) = _slots(days[-1], iv)
+    con.register(
+        "stored",
+        stream.scan(stream.stored(stream.others, bucket, (start, end)), _SAMPLE_COLUMNS),
+    )
+    con.execute("CREATE OR REPLACE TEMP TABLE other_samples AS SELECT * FROM stored")
+    con.unregister("stored")
+    columns = ", ".join(_SAMPLE_COLUMNS)
+    con.execute(
+        "CREATE OR REPLACE TEMP VIEW region AS "
+        f"SELECT {columns} FROM {new} WHERE t_ns >= {start} AND t_ns < {end} "
+        f"UNION ALL SELECT {columns} FROM other_samples"
+    )
+    for statement in counters.pair_tables("region", iv, (first, last), settings.gap_factor):
+        con.execute(statement)  # the region read once, deduplicated (every node kept)
+    tables = counters.PAIR_TABLES
+    repeats = f"SELECT (SELECT count(*) FROM region) > (SELECT count(*) FROM {tables['clean']})"
+    repeated = con.execute(repeats).fetchone()[0]  # some item's instant is sampled twice here
+    if len(days) == 1:
+        yield from _region(con, new, bucket, days[0], settings, stream, records, repeated)
+        return
+    for name in tables.values():
+        con.execute(f"ALTER TABLE {name} RENAME TO span_{name}")
+    for day in days:
+        first, last, (start, end) = _slots(day, iv)
+        within = {
+            "clean": f"t_ns >= {start} AND t_ns < {end}",
+            "classed": f"t_prev >= {start} AND t_ns < {end}",
+            "spread": f"slot BETWEEN {first} AND {last}",
+        }
+        for step, name in tables.items():
+            con.execute(
+                f"CREATE OR REPLACE TEMP VIEW {name} AS "
+                f"SELECT * FROM span_{name} WHERE {within[step]}"
+            )
+        yield from _region(con, new, bucket, day, settings, stream, records, repeated)
+    for name in tables.values():
+        con.execute(f"DROP VIEW {name}")
+        con.execute(f"DROP TABLE span_{name}")
+
+
 def _region(
     con: duckdb.DuckDBPyConnection,
     new: str,
@@ -364,29 +437,16 @@ def _region(
     settings: Settings,
     stream: Stream,
     records: list[int],
+    repeated: bool,
 ) -> Iterator[Batch]:
-    """The node_io rows of one day of one node bucket, from every member's samples; node
-    records are numbered from ``records[0]``, which moves past them."""
+    """The node_io rows of one day of one node bucket from the pair tables of its span
+    (``repeated``: the span holds an instant sampled twice); node records are numbered from
+    ``records[0]``, which moves past them."""
     iv = settings.interval
-    first, last, window = _slots(day, iv)
+    first, last, _ = _slots(day, iv)
     day_ns = (day * DAY_S * counters.NS, (day + 1) * DAY_S * counters.NS)
-    con.register(
-        "stored", stream.scan(stream.stored(stream.others, bucket, window), _SAMPLE_COLUMNS)
-    )
-    con.execute("CREATE OR REPLACE TEMP TABLE other_samples AS SELECT * FROM stored")
-    con.unregister("stored")
     own = f"{new} WHERE t_ns >= {day_ns[0]} AND t_ns < {day_ns[1]}"
-    columns = ", ".join(_SAMPLE_COLUMNS)
-    con.execute(
-        "CREATE OR REPLACE TEMP VIEW region AS "
-        f"SELECT {columns} FROM {new} WHERE t_ns >= {window[0]} AND t_ns < {window[1]} "
-        f"UNION ALL SELECT {columns} FROM other_samples"
-    )
-    for statement in counters.pair_tables("region", iv, (first, last), settings.gap_factor):
-        con.execute(statement)  # the region read once, deduplicated (every node kept)
-    clean = counters.PAIR_TABLES["clean"]
-    repeats = f"SELECT (SELECT count(*) FROM region) > (SELECT count(*) FROM {clean})"
-    if con.execute(repeats).fetchone()[0]:  # some item's instant is sampled twice here
+    if repeated:
         _duplicates(con, own)
     con.execute(
         "CREATE OR REPLACE TEMP TABLE nodes AS "
@@ -405,7 +465,8 @@ def _region(
     )
     traffic, by_record = _balance(con, settings, (first, last), stream.seq, nodes)
     contribution = region_id(day, bucket, stream.cluster)
-    batches = _whole_nodes(con.execute(query).fetch_record_batch(ROWS_PER_BATCH), ROWS_PER_BATCH)
+    reader = con.execute(query).fetch_record_batch(ROWS_PER_BATCH)
+    batches = zabbix_batches.whole_nodes(reader, ROWS_PER_BATCH)
     for table in batches:
         records = pc.unique(table.column("_record")).to_pylist()
         tag = pa.array([contribution] * table.num_rows, pa.string())
@@ -442,40 +503,6 @@ def _duplicates(con: duckdb.DuckDBPyConnection, own: str) -> None:
         f"o.value FROM (SELECT * FROM {own}) n JOIN other_samples o USING (node, item, t_ns) "
         "WHERE n.line_no NOT IN (SELECT line_no FROM duplicates) AND o.seq < n.seq "
         "QUALIFY row_number() OVER (PARTITION BY n.line_no ORDER BY o.seq, o.line_no) = 1"
-    )
-
-
-def _merged(batches: Iterable[Batch], rows: int) -> Iterator[Batch]:
-    """Combine consecutive region batches into batches of about ``rows`` node_io rows (their
-    records are numbered apart), so validation runs on few large batches."""
-    pending: list[Batch] = []
-    size = 0
-    for batch in batches:
-        pending.append(batch)
-        size += sum(t.num_rows for t in batch.tables.values())
-        if size >= rows:
-            yield _combine(pending)
-            pending, size = [], 0
-    if pending:
-        yield _combine(pending)
-
-
-def _combine(batches: list[Batch]) -> Batch:
-    traffic: dict[str, dict[str, int]] = {}
-    for batch in batches:
-        for metric, parts in batch.traffic.items():
-            into = traffic.setdefault(metric, {})
-            for reason, amount in parts.items():
-                into[reason] = into.get(reason, 0) + amount
-    tables = [b.tables["node_io"] for b in batches if "node_io" in b.tables]
-    return Batch(
-        {"node_io": pa.concat_tables(tables)} if tables else {},
-        0,
-        origins={k: v for b in batches for k, v in b.origins.items()},
-        weights={k: v for b in batches for k, v in b.weights.items()},
-        contributions=frozenset().union(*(b.contributions for b in batches)),
-        traffic=traffic,
-        record_traffic={k: v for b in batches for k, v in b.record_traffic.items()},
     )
 
 
@@ -598,27 +625,6 @@ def _store_samples(con: duckdb.DuckDBPyConnection, spill: Path, stream: Stream) 
         for batch in reader:
             yield Batch({}, 0, state={STATE_TABLE: pa.Table.from_batches([batch])})
     yield Batch({}, 0, keep_previous=frozenset(stream.kept))
-
-
-def _whole_nodes(reader: Iterable[pa.RecordBatch], rows: int) -> Iterator[pa.Table]:
-    """Regroup node-ordered batches into tables of about ``rows`` rows that never split a node."""
-    pending: list[pa.RecordBatch] = []
-    size = 0
-    for batch in reader:
-        pending.append(batch)
-        size += batch.num_rows
-        if size < rows:
-            continue
-        table = pa.Table.from_batches(pending)
-        nodes = table.column("node")
-        cut = pc.index(nodes, nodes[-1]).as_py()
-        if cut == 0:
-            continue  # one node fills the buffer: keep it whole
-        yield table.slice(0, cut)
-        rest = table.slice(cut)
-        pending, size = rest.to_batches(), rest.num_rows
-    if size:
-        yield pa.Table.from_batches(pending)
 
 
 # ------------------------------------------------------------------ the source

@@ -130,12 +130,14 @@ def _as_text(column: pa.ChunkedArray, name: str) -> pa.ChunkedArray | None:
     return None
 
 
-def _one_object_a_line(data: bytes, lines: pa.Table) -> bool:
+def _one_object_a_line(lines: pa.Table) -> bool:
     """Every line starts with ``{`` and ends with ``}`` (spaces and tabs around them aside)."""
-    if data.startswith(b"{") and data.endswith(b"}") and data.count(b"}\n{") == len(lines) - 1:
-        return True  # the usual export, told without copying its text
-    text = pc.utf8_trim(lines.column("line"), " \t")
-    return pc.all(pc.starts_with(text, "{")).as_py() and pc.all(pc.ends_with(text, "}")).as_py()
+
+    def braced(text: pa.ChunkedArray) -> bool:
+        return pc.all(pc.starts_with(text, "{")).as_py() and pc.all(pc.ends_with(text, "}")).as_py()
+
+    text = lines.column("line")
+    return braced(text) or braced(pc.utf8_trim(text, " \t"))  # the usual export needs no trim
 
 
 def _plain_utf8(data: bytes) -> bool:
@@ -157,7 +159,7 @@ def _members(data: bytes, lines: pa.Table, threads: bool = False) -> pa.Table | 
     A line is one object iff every line starts with ``{`` and ends with ``}`` and pyarrow
     reads as many objects as there are lines (an object spanning lines would end a line
     inside it)."""
-    if not _one_object_a_line(data, lines) or not _plain_utf8(data):
+    if not _one_object_a_line(lines) or not _plain_utf8(data):
         return None
     table = _read_json(data, threads)
     if table is None or table.num_rows != lines.num_rows:

@@ -316,3 +316,64 @@ def test_a_writer_starting_the_same_new_lake_is_not_other_files(tmp_path: Path, 
 
     monkeypatch.setattr(lakes, "is_lake", other_writer_arrives)
     cli.check_lake(argparse.Namespace(lake=str(lake), lake_must_exist=False))
+
+
+def test_days_computed_in_one_span_land_what_each_day_alone_lands(
+    reference: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pass 2's span of days (both days of the export at once) gives each day's rows, rejects
+    and balance exactly as that day's region alone does (zabbix._span)."""
+    files = _write(tmp_path / "in", _split(reference["samples"], "time", np.random.default_rng(1)))
+    spans = []
+    span = zabbix._span
+
+    def counted(con, new, bucket, days, *args):
+        spans.append(len(days))
+        yield from span(con, new, bucket, days, *args)
+
+    monkeypatch.setattr(zabbix, "_span", counted)
+    landed = {}
+    default = zabbix.SPAN_SAMPLES
+    for limit in (default, 0):  # 0: every day alone, as before spans
+        monkeypatch.setattr(zabbix, "SPAN_SAMPLES", limit)
+        lake = tmp_path / f"lake-{limit}"
+        ingest(zabbix.SOURCE, files, lake)
+        quarantine = read_table(lake, "quarantine", columns=["location", "raw", "reason"])
+        landed[limit] = (
+            _node_io(lake),
+            _accounting(lake),
+            sorted(quarantine.to_pylist(), key=lambda r: (r["location"], r["raw"])),
+            sorted(str(t) for t in read_table(lake, "ingest_log").column("traffic").to_pylist()),
+        )
+    assert max(spans) == 2 and spans.count(2) < len(spans)  # spans of 2 days, then days alone
+    assert landed[default] == landed[0]
+    assert landed[0][0] == reference["node_io"]
+
+
+def test_spans_group_consecutive_days_up_to_the_limit() -> None:
+    days = {10: 5, 11: 3, 12: 4, 14: 1, 15: 9, 16: 0}
+    assert zabbix._spans(days, 8) == [[10, 11], [12], [14], [15], [16]]  # 15 alone is over 8
+    assert zabbix._spans(days, 100) == [[10, 11, 12], [14, 15, 16]]
+    assert zabbix._spans(days, 0) == [[d] for d in sorted(days)]
+    assert zabbix._spans({}, 8) == []
+
+
+def test_a_pair_from_before_a_days_window_stays_out_of_that_day_in_a_span(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An item silent for 2 hours before midnight: its pair across midnight starts before the
+    second day's window, so neither day's region holds it, in a span as alone."""
+    item = {"host": {"host": NODES[0]}, "itemid": 999, "name": "Lustre read bytes", "type": 3}
+    rows = [
+        item | {"clock": MIDNIGHT + t, "ns": 0, "value": v}
+        for t, v in ((-7200, 10), (100, 5000), (110, 9000))
+    ]
+    path = tmp_path / "history-quiet.ndjson"
+    path.write_text(_text(rows))
+    traffic = {}
+    default = zabbix.SPAN_SAMPLES
+    for limit in (default, 0):
+        monkeypatch.setattr(zabbix, "SPAN_SAMPLES", limit)
+        (report,) = ingest(zabbix.SOURCE, [path], tmp_path / f"lake-{limit}")
+        traffic[limit] = report.traffic
+    assert traffic[default] == traffic[0] == {"read_bytes": {"seen": 4000, "landed": 4000}}
