@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import nbformat
 import pytest
 
@@ -29,3 +31,17 @@ def test_notebook_needs_a_metrics_lake(lake, tmp_path):
 
     with pytest.raises(CellExecutionError, match="burstlake metrics"):
         render_notebook(lake, tmp_path / "out.ipynb")
+
+
+@pytest.mark.parametrize(
+    "name", ["spatial_burstiness", "mpi_io_interference", "coordination"], ids=str
+)
+def test_shipped_notebooks_are_valid_nbformat(name):
+    # every cell has an id (nbformat 4.5): a notebook without them is "normalized" with a
+    # warning today and refused by future nbformat versions
+    from importlib.resources import files
+
+    text = files("burstlake.notebooks").joinpath(f"{name}.ipynb").read_text()
+    cells = json.loads(text)["cells"]  # as stored: nbformat's reader would add missing ids
+    assert [k for k, cell in enumerate(cells) if not cell.get("id")] == []
+    nbformat.validate(nbformat.reads(text, as_version=4))
