@@ -3,7 +3,8 @@
 Writes an ``item_tags`` real-time export (counters of the default mapping for a few hundred
 nodes, mostly idle, bursts of traffic) into a temporary directory, then measures in separate
 processes: ``burstlake ingest zabbix`` with its default options (one process, one thread:
-MB/s, MB per CPU-second, lines/s, peak RSS) and, as the floor for reading the same bytes,
+MB/s, MB per CPU-second, lines/s, peak RSS), the same with ``--threads`` set to the machine's
+cores (still one process; into a second lake) and, as the floor for reading the same bytes,
 ``pyarrow.json.read_json`` alone (all cores). The machine may be shared: the 1-minute load
 average is recorded before the ingest as well as at the end, and CPU seconds beside wall
 time. Size: ``BURSTLAKE_BENCH_GB``
@@ -64,11 +65,11 @@ def generate(path: Path, target_bytes: int, seed: int = 1) -> int:
     return lines
 
 
-def _ingest(export: str, lake: str) -> None:
+def _ingest(export: str, lake: str, threads: str = "1") -> None:
     from burstlake.jobs.ingest import zabbix
     from burstlake.jobs.ingest.base import ingest
 
-    (report,) = ingest(zabbix.SOURCE, [export], lake)
+    (report,) = ingest(zabbix.SOURCE, [export], lake, options={"threads": int(threads)})
     print(report.records_in, report.landed, report.quarantined, report.rows.get("node_io", 0))
 
 
@@ -104,6 +105,9 @@ def main() -> Path:
         load_at_start = load_average()
         ingest_s, ingest_cpu, ingest_rss, out = step("ingest", str(export), lake)
         records_in, landed, quarantined, rows = map(int, out.split())
+        cores = os.cpu_count() or 1
+        threaded = step("ingest", str(export), str(Path(tmp) / "lake-threads"), str(cores))
+        assert threaded[3] == out, f"--threads {cores} landed {threaded[3]}, one thread {out}"
         arrow_s, arrow_cpu, arrow_rss, _ = step("pyarrow", str(export))
     result = {
         "benchmark": "zabbix_ingest",
@@ -121,6 +125,13 @@ def main() -> Path:
         "ingest_mb_per_cpu_s": round(size_mb / ingest_cpu, 1),
         "ingest_lines_per_s": round(lines / ingest_s),
         "ingest_peak_rss_mb": round(ingest_rss),
+        "threads_ingest": {
+            "threads": cores,
+            "ingest_s": round(threaded[0], 1),
+            "ingest_cpu_s": round(threaded[1], 1),
+            "ingest_mb_per_s": round(size_mb / threaded[0], 1),
+            "ingest_peak_rss_mb": round(threaded[2]),
+        },
         "pyarrow_json_s": round(arrow_s, 1),
         "pyarrow_json_cpu_s": round(arrow_cpu, 1),
         "pyarrow_json_mb_per_s": round(size_mb / arrow_s, 1),
