@@ -190,31 +190,36 @@ def simulate(
     entry[:, 1] = buffer_of_entry
     entry[1:, 2] = buffer_of_entry[:-1]
     entry[paths.indptr[:-1][lengths > 0], 2] = -1
-    pair = entry[:, 1].astype(np.int64) * (len(capacity) * channels + 1) + entry[:, 2] + 1
-    if settings.arbitration == "fcfs":  # one input per buffer: its queue in arrival order
-        pair = entry[:, 1]
-    inputs, input_of_entry = np.unique(pair, return_inverse=True)
-    entry[:, 3] = 2 * input_of_entry
+    buffers = len(capacity) * channels
+    if max(n, 2 * buffers, 2 * len(paths.indices)) >= 2**31:
+        raise ValueError(
+            f"packet model: {n:,} requests over {buffers:,} buffers is beyond one replay "
+            "(ids are 32-bit); replay a shorter window"
+        )
+    if settings.arbitration == "fcfs":  # one input per buffer, numbered as it: arrival order
+        inputs = buffers
+        entry[:, 3] = 2 * entry[:, 1]
+    else:  # an input per (buffer, buffer held before) pair, numbered in their order
+        pair = entry[:, 1].astype(np.int64) * (buffers + 1) + entry[:, 2] + 1
+        unique, input_of_entry = np.unique(pair, return_inverse=True)
+        inputs = len(unique)
+        entry[:, 3] = 2 * input_of_entry
     entry[paths.indptr[1:][lengths > 0] - 1, 3] += 1
     # a resource that some route enters after another one leaves a switch (or a server) and
     # pays router_delay; one that only ever starts a route is a NIC's injection link
     delay = np.zeros(len(capacity))
     delay[paths.indices[entry[:, 2] >= 0]] = settings.router_delay
-    buffers = len(capacity) * channels
     used = np.unique(buffer_of_entry)
     streams = int(np.count_nonzero(np.r_[True, stream[1:] != stream[:-1]])) if n else 0
     # every packet holds one buffer (full packets fill it, each message has one short packet)
     pool = len(used) * int(settings.buffer_bytes // settings.packet_bytes) + 2 * streams + 16
-    if max(n, buffers, pool, 2 * len(paths.indices)) >= 2**31:
-        raise ValueError(
-            f"packet model: {n:,} requests over {buffers:,} buffers is beyond one replay "
-            "(ids are 32-bit); replay a shorter window"
-        )
+    if pool >= 2**31:
+        raise ValueError(f"packet model: a pool of {pool:,} packets is beyond one replay")
     fixed = _Fixed(
         stream, size, gap, release, window, packets, paths.indptr, entry,
         settings.packet_bytes, settings.buffer_bytes, settings.nic_delay, float(until),
     )  # fmt: skip
-    state = _State.empty(n, buffers, capacity, delay, settings.packet_bytes, pool, len(inputs))
+    state = _State.empty(n, buffers, capacity, delay, settings.packet_bytes, pool, inputs)
     state.ties[0] = np.random.SeedSequence(int(settings.tie_seed)).generate_state(1, np.uint64)[0]
     state.ties[0] |= np.uint64(1)  # xorshift needs a state other than 0
     first = np.flatnonzero(np.r_[True, stream[1:] != stream[:-1]]) if n else np.zeros(0, np.int64)
