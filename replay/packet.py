@@ -182,8 +182,9 @@ def simulate(
     packets = np.maximum(1, np.ceil(size / settings.packet_bytes)).astype(np.int64)
 
     # each route entry: its resource, its buffer, the buffer its packet held before (-1 after a
-    # NIC), its input (the (buffer, buffer held before) pair the output's arbiter serves) times
-    # 2, plus 1 on its route's last entry (to the sink)
+    # NIC), its input (what the output's arbiter serves: the buffer itself under fcfs, the
+    # (buffer, buffer held before) pair under round robin) times 2, plus 1 on its route's last
+    # entry (to the sink)
     lengths = paths.lengths
     entry = np.zeros((len(paths.indices), 4), np.int32)
     entry[:, 0] = paths.indices
@@ -292,7 +293,7 @@ class _State(NamedTuple):
     injected: np.ndarray  # packets of the request cut at its NIC
     buffer: np.ndarray  # bytes charged; the round robin of inputs with packets waiting
     buffer_ids: np.ndarray
-    inputs: np.ndarray  # per (buffer, buffer held before): its FIFO of waiting packets
+    inputs: np.ndarray  # per input (see simulate): its FIFO of waiting packets
     link: np.ndarray  # when free, a full packet's time on it, delay after; packets in flight
     link_ids: np.ndarray
     capacity: np.ndarray  # per resource (bytes/s), for short packets
