@@ -102,9 +102,10 @@ class PacketSettings:
         if unknown:
             raise ValueError(f"{where}: unknown settings {unknown}; allowed: {allowed}")
         values: dict[str, Any] = {}
+        types = {f.name: f.type for f in fields(cls)}
         for key, value in given.items():
-            if key in ("tie_seed", "arbitration"):
-                values[key] = value  # an integer, a name: checked below
+            if types[key] != "float":
+                values[key] = value  # an integer or a name: check() judges it
                 continue
             finite = isinstance(value, numbers.Real) and math.isfinite(value)
             if isinstance(value, bool) or not finite:  # "4096" too: a number, not its text

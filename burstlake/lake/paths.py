@@ -114,7 +114,7 @@ def exclusive(lake: str | os.PathLike | None, name: str) -> contextlib.AbstractC
     return _locked(lake_path(lake), name)
 
 
-class _Owned:
+class OwnedFolder:
     """A scratch folder held by this process through a lock on its ``.owner`` file."""
 
     def __init__(self, path: Path) -> None:

@@ -21,10 +21,10 @@ from pathlib import Path
 from burstlake.lake.paths import (
     RUNS,
     TXN,
+    OwnedFolder,
     _abandoned,
     _lake_error,
     _locked,
-    _Owned,
     lake_path,
     table_dir,
 )
@@ -125,7 +125,7 @@ def landing(lake: str | os.PathLike | None, source_id: str, record: dict) -> Ite
     path = root / TXN / f"{source_id}-{uuid.uuid4().hex[:8]}"
     try:
         with _locked(root, "snapshot"):
-            owned = _Owned(path)
+            owned = OwnedFolder(path)
             info = {**record, "source_id": source_id, "started": time.time()}
             (owned.path / "intent.json").write_text(json.dumps(info))
     except OSError as err:  # nothing committed yet: no intent left behind either

@@ -30,9 +30,9 @@ from burstlake.lake.paths import (
     RUNS,
     SOURCE,
     STAGING,
+    OwnedFolder,
     _lake_error,
     _locked,
-    _Owned,
     _quote,
     delta_schema,
     is_delta,
@@ -94,7 +94,7 @@ class ContributionWriter:
         self.version: int | None = None  # the committed version
         name = f"{self.spec.name}-{uuid.uuid4().hex[:12]}"
         try:
-            self._scratch = _Owned(self.lake / STAGING / name)
+            self._scratch = OwnedFolder(self.lake / STAGING / name)
         except OSError as err:
             raise (_lake_error(err, self.lake) or err) from err
         self._writer: pq.ParquetWriter | None = None

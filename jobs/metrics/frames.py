@@ -27,7 +27,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from burstlake.lake import STAGING, Cluster, _Owned, lake_path, table_layout, write_table
+from burstlake.lake import STAGING, Cluster, OwnedFolder, lake_path, table_layout, write_table
 from burstlake.schemas import conform, spec
 
 SOURCE_ID = "metrics"
@@ -47,7 +47,7 @@ class Scratch:
 
     def __init__(self, spark: SparkSession, lake: str | os.PathLike) -> None:
         self.spark, self.lake = spark, lake_path(lake)
-        self._owned = _Owned(self.lake / STAGING / f"metrics-{uuid.uuid4().hex[:12]}")
+        self._owned = OwnedFolder(self.lake / STAGING / f"metrics-{uuid.uuid4().hex[:12]}")
         self._kept = 0
 
     def keep(self, frame: DataFrame, name: str) -> DataFrame:
