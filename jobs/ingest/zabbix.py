@@ -288,7 +288,7 @@ def _regions(
     before, after = counters.reach_ns(iv)
     touched = _replaced_regions(stream, iv)
     records = [0]  # node records numbered apart across regions
-    for bucket in sorted(_spilled_buckets(spill) | set(touched)):
+    for bucket in sorted(zabbix_lines.spilled_buckets(spill) | set(touched)):
         new = _bucket_view(con, spill, bucket, stream)
         days = dict.fromkeys(touched.get(bucket, set()), 0)
         for lo, hi, samples in con.execute(
@@ -316,10 +316,6 @@ def _spans(days: dict[int, int], limit: int) -> list[list[int]]:
             spans.append([day])
             size = days[day]
     return spans
-
-
-def _spilled_buckets(spill: Path) -> set[int]:
-    return {int(p.name.split("=", 1)[1]) for p in spill.glob("part-*/bucket=*")}
 
 
 def _replaced_regions(stream: Stream, interval: int) -> dict[int, set[int]]:
@@ -356,7 +352,7 @@ def _reached_days(
 
 def _bucket_view(con: duckdb.DuckDBPyConnection, spill: Path, bucket: int, stream: Stream) -> str:
     """View ``new_samples``: this file's samples of one node bucket (possibly none)."""
-    files = sorted(spill.glob(f"part-*/bucket={bucket}/*.parquet"))
+    files = zabbix_lines.spilled_samples(spill, bucket)
     if files:
         listed = "[" + ", ".join(f"'{_quoted(f)}'" for f in files) + "]"
         source = f"SELECT * FROM read_parquet({listed})"
@@ -614,8 +610,8 @@ def _duplicate_batches(con: duckdb.DuckDBPyConnection, spill: Path) -> Iterator[
 def _store_samples(con: duckdb.DuckDBPyConnection, spill: Path, stream: Stream) -> Iterator[Batch]:
     """Keep this file's samples in the lake for the files that continue its items (state rows
     landing with the file's node_io, see ``Batch.state``)."""
-    files = _quoted(spill / "part-*" / "*" / "*.parquet")
-    if list(spill.glob("part-*/*/*.parquet")):
+    files = _quoted(spill / zabbix_lines.SAMPLES / "*" / "*.parquet")
+    if zabbix_lines.spilled_samples(spill):
         reader = con.execute(
             "SELECT node, ?::VARCHAR AS cluster, item, metric, kind, "
             "make_timestamp(t_ns // 1000) AS ts, t_ns, value, bucket, ? AS source_id, ? AS file, "
@@ -649,10 +645,10 @@ def parse(path: Path, context: ParseContext) -> Iterator[Batch]:
                 path, context, con, spill, settings, _bucket_sql("m.node")
             )
             stream = Stream.open(context, path)
-            if list(spill.glob("part-*/*/*.parquet")):
+            if zabbix_lines.spilled_samples(spill):
                 con.execute(
                     "CREATE VIEW all_new AS SELECT * FROM "
-                    f"read_parquet('{_quoted(spill / 'part-*' / '*' / '*.parquet')}')"
+                    f"read_parquet('{_quoted(spill / zabbix_lines.SAMPLES / '*' / '*.parquet')}')"
                 )
                 stream = stream.decide(con, "all_new")
             else:
