@@ -95,6 +95,15 @@ FROM (
 )
 """
 
+# _CLEAN where no instant is sampled twice (:func:`repeats_query`): the same rows, without
+# the window's sort (about a fifth of its time)
+_DISTINCT = "SELECT node, item, metric, kind, t_ns, value, line_no, seq FROM {samples}"
+
+_REPEATS = """
+SELECT (SELECT count(*) FROM {samples})
+       > (SELECT count(*) FROM (SELECT DISTINCT node, item, t_ns FROM {samples}))
+"""
+
 _STEPS = (("clean", _CLEAN), ("classed", _CLASSED), ("spread", _SPREAD))
 PAIR_TABLES = {name: f"counters_{name}" for name, _ in _STEPS}  # pair_tables' temp tables
 
@@ -146,18 +155,30 @@ def _with_steps(params: dict[str, object], prepared: bool) -> str:
 
 
 def pair_tables(
-    samples: str, interval: int, slots: tuple[int, int], gap_factor: float = GAP_FACTOR
+    samples: str,
+    interval: int,
+    slots: tuple[int, int],
+    gap_factor: float = GAP_FACTOR,
+    repeated: bool = True,
 ) -> list[str]:
     """SQL statements materialising the shared steps (the deduplicated samples, the classed
     pairs, the landed bytes per slot) as temp tables :data:`PAIR_TABLES`, so that
     :func:`node_io_query` and :func:`balance_query` with ``prepared=True`` over the same window
-    do not compute them twice."""
+    do not compute them twice. ``repeated``: what :func:`repeats_query` says of ``samples``
+    (False: they need no deduplication)."""
     params = _window(samples, interval, slots, gap_factor)
     steps = {"clean": PAIR_TABLES["clean"], "classed": PAIR_TABLES["classed"]}
     return [
-        f"CREATE OR REPLACE TEMP TABLE {PAIR_TABLES[name]} AS " + sql.format(**params, **steps)
+        f"CREATE OR REPLACE TEMP TABLE {PAIR_TABLES[name]} AS "
+        + (sql if repeated or name != "clean" else _DISTINCT).format(**params, **steps)
         for name, sql in _STEPS
     ]
+
+
+def repeats_query(samples: str) -> str:
+    """SQL: whether some item of a node is sampled twice at one instant in ``samples`` (a
+    duplicate, see the module doc)."""
+    return _REPEATS.format(samples=samples)
 
 
 def balance_query(

@@ -397,11 +397,13 @@ def _span(
         f"SELECT {columns} FROM {new} WHERE t_ns >= {start} AND t_ns < {end} "
         f"UNION ALL SELECT {columns} FROM other_samples"
     )
-    for statement in counters.pair_tables("region", iv, (first, last), settings.gap_factor):
-        con.execute(statement)  # the region read once, deduplicated (every node kept)
+    # some item's instant is sampled twice here
+    repeated = con.execute(counters.repeats_query("region")).fetchone()[0]
+    for statement in counters.pair_tables(
+        "region", iv, (first, last), settings.gap_factor, repeated
+    ):
+        con.execute(statement)  # every node kept
     tables = counters.PAIR_TABLES
-    repeats = f"SELECT (SELECT count(*) FROM region) > (SELECT count(*) FROM {tables['clean']})"
-    repeated = con.execute(repeats).fetchone()[0]  # some item's instant is sampled twice here
     if len(days) == 1:
         yield from _region(con, new, bucket, days[0], settings, stream, records, repeated)
         return

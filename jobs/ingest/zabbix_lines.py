@@ -37,9 +37,10 @@ LOG = logging.getLogger(__name__)
 BLOCK_BYTES = 16 << 20  # text decoded per pass-1 step
 HISTORY_COLUMNS = ("itemid", "clock", "value")  # required in DB-shape headers; ns optional
 RAW = "raw"  # spill folder: each block's bytes (zstd), named by its first line number
-# Spill folder of the samples: ``bucket=B/block-N-I.parquet``, one folder per node bucket for
-# all blocks (not one per block and bucket: removing a thousand folders takes seconds on a
-# virtual disk, about 3 ms each, where removing their files takes 0.1 s).
+# Spill folder of the samples: ``bucket=B/block-N-I.parquet`` (snappy: cheaper to write than
+# zstd, and read back twice at most), one folder per node bucket for all blocks (not one per
+# block and bucket: removing a thousand folders takes seconds on a virtual disk, about 3 ms
+# each, where removing their files takes 0.1 s).
 SAMPLES = "samples"
 
 
@@ -392,7 +393,7 @@ class _Spill:
             "COPY (SELECT d.line_no, m.node, d.item, d.metric, d.kind, d.t_ns, "
             "d.value, m.bucket "
             "FROM decoded d JOIN hostmap m USING (host) WHERE d.reason IS NULL) "
-            f"TO '{quoted(self.root / SAMPLES)}' (FORMAT parquet, COMPRESSION zstd, "
+            f"TO '{quoted(self.root / SAMPLES)}' (FORMAT parquet, COMPRESSION snappy, "
             f"PARTITION_BY (bucket), OVERWRITE_OR_IGNORE, FILENAME_PATTERN 'block-{n:06d}-{{i}}')"
         )
         numbers, reasons = self._rejected()
