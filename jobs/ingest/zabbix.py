@@ -397,13 +397,13 @@ def _span(
         f"SELECT {columns} FROM {new} WHERE t_ns >= {start} AND t_ns < {end} "
         f"UNION ALL SELECT {columns} FROM other_samples"
     )
-    # some item's instant is sampled twice here
-    repeated = con.execute(counters.repeats_query("region")).fetchone()[0]
+    tables = counters.PAIR_TABLES
+    con.execute(counters.copy_statement("region"))  # the region read once, if no repeats
+    repeated = con.execute(counters.repeats_query(tables["clean"])).fetchone()[0]
     for statement in counters.pair_tables(
-        "region", iv, (first, last), settings.gap_factor, repeated
+        "region", iv, (first, last), settings.gap_factor, deduplicate=repeated
     ):
         con.execute(statement)  # every node kept
-    tables = counters.PAIR_TABLES
     if len(days) == 1:
         yield from _region(con, new, bucket, days[0], settings, stream, records, repeated)
         return
