@@ -613,15 +613,22 @@ def _store_samples(con: duckdb.DuckDBPyConnection, spill: Path, stream: Stream) 
     """Keep this file's samples in the lake for the files that continue its items (state rows
     landing with the file's node_io, see ``Batch.state``)."""
     files = _quoted(spill / zabbix_lines.SAMPLES / "*" / "*.parquet")
+    same = {  # the file's own columns, repeated by pyarrow (DuckDB would copy them per row)
+        "cluster": pa.scalar(stream.cluster, pa.string()),
+        "source_id": pa.scalar(stream.source_id, pa.string()),
+        "file": pa.scalar(stream.file, pa.string()),
+        "seq": pa.scalar(stream.seq, pa.int64()),
+    }
     if zabbix_lines.spilled_samples(spill):
         reader = con.execute(
-            "SELECT node, ?::VARCHAR AS cluster, item, metric, kind, "
-            "make_timestamp(t_ns // 1000) AS ts, t_ns, value, bucket, ? AS source_id, ? AS file, "
-            f"line_no, ?::BIGINT AS seq FROM read_parquet('{files}', hive_partitioning = true)",
-            [stream.cluster, stream.source_id, stream.file, stream.seq],
+            "SELECT node, item, metric, kind, make_timestamp(t_ns // 1000) AS ts, t_ns, value, "
+            f"bucket, line_no FROM read_parquet('{files}', hive_partitioning = true)"
         ).fetch_record_batch(ROWS_PER_BATCH)
         for batch in reader:
-            yield Batch({}, 0, state={STATE_TABLE: pa.Table.from_batches([batch])})
+            rows = pa.Table.from_batches([batch])
+            for name, value in same.items():
+                rows = rows.append_column(name, pa.repeat(value, rows.num_rows))
+            yield Batch({}, 0, state={STATE_TABLE: rows})
     yield Batch({}, 0, keep_previous=frozenset(stream.kept))
 
 
