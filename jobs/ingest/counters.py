@@ -84,15 +84,31 @@ SELECT p.node, p.metric, p.seq, p.t_prev, p.t_ns,
 FROM pairs p LEFT JOIN own o USING (node, item, period)
 """
 
+# (in 64-bit integers where the products fit: the same numbers as in 128-bit, at less cost)
 _SPREAD = """
 SELECT node, metric, seq, slot,
-       amount * (least(t_ns, (slot + 1) * {step_ns}) - t_prev) // (t_ns - t_prev)
-       - amount * (greatest(t_prev, slot * {step_ns}) - t_prev) // (t_ns - t_prev) AS amount
+       CASE WHEN amount BETWEEN 0 AND 9223372036854775807 // (t_ns - t_prev) THEN
+            CAST(amount AS BIGINT) * (least(t_ns, (slot + 1) * {step_ns}) - t_prev)
+            // (t_ns - t_prev)
+            - CAST(amount AS BIGINT) * (greatest(t_prev, slot * {step_ns}) - t_prev)
+            // (t_ns - t_prev)
+       ELSE amount * (least(t_ns, (slot + 1) * {step_ns}) - t_prev) // (t_ns - t_prev)
+            - amount * (greatest(t_prev, slot * {step_ns}) - t_prev) // (t_ns - t_prev)
+       END AS amount
 FROM (
     SELECT *, unnest(range(greatest(t_prev // {step_ns}, {first_slot}),
                            least((t_ns - 1) // {step_ns}, {last_slot}) + 1)) AS slot
     FROM {classed} WHERE reason = 'landed'
 )
+"""
+
+# A window's samples as they are: _CLEAN when no instant is sampled twice (:func:`repeats_query`
+# on them), without the window's sort.
+_COPY = "SELECT node, item, metric, kind, t_ns, value, line_no, seq FROM {samples}"
+
+_REPEATS = """
+SELECT (SELECT count(*) FROM {samples})
+       > (SELECT count(*) FROM (SELECT DISTINCT node, item, t_ns FROM {samples}))
 """
 
 _STEPS = (("clean", _CLEAN), ("classed", _CLASSED), ("spread", _SPREAD))
@@ -146,18 +162,38 @@ def _with_steps(params: dict[str, object], prepared: bool) -> str:
 
 
 def pair_tables(
-    samples: str, interval: int, slots: tuple[int, int], gap_factor: float = GAP_FACTOR
+    samples: str,
+    interval: int,
+    slots: tuple[int, int],
+    gap_factor: float = GAP_FACTOR,
+    deduplicate: bool = True,
 ) -> list[str]:
     """SQL statements materialising the shared steps (the deduplicated samples, the classed
     pairs, the landed bytes per slot) as temp tables :data:`PAIR_TABLES`, so that
     :func:`node_io_query` and :func:`balance_query` with ``prepared=True`` over the same window
-    do not compute them twice."""
+    do not compute them twice. ``deduplicate`` False: the first table is already made by
+    :func:`copy_statement`, and :func:`repeats_query` found no repeated instant in it."""
     params = _window(samples, interval, slots, gap_factor)
     steps = {"clean": PAIR_TABLES["clean"], "classed": PAIR_TABLES["classed"]}
     return [
         f"CREATE OR REPLACE TEMP TABLE {PAIR_TABLES[name]} AS " + sql.format(**params, **steps)
         for name, sql in _STEPS
+        if deduplicate or name != "clean"
     ]
+
+
+def copy_statement(samples: str) -> str:
+    """SQL making the first table of :func:`pair_tables` from ``samples`` as they are: the
+    deduplicated samples when no instant repeats (then the window's sort is saved)."""
+    return f"CREATE OR REPLACE TEMP TABLE {PAIR_TABLES['clean']} AS " + _COPY.format(
+        samples=samples
+    )
+
+
+def repeats_query(samples: str) -> str:
+    """SQL: whether some item of a node is sampled twice at one instant in ``samples`` (a
+    duplicate, see the module doc)."""
+    return _REPEATS.format(samples=samples)
 
 
 def balance_query(

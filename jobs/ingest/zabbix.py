@@ -288,7 +288,7 @@ def _regions(
     before, after = counters.reach_ns(iv)
     touched = _replaced_regions(stream, iv)
     records = [0]  # node records numbered apart across regions
-    for bucket in sorted(_spilled_buckets(spill) | set(touched)):
+    for bucket in sorted(zabbix_lines.spilled_buckets(spill) | set(touched)):
         new = _bucket_view(con, spill, bucket, stream)
         days = dict.fromkeys(touched.get(bucket, set()), 0)
         for lo, hi, samples in con.execute(
@@ -316,10 +316,6 @@ def _spans(days: dict[int, int], limit: int) -> list[list[int]]:
             spans.append([day])
             size = days[day]
     return spans
-
-
-def _spilled_buckets(spill: Path) -> set[int]:
-    return {int(p.name.split("=", 1)[1]) for p in spill.glob("part-*/bucket=*")}
 
 
 def _replaced_regions(stream: Stream, interval: int) -> dict[int, set[int]]:
@@ -356,7 +352,7 @@ def _reached_days(
 
 def _bucket_view(con: duckdb.DuckDBPyConnection, spill: Path, bucket: int, stream: Stream) -> str:
     """View ``new_samples``: this file's samples of one node bucket (possibly none)."""
-    files = sorted(spill.glob(f"part-*/bucket={bucket}/*.parquet"))
+    files = zabbix_lines.spilled_samples(spill, bucket)
     if files:
         listed = "[" + ", ".join(f"'{_quoted(f)}'" for f in files) + "]"
         source = f"SELECT * FROM read_parquet({listed})"
@@ -401,11 +397,13 @@ def _span(
         f"SELECT {columns} FROM {new} WHERE t_ns >= {start} AND t_ns < {end} "
         f"UNION ALL SELECT {columns} FROM other_samples"
     )
-    for statement in counters.pair_tables("region", iv, (first, last), settings.gap_factor):
-        con.execute(statement)  # the region read once, deduplicated (every node kept)
     tables = counters.PAIR_TABLES
-    repeats = f"SELECT (SELECT count(*) FROM region) > (SELECT count(*) FROM {tables['clean']})"
-    repeated = con.execute(repeats).fetchone()[0]  # some item's instant is sampled twice here
+    con.execute(counters.copy_statement("region"))  # the region read once, if no repeats
+    repeated = con.execute(counters.repeats_query(tables["clean"])).fetchone()[0]
+    for statement in counters.pair_tables(
+        "region", iv, (first, last), settings.gap_factor, deduplicate=repeated
+    ):
+        con.execute(statement)  # every node kept
     if len(days) == 1:
         yield from _region(con, new, bucket, days[0], settings, stream, records, repeated)
         return
@@ -614,16 +612,23 @@ def _duplicate_batches(con: duckdb.DuckDBPyConnection, spill: Path) -> Iterator[
 def _store_samples(con: duckdb.DuckDBPyConnection, spill: Path, stream: Stream) -> Iterator[Batch]:
     """Keep this file's samples in the lake for the files that continue its items (state rows
     landing with the file's node_io, see ``Batch.state``)."""
-    files = _quoted(spill / "part-*" / "*" / "*.parquet")
-    if list(spill.glob("part-*/*/*.parquet")):
+    files = _quoted(spill / zabbix_lines.SAMPLES / "*" / "*.parquet")
+    same = {  # the file's own columns, repeated by pyarrow (DuckDB would copy them per row)
+        "cluster": pa.scalar(stream.cluster, pa.string()),
+        "source_id": pa.scalar(stream.source_id, pa.string()),
+        "file": pa.scalar(stream.file, pa.string()),
+        "seq": pa.scalar(stream.seq, pa.int64()),
+    }
+    if zabbix_lines.spilled_samples(spill):
         reader = con.execute(
-            "SELECT node, ?::VARCHAR AS cluster, item, metric, kind, "
-            "make_timestamp(t_ns // 1000) AS ts, t_ns, value, bucket, ? AS source_id, ? AS file, "
-            f"line_no, ?::BIGINT AS seq FROM read_parquet('{files}', hive_partitioning = true)",
-            [stream.cluster, stream.source_id, stream.file, stream.seq],
+            "SELECT node, item, metric, kind, make_timestamp(t_ns // 1000) AS ts, t_ns, value, "
+            f"bucket, line_no FROM read_parquet('{files}', hive_partitioning = true)"
         ).fetch_record_batch(ROWS_PER_BATCH)
         for batch in reader:
-            yield Batch({}, 0, state={STATE_TABLE: pa.Table.from_batches([batch])})
+            rows = pa.Table.from_batches([batch])
+            for name, value in same.items():
+                rows = rows.append_column(name, pa.repeat(value, rows.num_rows))
+            yield Batch({}, 0, state={STATE_TABLE: rows})
     yield Batch({}, 0, keep_previous=frozenset(stream.kept))
 
 
@@ -649,10 +654,10 @@ def parse(path: Path, context: ParseContext) -> Iterator[Batch]:
                 path, context, con, spill, settings, _bucket_sql("m.node")
             )
             stream = Stream.open(context, path)
-            if list(spill.glob("part-*/*/*.parquet")):
+            if zabbix_lines.spilled_samples(spill):
                 con.execute(
                     "CREATE VIEW all_new AS SELECT * FROM "
-                    f"read_parquet('{_quoted(spill / 'part-*' / '*' / '*.parquet')}')"
+                    f"read_parquet('{_quoted(spill / zabbix_lines.SAMPLES / '*' / '*.parquet')}')"
                 )
                 stream = stream.decide(con, "all_new")
             else:
