@@ -40,8 +40,9 @@ class MetricSettings:
     """Darshan modules whose bytes reach storage (MPI-IO, HDF5, PnetCDF sit above POSIX)."""
     nodes_per_cabinet: int | None = None
     """Cabinet size for minimal cabinets ⌈N / size⌉; None: the largest cabinet in topology."""
-    time_bucket_s: int = 3600
-    """Width of the time buckets that turn the job × interval range join into an equi-join."""
+    time_bucket_s: int = 86400
+    """Width of the time buckets that turn the job × interval range join into an equi-join (each
+    allocation is one broadcast row per bucket its run touches: a day keeps them few)."""
 
     def __post_init__(self) -> None:
         for name in FRACTIONS:
