@@ -10,10 +10,10 @@ the table's rows; columns a file lacks (a lake older than the contract) read as 
 collects the (aggregate-sized) result to the driver and lands it through ``burstlake.lake`` as
 the fixed contribution ``metrics``, so a re-run replaces the previous output.
 
-An intermediate several steps read (the job × node_io range join, the per-interval cabinet and
-ION bytes) is computed once and written as Parquet to a :class:`Scratch` folder in the lake's
-staging area, then read back: cheaper than recomputing it per reader, and unlike ``cache()`` it
-holds no memory (README, "Where the Spark metrics time goes").
+An intermediate several steps read (the per-interval cabinet and ION bytes) is computed once
+and written as Parquet to a :class:`Scratch` folder in the lake's staging area, then read back:
+cheaper than recomputing it per reader, and unlike ``cache()`` it holds no memory (README,
+"Where the Spark metrics time goes").
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from .frames import Keep, recompute
@@ -72,36 +72,48 @@ def place_bytes(active: DataFrame) -> DataFrame:
     )
 
 
-def ranked(item: str) -> Column:
-    """Rank of each item within its interval, busiest first, ties by name."""
-    return F.row_number().over(Window.partitionBy("ts").orderBy(F.desc("io"), F.asc(item)))
+def busiest(items: Column, k: int) -> Column:
+    """The first k of an interval's items (structs whose first field is the negated bytes, so
+    ascending order is busiest first, then by the next fields: ties by name)."""
+    return F.slice(F.sort_array(items), 1, k)
+
+
+def summed(items: Column, field: str) -> Column:
+    """The sum of one (long) field over an array of structs."""
+    return F.aggregate(items, F.lit(0).cast("long"), lambda total, item: total + item[field])
 
 
 def top_bytes(frame: DataFrame, item: str, k: int, alias: str) -> DataFrame:
-    """Per interval, the bytes of its k busiest items (``alias``)."""
-    return (
-        frame.withColumn("rank", ranked(item))
-        .where(F.col("rank") <= k)
-        .groupBy("ts")
-        .agg(F.sum("io").alias(alias))
-    )
+    """Per interval, the bytes of its k busiest items (``alias``): the k largest of each
+    interval's items, gathered per interval and sorted there (no window over the whole frame,
+    which would sort every row)."""
+    items = F.collect_list(F.struct((-F.col("io")).alias("less"), F.col(item)))
+    top = busiest(items, k)
+    return frame.groupBy("ts").agg((-summed(top, "less")).alias(alias))
 
 
 def system_intervals(active: DataFrame, k: int) -> DataFrame:
     """Per interval, in one pass over the active node-intervals (one shuffle by ``ts``): its
-    length, the system's bytes and active nodes, and the bytes of its k busiest nodes with the
-    distinct IONs serving them (004 §4.1; §7.5, Fig. 17a). Distinct counts are set sizes: a
-    ``countDistinct`` would add a shuffle of its own."""
-    top = F.col("rank") <= k
+    length, the system's bytes and active nodes, and the bytes of its k busiest nodes (ties by
+    node name) with the distinct IONs serving them (004 §4.1; §7.5, Fig. 17a). Each interval's
+    nodes are gathered and sorted there: a window ranking them would sort all node-intervals.
+    Distinct counts are set sizes: a ``countDistinct`` would add a shuffle of its own."""
+    nodes = F.struct((-F.col("io")).alias("less"), F.col("node"), F.col("ion"))
     return (
-        active.withColumn("rank", ranked("node"))
-        .groupBy("ts")
+        active.groupBy("ts")
         .agg(
             F.max("interval_s").alias("interval_s"),
             F.sum("io").alias("system_bytes"),
             F.size(F.collect_set("node")).alias("active_nodes"),
-            F.sum(F.when(top, F.col("io"))).alias("top_node_bytes"),
-            F.size(F.collect_set(F.when(top, F.col("ion")))).alias("top_node_ions"),
+            busiest(F.collect_list(nodes), k).alias("top"),
+        )
+        .select(
+            "ts",
+            "interval_s",
+            "system_bytes",
+            "active_nodes",
+            (-summed(F.col("top"), "less")).alias("top_node_bytes"),
+            F.size(F.array_compact(F.array_distinct(F.col("top.ion")))).alias("top_node_ions"),
         )
     )
 

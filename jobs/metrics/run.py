@@ -98,7 +98,6 @@ class Machine:
             i["topology"],
             cabinet_size(i["topology"], self.settings),
             self.settings,
-            self.scratch,
         )
         self.node_bytes = self.keep(result.node_bytes)
         self.per_interval = self.keep(result.per_interval)

@@ -40,8 +40,12 @@ class MetricSettings:
     """Darshan modules whose bytes reach storage (MPI-IO, HDF5, PnetCDF sit above POSIX)."""
     nodes_per_cabinet: int | None = None
     """Cabinet size for minimal cabinets ⌈N / size⌉; None: the largest cabinet in topology."""
-    time_bucket_s: int = 3600
-    """Width of the time buckets that turn the job × interval range join into an equi-join."""
+    time_bucket_s: int = 86400
+    """Width of the time buckets that turn the job × interval range join into an equi-join (each
+    allocation is one broadcast row per bucket its run touches: a day keeps them few)."""
+    broadcast_rows: int = 4_000_000
+    """Most allocation × bucket rows the range join sends to every task (about 100 bytes each);
+    beyond it, both sides are shuffled instead, so a long lake does not swamp the driver."""
 
     def __post_init__(self) -> None:
         for name in FRACTIONS:
@@ -51,6 +55,8 @@ class MetricSettings:
             raise ValueError("metrics setting io_phase_gap_s must be >= 0")
         if self.time_bucket_s <= 0 or (self.nodes_per_cabinet or 1) <= 0:
             raise ValueError("metrics settings time_bucket_s and nodes_per_cabinet must be > 0")
+        if self.broadcast_rows < 0:
+            raise ValueError("metrics setting broadcast_rows must be >= 0")
 
     def with_overrides(self, pairs: list[str]) -> MetricSettings:
         """These settings with ``NAME=VALUE`` overrides, each typed like its default."""

@@ -28,6 +28,7 @@ Intervals are 10 s from T0. An interval is a job's when its midpoint is in [star
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -454,6 +455,25 @@ def test_thresholds_are_settings(hand, spark):
     assert got["4"]["rank0"] is False  # 0.96 is not above 0.97
     assert got["1"]["uneven_io"] is False  # 0.25 is not above 0.3
     assert got["5"]["data_intensive"] is False
+
+
+@pytest.mark.slow  # recomputes job_io_metrics in Spark twice
+def test_range_join_shuffled_or_broadcast_gives_the_same_rows(hand, spark):
+    """A lake past ``broadcast_rows`` shuffles both sides of the range join instead of
+    broadcasting the allocations; hour buckets instead of days: the same job metrics."""
+    lake, _ = hand
+    frames_ = {t: frames.read(spark, lake, t) for t in ("jobs", "job_nodes", "node_io", "topology")}
+
+    def metrics(settings: MetricSettings) -> list:
+        args = (frames_["jobs"], frames_["job_nodes"], frames_["node_io"], frames_["topology"])
+        result = job_io_metrics(*args, 4, settings).metrics
+        return sorted(result.collect(), key=lambda r: r["job_id"])
+
+    broadcast = metrics(SETTINGS)
+    assert len(broadcast) == len(rows(lake, "job_io_metrics")) > 0
+    assert metrics(replace(SETTINGS, broadcast_rows=0, time_bucket_s=3600)) == broadcast
+    with pytest.raises(ValueError, match="broadcast_rows"):
+        MetricSettings(broadcast_rows=-1)
 
 
 def test_settings_overrides():
