@@ -3,7 +3,9 @@ and an Airflow home with a SQLite metadata DB created for the run."""
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -16,6 +18,7 @@ SHARED_DATA = Path(os.environ.get("BURSTLAKE_SAMPLES") or REPO.parent / "shared"
 
 # Airflow and GX read their settings at import: set them before anything imports either.
 _AIRFLOW_HOME = Path(tempfile.mkdtemp(prefix="burstlake-airflow-"))
+atexit.register(shutil.rmtree, _AIRFLOW_HOME, ignore_errors=True)  # the run's own, gone after it
 os.environ.setdefault("AIRFLOW_HOME", str(_AIRFLOW_HOME))
 os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
 os.environ.setdefault("AIRFLOW__CORE__DAGS_FOLDER", str(REPO / "dags"))
