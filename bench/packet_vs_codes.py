@@ -149,6 +149,11 @@ def codes_case(prefix: Path, placement: str, kinds: tuple[str, ...], seed: int) 
     return out
 
 
+def io_slowdown(cases: dict) -> float:
+    """Random-node mean I/O request time beside MPI over alone (paper 000 §5.1)."""
+    return cases["rn-both"]["io"]["mean_us"] / cases["rn-io"]["io"]["mean_us"]
+
+
 def slowdowns(cases: dict) -> dict:
     """Mean MPI slowdown under each placement, I/O slowdown, max MPI latency over alone."""
 
@@ -158,7 +163,7 @@ def slowdowns(cases: dict) -> dict:
     return {
         "random_node_mpi_slowdown": mean("rn-both", "mpi") / mean("rn-mpi", "mpi"),
         "random_switch_mpi_slowdown": mean("rs-both", "mpi") / mean("rs-mpi", "mpi"),
-        "io_slowdown": mean("rn-both", "io") / mean("rn-io", "io"),
+        "io_slowdown": io_slowdown(cases),
         "max_mpi_latency_over_alone_mean": cases["rn-both"]["mpi"]["max_us"]
         / mean("rn-mpi", "mpi"),
     }
@@ -187,20 +192,22 @@ def differences(ours: dict[int, dict], theirs: dict[int, dict]) -> dict:
     }
 
 
+def io_row(cases: dict) -> dict:
+    """The random-node I/O mean request time alone and beside MPI (µs), the requests counted in
+    each, and their ratio: the I/O slowdown of :func:`slowdowns` and what it is made of."""
+    alone, both = cases["rn-io"]["io"], cases["rn-both"]["io"]
+    return {
+        "alone_us": alone["mean_us"],
+        "both_us": both["mean_us"],
+        "alone_n": alone["n"],
+        "both_n": both["n"],
+        "io_slowdown": io_slowdown(cases),
+    }
+
+
 def io_table(runs: dict[int, dict]) -> dict:
-    """Per seed, the random-node I/O mean request time alone and beside MPI (µs), the requests
-    counted in each, and their ratio: the I/O slowdown and what it is made of."""
-    table = {}
-    for s, cases in runs.items():
-        alone, both = cases["rn-io"]["io"], cases["rn-both"]["io"]
-        table[str(s)] = {
-            "alone_us": alone["mean_us"],
-            "both_us": both["mean_us"],
-            "alone_n": alone["n"],
-            "both_n": both["n"],
-            "io_slowdown": both["mean_us"] / alone["mean_us"],
-        }
-    return table
+    """:func:`io_row` per seed."""
+    return {str(s): io_row(cases) for s, cases in runs.items()}
 
 
 def io_order_spread(seed: int, ties: list[int]) -> dict:
@@ -209,9 +216,8 @@ def io_order_spread(seed: int, ties: list[int]) -> dict:
     shapes = {}
     for tie in ties:
         print(f"  rn-io, rn-both: burstlake, seed {seed}, tie seed {tie}", flush=True)
-        alone = burstlake_case(*CASES["rn-io"], seed, tie=tie)["io"]["mean_us"]
-        both = burstlake_case(*CASES["rn-both"], seed, tie=tie)["io"]["mean_us"]
-        shapes[tie] = {"alone_us": alone, "both_us": both, "io_slowdown": both / alone}
+        cases = {name: burstlake_case(*CASES[name], seed, tie=tie) for name in ("rn-io", "rn-both")}
+        shapes[tie] = io_row(cases)
     values = [shape["io_slowdown"] for shape in shapes.values()]
     return {
         "seed": seed,

@@ -84,23 +84,24 @@ SELECT p.node, p.metric, p.seq, p.t_prev, p.t_ns,
 FROM pairs p LEFT JOIN own o USING (node, item, period)
 """
 
-# (in 64-bit integers where the products fit: the same numbers as in 128-bit, at less cost)
+# A pair's share of ``amount`` landing in ``slot``: the cumulative floor of the module doc.
+_SHARE = (
+    "AMOUNT * (least(t_ns, (slot + 1) * {step_ns}) - t_prev) // (t_ns - t_prev) "
+    "- AMOUNT * (greatest(t_prev, slot * {step_ns}) - t_prev) // (t_ns - t_prev)"
+)
+# in 64-bit integers where the products fit: the same numbers as in 128-bit, at less cost
 _SPREAD = """
 SELECT node, metric, seq, slot,
-       CASE WHEN amount BETWEEN 0 AND 9223372036854775807 // (t_ns - t_prev) THEN
-            CAST(amount AS BIGINT) * (least(t_ns, (slot + 1) * {step_ns}) - t_prev)
-            // (t_ns - t_prev)
-            - CAST(amount AS BIGINT) * (greatest(t_prev, slot * {step_ns}) - t_prev)
-            // (t_ns - t_prev)
-       ELSE amount * (least(t_ns, (slot + 1) * {step_ns}) - t_prev) // (t_ns - t_prev)
-            - amount * (greatest(t_prev, slot * {step_ns}) - t_prev) // (t_ns - t_prev)
-       END AS amount
+       CASE WHEN amount BETWEEN 0 AND 9223372036854775807 // (t_ns - t_prev)
+            THEN SHARE_IN_64_BITS ELSE SHARE_IN_128_BITS END AS amount
 FROM (
     SELECT *, unnest(range(greatest(t_prev // {step_ns}, {first_slot}),
                            least((t_ns - 1) // {step_ns}, {last_slot}) + 1)) AS slot
     FROM {classed} WHERE reason = 'landed'
 )
-"""
+""".replace("SHARE_IN_64_BITS", _SHARE.replace("AMOUNT", "CAST(amount AS BIGINT)")).replace(
+    "SHARE_IN_128_BITS", _SHARE.replace("AMOUNT", "amount")
+)
 
 # A window's samples as they are: _CLEAN when no instant is sampled twice (:func:`repeats_query`
 # on them), without the window's sort.

@@ -612,7 +612,7 @@ def _duplicate_batches(con: duckdb.DuckDBPyConnection, spill: Path) -> Iterator[
 def _store_samples(con: duckdb.DuckDBPyConnection, spill: Path, stream: Stream) -> Iterator[Batch]:
     """Keep this file's samples in the lake for the files that continue its items (state rows
     landing with the file's node_io, see ``Batch.state``)."""
-    files = _quoted(spill / zabbix_lines.SAMPLES / "*" / "*.parquet")
+    files = _quoted(spill / zabbix_lines.samples_pattern())
     same = {  # the file's own columns, repeated by pyarrow (DuckDB would copy them per row)
         "cluster": pa.scalar(stream.cluster, pa.string()),
         "source_id": pa.scalar(stream.source_id, pa.string()),
@@ -657,7 +657,7 @@ def parse(path: Path, context: ParseContext) -> Iterator[Batch]:
             if zabbix_lines.spilled_samples(spill):
                 con.execute(
                     "CREATE VIEW all_new AS SELECT * FROM "
-                    f"read_parquet('{_quoted(spill / zabbix_lines.SAMPLES / '*' / '*.parquet')}')"
+                    f"read_parquet('{_quoted(spill / zabbix_lines.samples_pattern())}')"
                 )
                 stream = stream.decide(con, "all_new")
             else:

@@ -480,9 +480,15 @@ def taken(lines: pa.Table, numbers: list[int]) -> pa.Table:
     return lines.take(pc.subtract(pa.array(numbers, pa.int64()), first))
 
 
+def samples_pattern(bucket: int | str = "*") -> str:
+    """The spill's Parquet files of the samples of one node bucket (default all), as a glob
+    relative to the spill folder."""
+    return f"{SAMPLES}/bucket={bucket}/*.parquet"
+
+
 def spilled_samples(spill: Path, bucket: int | str = "*") -> list[Path]:
     """The Parquet files of the samples pass 1 spilled, of one node bucket (default all)."""
-    return sorted(spill.glob(f"{SAMPLES}/bucket={bucket}/*.parquet"))
+    return sorted(spill.glob(samples_pattern(bucket)))
 
 
 def spilled_buckets(spill: Path) -> set[int]:

@@ -72,23 +72,27 @@ def place_bytes(active: DataFrame) -> DataFrame:
     )
 
 
+def item(*names: str) -> Column:
+    """An item to rank: a struct whose first field ``less`` is its negated io bytes, so that
+    ascending order is busiest first, then by ``names`` (ties by name)."""
+    return F.struct((-F.col("io")).alias("less"), *(F.col(name) for name in names))
+
+
 def busiest(items: Column, k: int) -> Column:
-    """The first k of an interval's items (structs whose first field is the negated bytes, so
-    ascending order is busiest first, then by the next fields: ties by name)."""
+    """The first k of an interval's :func:`item` structs: its k busiest."""
     return F.slice(F.sort_array(items), 1, k)
 
 
 def summed(items: Column, field: str) -> Column:
     """The sum of one (long) field over an array of structs."""
-    return F.aggregate(items, F.lit(0).cast("long"), lambda total, item: total + item[field])
+    return F.aggregate(items, F.lit(0).cast("long"), lambda total, entry: total + entry[field])
 
 
-def top_bytes(frame: DataFrame, item: str, k: int, alias: str) -> DataFrame:
+def top_bytes(frame: DataFrame, name: str, k: int, alias: str) -> DataFrame:
     """Per interval, the bytes of its k busiest items (``alias``): the k largest of each
     interval's items, gathered per interval and sorted there (no window over the whole frame,
     which would sort every row)."""
-    items = F.collect_list(F.struct((-F.col("io")).alias("less"), F.col(item)))
-    top = busiest(items, k)
+    top = busiest(F.collect_list(item(name)), k)
     return frame.groupBy("ts").agg((-summed(top, "less")).alias(alias))
 
 
@@ -98,14 +102,13 @@ def system_intervals(active: DataFrame, k: int) -> DataFrame:
     node name) with the distinct IONs serving them (004 §4.1; §7.5, Fig. 17a). Each interval's
     nodes are gathered and sorted there: a window ranking them would sort all node-intervals.
     Distinct counts are set sizes: a ``countDistinct`` would add a shuffle of its own."""
-    nodes = F.struct((-F.col("io")).alias("less"), F.col("node"), F.col("ion"))
     return (
         active.groupBy("ts")
         .agg(
             F.max("interval_s").alias("interval_s"),
             F.sum("io").alias("system_bytes"),
             F.size(F.collect_set("node")).alias("active_nodes"),
-            busiest(F.collect_list(nodes), k).alias("top"),
+            busiest(F.collect_list(item("node", "ion")), k).alias("top"),
         )
         .select(
             "ts",

@@ -264,8 +264,9 @@ def job_io_metrics(
     settings: MetricSettings,
 ) -> JobIO:
     """job_io_metrics: I/O distribution (004 §3.2), node distribution (§3.3), traits (§6.2).
-    Both roll-ups (job × node, job × interval) run the broadcast range join where they read
-    node_io: cheaper than writing its node_io-sized result once and reading it back twice."""
+    Both roll-ups (job × node, job × interval) run the range join where they read node_io
+    (broadcast up to ``broadcast_rows``): cheaper than writing its node_io-sized result once
+    and reading it back twice."""
     alloc = allocations(jobs, job_nodes, topology)
     traffic = node_traffic(node_io)
     rows = bucket_rows(alloc, settings.time_bucket_s)
