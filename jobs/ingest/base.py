@@ -507,16 +507,14 @@ class _Landing:
                 self.report.quarantined += len(batch.rejects) + failed
                 self.report.keep |= batch.keep_previous
         except UnusableInput as err:
-            for writer in writers.values():
-                writer.abort()
+            _abort(writers)
             writers = _writers(self.root, self.source, self.report.source_id)
             self.report.error = str(err)
             self.report.records_in, self.report.quarantined = 1, 1
             rejects = [Reject(WHOLE_FILE, None, str(err))]
             writers["quarantine"].write(_quarantine_rows(self.report, rejects))
         except BaseException:
-            for writer in writers.values():
-                writer.abort()
+            _abort(writers)
             raise
         self.report.landed = self.report.records_in - self.report.quarantined
         checkpoint("ingest-stage")
@@ -549,8 +547,7 @@ class _Landing:
                 self.report.landed -= self.report.stale
                 _log(self.root, self.report, replaces)
         except BaseException:
-            for writer in writers.values():
-                writer.abort()
+            _abort(writers)
             done = [t for t, w in writers.items() if w.version is not None]
             if done:
                 self.report.failure = (
@@ -559,6 +556,12 @@ class _Landing:
                     "finishes or undoes them"
                 )
             raise
+
+
+def _abort(writers: dict[str, ContributionWriter]) -> None:
+    """Drop every writer's staged files: nothing of them is committed."""
+    for writer in writers.values():
+        writer.abort()
 
 
 def _log(lake: Path, report: FileReport, replaces: list[str]) -> None:
