@@ -30,7 +30,8 @@ spec = {spec!r}
 demand = jobs.demand(spec, topology)
 routed = tr.requests(topology, [(job.traffic, job.nodes) for job in demand.jobs])
 t0, c0 = time.perf_counter(), time.process_time()
-timeline = simulate(routed.requests, topology.resources.capacity, PacketSettings(nic_delay=0.0))
+timeline = simulate(routed.requests, topology.resources.capacity, PacketSettings(nic_delay=0.0),
+                    switch_port=topology.resources.is_switch_port)
 wall, cpu = time.perf_counter() - t0, time.process_time() - c0
 mpi = (routed.requests.kind == "mpi") & ~routed.warmup
 print(json.dumps({{

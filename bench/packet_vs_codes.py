@@ -75,7 +75,8 @@ demand = jobs.demand(spec, topology)
 chosen = [job for job in demand.jobs if job.name in {kinds}]
 routed = tr.requests(topology, [(job.traffic, job.nodes) for job in chosen])
 t0, c0 = time.perf_counter(), time.process_time()
-timeline = simulate(routed.requests, topology.resources.capacity, settings, until={end})
+timeline = simulate(routed.requests, topology.resources.capacity, settings, until={end},
+                    switch_port=topology.resources.is_switch_port)
 wall, cpu = time.perf_counter() - t0, time.process_time() - c0
 kept = (timeline.start >= {warmup}) & np.isfinite(timeline.end)
 out = {{"simulate_wall_s": wall, "simulate_cpu_s": cpu, "events": timeline.events,

@@ -26,15 +26,22 @@ LINK_KINDS = ("node_link", "switch_link")  # resources that are network links (o
 
 
 class ResourceSet:
-    """Named resources with kinds and capacities (bytes/s), built up by a topology builder."""
+    """Named resources with kinds and capacities (bytes/s), built up by a topology builder.
+
+    A resource is a *switch port* when a switch (or a node's on-chip router) sends on it: a
+    packet that crosses it reaches the next device a router delay later (the packet model,
+    :mod:`burstlake.replay.packet`); a NIC's injection link, an ION and a storage server are
+    not (paper 000 §2.5: CODES' fat-tree adds the router delay when a switch sends, not when a
+    NIC does)."""
 
     def __init__(self) -> None:
         self.names: list[str] = []
         self.kinds: list[str] = []
         self.capacities: list[float] = []
+        self.switch_ports: list[bool] = []
         self.index: dict[str, int] = {}
 
-    def add(self, name: str, kind: str, capacity: float) -> int:
+    def add(self, name: str, kind: str, capacity: float, *, switch_port: bool = False) -> int:
         if name in self.index:
             raise ValueError(f"resource {name!r} defined twice")
         if not capacity > 0:
@@ -43,6 +50,7 @@ class ResourceSet:
         self.names.append(name)
         self.kinds.append(kind)
         self.capacities.append(float(capacity))
+        self.switch_ports.append(switch_port)
         return self.index[name]
 
     def __getitem__(self, name: str) -> int:
@@ -51,6 +59,11 @@ class ResourceSet:
     @property
     def capacity(self) -> np.ndarray:
         return np.asarray(self.capacities, dtype=np.float64)
+
+    @property
+    def is_switch_port(self) -> np.ndarray:
+        """Whether each resource is a switch port (class docstring), as booleans."""
+        return np.asarray(self.switch_ports, dtype=bool)
 
     def of_kind(self, kind: str) -> np.ndarray:
         return np.flatnonzero(np.asarray(self.kinds) == kind)

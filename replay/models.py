@@ -34,13 +34,18 @@ Progress = Callable[[int], None] | None
 class Model:
     """One contention model: ``settings(mapping, where)`` checks a scenario's settings for it
     (one-line errors naming the key) and returns them; ``run(requests, capacity, settings,
-    vcs, progress)`` replays the requests on resources of the given capacities (bytes/s),
-    ``vcs`` the virtual channel of every route entry (None: all 0). A model that uses virtual
-    channels says so (``virtual_channels``), so only it pays for the router's rule."""
+    vcs, switch_port, progress)`` replays the requests on resources of the given capacities
+    (bytes/s), ``vcs`` the virtual channel of every route entry (None: all 0), ``switch_port``
+    whether a switch sends on each resource (:class:`~burstlake.replay.graph.ResourceSet`;
+    None for bare links). A model that uses virtual channels says so (``virtual_channels``),
+    so only it pays for the router's rule."""
 
     name: str
     settings: Callable[[Mapping[str, Any], str], Any]
-    run: Callable[[events.Requests, np.ndarray, Any, np.ndarray | None, Progress], events.Timeline]
+    run: Callable[
+        [events.Requests, np.ndarray, Any, np.ndarray | None, np.ndarray | None, Progress],
+        events.Timeline,
+    ]
     doc: str = ""
     virtual_channels: bool = False
 
@@ -66,17 +71,21 @@ class Contention:
     ) -> events.Timeline:
         """Replay ``requests`` on ``topology`` (a :class:`~burstlake.replay.graph.Topology`,
         which imports this module, so it is not named here), on its router's virtual
-        channels."""
+        channels and switch ports."""
         vcs = topology.route_vcs(requests.paths) if self.model.virtual_channels else None
-        return self.model.run(requests, topology.resources.capacity, self.settings, vcs, progress)
+        resources = topology.resources
+        return self.model.run(
+            requests, resources.capacity, self.settings, vcs, resources.is_switch_port, progress
+        )
 
     def simulate_links(
         self, requests: events.Requests, capacity: np.ndarray, progress: Progress = None
     ) -> events.Timeline:
         """Replay ``requests`` on bare resources of ``capacity`` bytes/s, with no topology
-        and so no router: every hop on virtual channel 0 (``burstlake flows``)."""
+        and so no router: every hop on virtual channel 0, and every resource a route enters
+        after another one taken as a switch's port (``burstlake flows``)."""
         return self.model.run(
-            requests, np.asarray(capacity, np.float64), self.settings, None, progress
+            requests, np.asarray(capacity, np.float64), self.settings, None, None, progress
         )
 
 
@@ -117,7 +126,7 @@ FLOW = register(
     Model(
         "flow",
         _no_settings,
-        lambda requests, capacity, _settings, _vcs, progress: events.simulate(
+        lambda requests, capacity, _settings, _vcs, _ports, progress: events.simulate(
             requests, capacity, progress
         ),
         "max-min fluid sharing (SimGrid's flow model)",
@@ -127,8 +136,8 @@ PACKET = register(
     Model(
         "packet",
         packet.PacketSettings.from_mapping,
-        lambda requests, capacity, settings, vcs, progress: packet.simulate(
-            requests, capacity, settings, vcs, progress=progress
+        lambda requests, capacity, settings, vcs, ports, progress: packet.simulate(
+            requests, capacity, settings, vcs, progress=progress, switch_port=ports
         ),
         "lossless packets, buffers and credits (CODES, paper 000 §2.5)",
         virtual_channels=True,

@@ -36,9 +36,16 @@ The model, in the terms of CODES' ``src/networks/model-net/fattree.c``:
   packet of each other input, and the random-node MPI slowdown falls from CODES' 12x to about
   2x (README, "Placement what-ifs").
 - **Links.** An admitted packet leaves on its resource in admission order, one packet at a
-  time, taking ``bytes / capacity``; it reaches the next device ``router_delay`` later when it
-  left a switch (every hop after the first), with no delay when it left a NIC (store and
-  forward per hop, as CODES' fat-tree times it).
+  time, taking ``bytes / capacity``; it reaches the next device ``router_delay`` later when the
+  resource is a switch's port (``switch_port``, from the topology:
+  :class:`~burstlake.replay.graph.ResourceSet`), with no delay when it left a NIC or crossed a
+  server (store and forward per hop, as CODES' fat-tree times it: ``switch_packet_send`` adds
+  the router delay, ``ft_packet_send``, the NIC, none).
+- **Servers.** An I/O route ends on its server's storage resource (the server's service rate,
+  which a scenario may set below its link's). A packet is written there once it has arrived,
+  so a request ends one packet time at that rate after its last packet reached the server
+  (store and forward, as at every hop); CODES' driver ends a request when its last packet
+  reaches the server's NIC, as it models no storage.
 - **Virtual channels.** Each hop's virtual channel comes from the topology's routing
   (:meth:`~burstlake.replay.graph.Topology.route_vcs`: all 0 on a fat-tree; the dateline rule
   on a torus, against deadlock). Virtual channels of one link share its bandwidth and have
@@ -148,11 +155,14 @@ def simulate(
     vcs: np.ndarray | None = None,
     until: float = math.inf,
     progress=None,
+    switch_port: np.ndarray | None = None,
 ) -> Timeline:
     """Replay the streams packet by packet; each request's issue and completion time.
 
     ``vcs`` gives the virtual channel of every route entry (aligned with
-    ``requests.paths.indices``; all 0 when None). ``until`` stops the clock: requests not
+    ``requests.paths.indices``; all 0 when None). ``switch_port`` says which resources a switch
+    sends on (their packets pay ``router_delay``); None, for bare links without a topology:
+    every resource some route enters after another one. ``until`` stops the clock: requests not
     complete by then end at NaN and deliver what they delivered. ``Timeline.events`` counts
     packet hops and message issues."""
     settings = settings or PacketSettings()
@@ -207,10 +217,12 @@ def simulate(
         inputs = len(unique)
         entry[:, 3] = 2 * input_of_entry
     entry[paths.indptr[1:][lengths > 0] - 1, 3] += 1
-    # a resource that some route enters after another one leaves a switch (or a server) and
-    # pays router_delay; one that only ever starts a route is a NIC's injection link
-    delay = np.zeros(len(capacity))
-    delay[paths.indices[entry[:, 2] >= 0]] = settings.router_delay
+    if switch_port is None:  # bare links: one that only ever starts a route is a NIC's
+        switch_port = np.zeros(len(capacity), bool)
+        switch_port[paths.indices[entry[:, 2] >= 0]] = True
+    elif len(switch_port) != len(capacity):
+        raise ValueError("switch_port: one flag per resource")
+    delay = np.where(switch_port, settings.router_delay, 0.0)
     used = np.unique(buffer_of_entry)
     streams = int(np.count_nonzero(np.r_[True, stream[1:] != stream[:-1]])) if n else 0
     # every packet holds one buffer (full packets fill it, each message has one short packet)

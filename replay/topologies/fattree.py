@@ -18,7 +18,9 @@ leaf on its last port), 186 compute nodes.
 The I/O servers are the forwarding targets: each compute node sends its I/O to one server.
 Where the servers sit is a setting (000 §5.2): ``isolated`` (the default above),
 ``spread`` (one per leaf, on the same port, round robin over the leaves) or any host list
-(``random_servers``). Every route pays ``link_latency`` per link it crosses.
+(``random_servers``). Every route pays ``link_latency`` per link it crosses. Every
+resource but a host's link up to its leaf (its NIC sends) and a server's storage is a switch
+port (the packet model's ``router_delay``).
 Virtual channels: none needed (every hop on VC 0): up/down routing never climbs after it has
 gone down, so its channel dependencies have no cycle.
 """
@@ -204,22 +206,23 @@ def build(
 
 
 def _links(shape: FatTreeShape, link: float) -> ResourceSet:
-    """Both directions of every host, leaf-aggregation and aggregation-core link."""
+    """Both directions of every host, leaf-aggregation and aggregation-core link: all switch
+    ports (:class:`ResourceSet`) but a host's NIC link up to its leaf."""
     r = ResourceSet()
     for h in range(shape.hosts):
         r.add(f"up:h{h}", "node_link", link)
-        r.add(f"down:h{h}", "node_link", link)
+        r.add(f"down:h{h}", "node_link", link, switch_port=True)
     for leaf in range(shape.leaves):
         pod = leaf // shape.pod_leaves
         for u in range(shape.up):
-            r.add(f"l{leaf}>a{pod}.{u}", "switch_link", link)
-            r.add(f"a{pod}.{u}>l{leaf}", "switch_link", link)
+            r.add(f"l{leaf}>a{pod}.{u}", "switch_link", link, switch_port=True)
+            r.add(f"a{pod}.{u}>l{leaf}", "switch_link", link, switch_port=True)
     if shape.pods > 1:
         for pod in range(shape.pods):
             for u in range(shape.up):
                 for c in range(shape.up):
-                    r.add(f"a{pod}.{u}>c{u}.{c}", "switch_link", link)
-                    r.add(f"c{u}.{c}>a{pod}.{u}", "switch_link", link)
+                    r.add(f"a{pod}.{u}>c{u}.{c}", "switch_link", link, switch_port=True)
+                    r.add(f"c{u}.{c}>a{pod}.{u}", "switch_link", link, switch_port=True)
     return r
 
 

@@ -2,10 +2,12 @@
 in front of the storage servers.
 
 Resources: each compute node's injection (``tx``) and ejection (``rx``) link, each ION's
-forwarding capacity, and the storage servers as one aggregate. The compute network itself is
-taken as non-blocking: 004 §5.2 argues its overhead is negligible next to the I/O path. Hops to
-the ION follow 004 §5.2 on machines with NRM boards (CS19): 2 within a board row or column,
-4 otherwise, with the IONs on ``ION_BOARDS`` boards in board row ``ION_ROW``.
+forwarding capacity, and the storage servers as one aggregate; only the ejection link is a
+switch port (the network's switch sends on it: the packet model's ``router_delay``). The
+compute network itself is taken as non-blocking: 004 §5.2 argues its overhead is negligible
+next to the I/O path. Hops to the ION follow 004 §5.2 on machines with NRM boards (CS19): 2
+within a board row or column, 4 otherwise, with the IONs on ``ION_BOARDS`` boards in board
+row ``ION_ROW``.
 
 Two families: ``forwarding``, a machine of ``nodes`` compute nodes under the block mapping of
 ``nodes_per_ion`` nodes per ION (with ``board_size`` and ``board_columns`` for the NRM board
@@ -76,7 +78,10 @@ def build(
     caps = {"node_link": NODE_LINK, "ion": ION, "storage": STORAGE, **(capacities or {})}
     resources = ResourceSet()
     tx = np.array([resources.add(f"tx:{n}", "node_link", caps["node_link"]) for n in nodes])
-    rx = np.array([resources.add(f"rx:{n}", "node_link", caps["node_link"]) for n in nodes])
+    # a node's link down from the network (not modelled beyond it) is a switch's port
+    rx = np.array(
+        [resources.add(f"rx:{n}", "node_link", caps["node_link"], switch_port=True) for n in nodes]
+    )
     ion = np.array([resources.add(f"ion:{n}", "ion", caps["ion"]) for n in ions])
     storage = resources.add("storage", "storage", caps["storage"])
     ion_boards = None

@@ -11,8 +11,10 @@ as on Mira (003: "a compute node is not always assigned its closest bridge node"
 have a closer bridge node than their default one and I/O routes pass through other bridge
 nodes. Routing is dimension-ordered (A first), each dimension the short way round (ties go +).
 Resources: every torus link in each direction, each bridge node's I/O link, each ION, the
-storage as one aggregate. The bridge nodes are the forwarding targets a bridge-reassignment
-policy (:mod:`burstlake.replay.policies.bridges`) remaps.
+storage as one aggregate; the torus and I/O links are switch ports (a node's on-chip router
+sends on them: the packet model's ``router_delay``), the ION and the storage are not. The
+bridge nodes are the forwarding targets a bridge-reassignment policy
+(:mod:`burstlake.replay.policies.bridges`) remaps.
 
 Virtual channels (:meth:`TorusRouter.vcs`, for a lossless packet model): dimension-ordered
 routes on the rings of a torus can deadlock (a ring's channels wait on each other in a cycle),
@@ -190,7 +192,10 @@ def build(
     links = np.array(
         [
             [
-                [r.add(f"t{n}{sign}{d}", "switch_link", caps["link"]) for sign in "+-"]
+                [
+                    r.add(f"t{n}{sign}{d}", "switch_link", caps["link"], switch_port=True)
+                    for sign in "+-"
+                ]
                 for d in range(len(dims))
             ]
             for n in range(nodes)
@@ -199,7 +204,10 @@ def build(
     bridges = nodes // nodes_per_bridge
     bridge_node = bridge_nodes(tuple(dims), bridges)
     bridge_link = np.array(
-        [r.add(f"bridge:{b}", "node_link", caps["bridge_link"]) for b in range(bridges)]
+        [
+            r.add(f"bridge:{b}", "node_link", caps["bridge_link"], switch_port=True)
+            for b in range(bridges)
+        ]
     )
     ion_res = [r.add(f"ion:{j}", "ion", caps["ion"]) for j in range(-(-bridges // BRIDGES_PER_ION))]
     ion = np.array([ion_res[b // BRIDGES_PER_ION] for b in range(bridges)])

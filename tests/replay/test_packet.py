@@ -3,17 +3,19 @@
 Units are chosen so the arithmetic is exact: a packet of P = 4096 bytes on a link of 4096
 bytes/s takes 1 s, so times count packet transmissions. Every expected value is derived in
 the test from the model's rules (packets, buffers and credits, store and forward per hop,
-``router_delay`` per switch, ``nic_delay`` per message)."""
+``router_delay`` per switch port, ``nic_delay`` per message)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from burstlake.replay import models
 from burstlake.replay.events import Requests
 from burstlake.replay.events import simulate as flow_simulate
 from burstlake.replay.packet import PacketSettings, simulate
 from burstlake.replay.solver import Paths
+from burstlake.replay.topologies import fattree
 
 P = 4096.0
 ONE = P  # bytes/s: one packet per second
@@ -44,6 +46,37 @@ def test_one_message_over_h_hops() -> None:
     n, h = 5, 4
     t = simulate(requests([list(range(h))], [n * P]), np.full(h, B), PacketSettings())
     assert t.end[0] == pytest.approx(nic + n * P / B + (h - 1) * (P / B + rd), rel=1e-12)
+
+
+def test_an_io_request_pays_router_delay_only_where_a_switch_sends() -> None:
+    # A 3-packet write across pods of a radix-4 fat-tree (compute host 0 on leaf 0, its server
+    # host 4 on leaf 2), every resource at one packet per second: the route is host 0's NIC
+    # link, four switch links, leaf 2's port down to host 4 and the server's storage.
+    topology = fattree.build(
+        fattree.FatTreeShape(radix=4, leaves=4), {"link": ONE, "server": ONE}, np.array([4, 5])
+    )
+    route = topology.router.io_route(0, 0)
+    names = [topology.resources.names[r] for r in route]
+    assert names == ["up:h0", "l0>a0.0", "a0.0>c0.0", "c0.0>a1.0", "a1.0>l2", "down:h4", "ios:h4"]
+    rd, nic, m = 0.25, 0.5, 3
+    given = {"packet_bytes": P, "buffer_bytes": 16 * P, "router_delay": rd, "nic_delay": nic}
+    packet = models.parse({"name": "packet", **given})
+    write = requests([route], [m * P])
+    # the last packet leaves the NIC at nic + m (no delay: a NIC sends), crosses the five
+    # switch ports (1 s and rd each: 6.25 s) and is written by the server in 1 s, with no
+    # router delay after it (a server is not a switch): 0.5 + 3 + 6.25 + 1
+    timeline = topology.with_contention(packet).simulate(write)
+    assert timeline.end[0] - timeline.start[0] == pytest.approx(nic + m + 5 * (1 + rd) + 1)
+    # a server at half the link's rate writes a packet per 2 s: packet i reaches it at
+    # nic + (i + 1) + 6.25 = 7.75 + i, so it writes over [7.75, 9.75], [9.75, 11.75] and
+    # [11.75, 13.75]
+    slow = fattree.build(
+        fattree.FatTreeShape(radix=4, leaves=4), {"link": ONE, "server": ONE / 2}, np.array([4, 5])
+    )
+    assert slow.with_contention(packet).simulate(write).end[0] == pytest.approx(13.75)
+    # on bare links (no topology, so no switch ports known) every hop after the NIC pays rd
+    bare = packet.simulate_links(write, topology.resources.capacity)
+    assert bare.end[0] == pytest.approx(nic + m + 6 * (1 + rd))
 
 
 def test_a_short_last_packet_takes_its_own_bytes() -> None:
@@ -240,6 +273,8 @@ def test_bad_routes_and_channels_are_refused() -> None:
         simulate(requests([[0, 3]], [P]), [ONE, ONE], settings())
     with pytest.raises(ValueError, match="one virtual channel"):
         simulate(requests([[0]], [P]), [ONE], settings(), vcs=np.array([0, 1]))
+    with pytest.raises(ValueError, match="one flag per resource"):
+        simulate(requests([[0]], [P]), [ONE], settings(), switch_port=np.array([True, False]))
 
 
 def test_the_event_heap_orders_by_time_then_event() -> None:
