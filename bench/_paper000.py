@@ -1,24 +1,45 @@
-"""Paper 000's MPI + I/O setting (§3.1-§3.3), written once for ``bench/packet_vs_codes.py``,
-``bench/packet_paper_run.py`` and ``bench/placement.py``.
+"""Paper 000's MPI + I/O setting (§3.1-§3.3, §5), written once for ``bench/packet_vs_codes.py``,
+``bench/packet_io_vs_codes.py``, ``bench/packet_paper_run.py`` and ``bench/placement.py``.
 
 The ``cab1296`` fat-tree (1,296 nodes, 36-port switches, 12.5 GB/s links) with its 72 I/O
 servers on leaves 34, 35, 70, 71 (isolated-target, as the CODES driver of
-``../shared/peers/codes`` places them), an MPI job of 612 clients each sending 4 KiB to a
-random partner 500 µs after its previous message completed, and a checkpoint I/O job of 612
-clients writing 4 MiB requests back to back, round robin over the servers; seed 12345 (CODES'
-default).
+``../shared/peers/codes`` places them), an MPI job of 612 clients each sending to a random
+partner 500 µs after its previous message completed, and an I/O job of 612 clients writing
+4 MiB requests round robin over the servers; seed 12345 (CODES' default).
+
+Paper 000 §5 measures its two jobs in two configurations (its first paragraph): MPI
+performance with 4 KB messages beside checkpoint-style I/O (:data:`MPI_STUDY`, requests back to
+back), and I/O performance with requests 128 ms apart beside 4 MB MPI messages
+(:data:`IO_STUDY`). §5.1's "I/O request time increases by 11.8 %" is of the second.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 SERVER_LEAVES = [34, 35, 70, 71]
 TOPOLOGY = {"name": "cab1296", "server_leaves": SERVER_LEAVES}
 CLIENTS = 612  # per job
-MPI_BYTES = 4096
 MPI_INTERVAL_S = 5e-4
-IO_BYTES = 4 * 2**20
+MIB = 2**20
 SEED = 12345
 IO_REQUEST_S = 2.7e-3  # one 4 MiB request per client with all 612 writing (000 §3.3: 2.7 s/1000)
+
+
+@dataclass(frozen=True)
+class Study:
+    """One of paper 000 §5's configurations: message and request sizes (bytes) and intervals
+    (seconds from a completion to the next send)."""
+
+    name: str
+    mpi_bytes: int
+    mpi_interval_s: float
+    io_bytes: int
+    io_interval_s: float
+
+
+MPI_STUDY = Study("mpi", 4096, MPI_INTERVAL_S, 4 * MIB, 0.0)  # 000 §5: MPI performance
+IO_STUDY = Study("io", 4 * MIB, MPI_INTERVAL_S, 4 * MIB, 0.128)  # 000 §5: I/O performance
 
 
 def workload(
@@ -28,9 +49,10 @@ def workload(
     mpi_warmup: int = 0,
     io_warmup: int = 0,
     seed: int = SEED,
+    study: Study = MPI_STUDY,
 ) -> dict:
-    """The ``jobs`` workload: ``messages`` per MPI client and ``requests`` per I/O client, the
-    first ``mpi_warmup`` and ``io_warmup`` of them not scored."""
+    """The ``jobs`` workload of ``study``: ``messages`` per MPI client and ``requests`` per I/O
+    client, the first ``mpi_warmup`` and ``io_warmup`` of them not scored."""
     return {
         "seed": seed,
         "placement": placement,
@@ -39,8 +61,8 @@ def workload(
                 "name": "mpi",
                 "kind": "mpi",
                 "nodes": CLIENTS,
-                "message_bytes": MPI_BYTES,
-                "interval_s": MPI_INTERVAL_S,
+                "message_bytes": study.mpi_bytes,
+                "interval_s": study.mpi_interval_s,
                 "messages": messages,
                 "warmup": mpi_warmup,
             },
@@ -48,8 +70,8 @@ def workload(
                 "name": "io",
                 "kind": "io",
                 "nodes": CLIENTS,
-                "request_bytes": IO_BYTES,
-                "interval_s": 0,
+                "request_bytes": study.io_bytes,
+                "interval_s": study.io_interval_s,
                 "requests": requests,
                 "warmup": io_warmup,
             },

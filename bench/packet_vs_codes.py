@@ -40,12 +40,24 @@ import re
 import tempfile
 from pathlib import Path
 from statistics import mean, stdev
+from typing import NamedTuple
 
 from bench import _paper000 as paper
 from bench import measure, python_step, write_result
 from burstlake.replay.packet import ARBITRATIONS
 
-WARMUP_S, END_S = 5e-3, 20e-3
+
+class Window(NamedTuple):
+    """What a run scores: messages sent from ``warmup_s`` and delivered by ``end_s``, the run's
+    end; ``messages`` per MPI client and ``requests`` per I/O client are enough to fill it."""
+
+    warmup_s: float
+    end_s: float
+    messages: int
+    requests: int
+
+
+MPI_WINDOW = Window(5e-3, 20e-3, 45, 16)  # the CODES driver's: 5 ms warm-up, 20 ms end
 CASES = {  # name: (placement, jobs in the run)
     "rn-mpi": ("random-node", ("mpi",)),
     "rn-io": ("random-node", ("io",)),
@@ -83,9 +95,10 @@ out = {{"simulate_wall_s": wall, "simulate_cpu_s": cpu, "events": timeline.event
         "peak_packets": timeline.peak_packets}}
 for kind in {kinds}:
     lat = (timeline.end - timeline.start)[kept & (routed.requests.kind == kind)] * 1e6
-    out[kind] = {{"n": int(len(lat)), "mean_us": float(lat.mean()),
-                  "p50_us": float(np.percentile(lat, 50)), "p99_us": float(np.percentile(lat, 99)),
-                  "max_us": float(lat.max())}}
+    out[kind] = {{"n": int(len(lat))}}
+    if len(lat):
+        out[kind] |= {{"mean_us": float(lat.mean()), "p50_us": float(np.percentile(lat, 50)),
+                      "p99_us": float(np.percentile(lat, 99)), "max_us": float(lat.max())}}
 print(json.dumps(out))
 """
 
@@ -100,38 +113,60 @@ def burstlake_case(
     seed: int,
     arbitration: str = ARBITRATIONS[0],
     tie: int | None = None,
+    study: paper.Study = paper.MPI_STUDY,
+    window: Window = MPI_WINDOW,
 ) -> dict:
-    """One case on placement seed ``seed``, its events tied by ``tie`` (default the seed)."""
+    """One case of ``study`` on placement seed ``seed`` scored over ``window``, its events tied
+    by ``tie`` (default the seed)."""
+    spec = paper.workload(placement, window.messages, window.requests, seed=seed, study=study)
     code = RUN.format(
         tie=seed if tie is None else tie,
         arbitration=arbitration,
         topology=paper.TOPOLOGY,
-        spec=paper.workload(placement, messages=45, requests=16, seed=seed),
+        spec=spec,
         kinds=list(kinds),
-        end=END_S,
-        warmup=WARMUP_S,
+        end=window.end_s,
+        warmup=window.warmup_s,
     )
     return python_step(code)
 
 
-def codes_case(prefix: Path, placement: str, kinds: tuple[str, ...], seed: int) -> dict:
-    """One case of the CODES driver (sequential mode), as ``run.sh`` runs it."""
-    binary = prefix / "bin" / "model-net-io-mpi-fattree"
-    config = prefix / "ft3-k36-n1296-static.conf"
+def codes_options(
+    placement: str,
+    kinds: tuple[str, ...],
+    seed: int,
+    study: paper.Study = paper.MPI_STUDY,
+    window: Window = MPI_WINDOW,
+) -> list[str]:
+    """The CODES driver's options for one case (times in ns, as ``run.sh`` gives them)."""
     ns = 1e9
-    options = [
+    return [
         "--synch=1",
-        f"--warmup={WARMUP_S * ns:.0f}",
-        f"--end={END_S * ns:.0f}",
-        f"--mpi_size={paper.MPI_BYTES}",
-        f"--mpi_interval={paper.MPI_INTERVAL_S * ns:.0f}",
-        f"--io_size={paper.IO_BYTES}",
-        "--io_interval=0",
+        f"--warmup={window.warmup_s * ns:.0f}",
+        f"--end={window.end_s * ns:.0f}",
+        f"--mpi_size={study.mpi_bytes}",
+        f"--mpi_interval={study.mpi_interval_s * ns:.0f}",
+        f"--io_size={study.io_bytes}",
+        f"--io_interval={study.io_interval_s * ns:.0f}",
         f"--placement={int(placement == 'random-switch')}",
         f"--mode={CODES_MODE[kinds]}",
         f"--seed={seed}",
         f"--server_leaves={','.join(map(str, paper.SERVER_LEAVES))}",
     ]
+
+
+def codes_case(
+    prefix: Path,
+    placement: str,
+    kinds: tuple[str, ...],
+    seed: int,
+    study: paper.Study = paper.MPI_STUDY,
+    window: Window = MPI_WINDOW,
+) -> dict:
+    """One case of the CODES driver (sequential mode), as ``run.sh`` runs it."""
+    binary = prefix / "bin" / "model-net-io-mpi-fattree"
+    config = prefix / "ft3-k36-n1296-static.conf"
+    options = codes_options(placement, kinds, seed, study, window)
     with tempfile.TemporaryDirectory() as work:
         step = measure([str(binary), *options, "--", str(config)], cwd=work)
     out: dict = {"wall_s": step.wall_s, "cpu_s": step.cpu_s, "peak_rss_mb": step.peak_mb}
