@@ -18,9 +18,9 @@ so its scored request is the second, issued 128 ms × U(0.95, 1.05) after the fi
 Both are one spread-out round of requests beside MPI that has run for 100 ms.
 
 ``BURSTLAKE_BENCH_SEED`` (default 12345) is the main seed; burstlake runs on
-``BURSTLAKE_BENCH_SEEDS`` more (default 1, 2), each with its own tie seed, CODES on the main seed
-and ``BURSTLAKE_CODES_SEEDS`` (default none more: its MPI + I/O case is about 2 G events, some
-20 minutes of one core here). ``BURSTLAKE_CODES`` points at the CODES build
+``BURSTLAKE_BENCH_SEEDS`` more (default 1 to 4, as ``packet_vs_codes``), each with its own tie
+seed, CODES on the main seed and ``BURSTLAKE_CODES_SEEDS`` (default none more: its MPI + I/O
+case is 1.9 G events, 24 minutes of one core here). ``BURSTLAKE_CODES`` points at the CODES build
 (``../shared/peers/codes``); without it only burstlake runs. The goal (issue 22): an I/O
 slowdown between 1.0 and 1.15 (paper: 1.118), judged on burstlake's mean over its seeds.
 
@@ -76,7 +76,7 @@ def main() -> Path:
     if len(main_seed) != 1:
         raise SystemExit(f"BURSTLAKE_BENCH_SEED: give one seed, got {main_seed}")
     seed = main_seed[0]
-    seeds = [seed, *[s for s in seed_list("BURSTLAKE_BENCH_SEEDS", "1,2") if s != seed]]
+    seeds = [seed, *[s for s in seed_list("BURSTLAKE_BENCH_SEEDS", "1,2,3,4") if s != seed]]
     codes_seeds = [seed, *[s for s in seed_list("BURSTLAKE_CODES_SEEDS", "") if s != seed]]
     prefix = os.environ.get("BURSTLAKE_CODES")
     peer = Path(prefix) if prefix else None
