@@ -379,38 +379,14 @@ class _Spill:
 
     def block(self, n: int, data: bytes, lines: pa.Table) -> tuple[int, list[Reject]]:
         """Classify a block (``data``: its text, ``lines``: the same as :func:`_lines`): spill
-        its samples by node bucket and its lines to ``raw/``; return its records and
-        rejects. The lines :func:`.zabbix_typed.split` vouches for are samples (table
-        ``sure``); the classifier SQL takes the others (table ``decoded``)."""
+        its samples by node bucket; return its records and rejects."""
         if self.classify is None:
             decoder, lines = _first_block(lines)
             self.classify = _CLASSIFY.format(decoder=decoder)
             if decoder == _decoder(None):
                 members = _NDJSON_FIELDS.format(members="SELECT * FROM members")
                 self.fast = _CLASSIFY.format(decoder=members)
-        read = _read_block(data, lines, self.threads) if self.fast else None
-        sure = zabbix_typed.SAMPLES.empty_table()
-        if read is None:
-            self._classify("decoded", self.classify, lines=lines)
-        else:
-            sure, others, ignored = zabbix_typed.split(read, lines, self.rules)
-            self.ignored += ignored
-            if len(others) < lines.num_rows:
-                read, rest = read.take(others), lines.take(others)
-            else:
-                rest = lines
-            members = _members(read, rest)
-            if members is None:
-                self._classify("decoded", self.classify, lines=rest)
-            else:
-                self._classify("decoded", self.fast, members=members)
-                self._recheck(lines)
-        con = self.con
-        found = con.execute(
-            "SELECT line_no, host, item, metric, kind, t_ns, value FROM decoded "
-            "WHERE reason IS NULL"
-        ).fetch_arrow_table()
-        samples = pa.concat_tables([sure, found.cast(zabbix_typed.SAMPLES)])
+        samples, rejected = self._decode(data, lines)
         self._learn_hosts(samples)
         hosts = pc.dictionary_encode(samples.column("host").combine_chunks())
         known = [self.hostmap[h] for h in hosts.dictionary.to_pylist()]
@@ -419,26 +395,56 @@ class _Spill:
             for i, kind in enumerate((pa.string(), pa.string(), pa.int32()))
         )
         named = pc.is_null(reason)
-        self._spill(
-            n,
-            samples.drop_columns(["host"]).filter(named),
-            node.filter(named),
-            bucket.filter(named),
+        rows = samples.drop_columns(["host"]).filter(named)
+        self._spill(n, rows, node.filter(named), bucket.filter(named))
+        unnamed = pc.invert(named)
+        rejected += zip(
+            samples.column("line_no").filter(unnamed).to_pylist(),
+            reason.filter(unnamed).to_pylist(),
+            strict=True,
         )
-        unnamed = pc.is_valid(reason)
-        numbers, reasons = self._rejected()
-        numbers += samples.column("line_no").filter(unnamed).to_pylist()
-        reasons += reason.filter(unnamed).to_pylist()
-        order = sorted(range(len(numbers)), key=numbers.__getitem__)
-        numbers, reasons = [numbers[i] for i in order], [reasons[i] for i in order]
-        texts = taken(lines, numbers).column("line").to_pylist()
-        self.ignored += con.execute(
+        rejected.sort()
+        texts = taken(lines, [no for no, _ in rejected]).column("line").to_pylist()
+        return lines.num_rows, [
+            Reject(f"line {no}", text, why) for (no, why), text in zip(rejected, texts, strict=True)
+        ]
+
+    def _decode(self, data: bytes, lines: pa.Table) -> tuple[pa.Table, list[tuple[int, str]]]:
+        """The block's samples (:data:`.zabbix_typed.SAMPLES`, host names not yet nodes) and
+        its rejects (line number, reason): the lines :func:`.zabbix_typed.split` vouches for
+        are samples, the classifier SQL takes the others."""
+        read = _read_block(data, lines, self.threads) if self.fast else None
+        if read is None:
+            self._classify("decoded", self.classify, lines=lines)
+            return self._decoded()
+        sure, others, ignored = zabbix_typed.split(read, lines, self.rules)
+        self.ignored += ignored
+        if not len(others):
+            return sure, []
+        if len(others) < lines.num_rows:
+            read, rest = read.take(others), lines.take(others)
+        else:
+            rest = lines
+        members = _members(read, rest)
+        if members is None:
+            self._classify("decoded", self.classify, lines=rest)
+        else:
+            self._classify("decoded", self.fast, members=members)
+            self._recheck(lines)
+        found, rejected = self._decoded()
+        return pa.concat_tables([sure, found]), rejected
+
+    def _decoded(self) -> tuple[pa.Table, list[tuple[int, str]]]:
+        """The samples and rejects of table ``decoded``; its ignored lines are counted."""
+        found = self.con.execute(
+            "SELECT line_no, host, item, metric, kind, t_ns, value FROM decoded "
+            "WHERE reason IS NULL"
+        ).fetch_arrow_table()
+        self.ignored += self.con.execute(
             f"SELECT count(*) FROM decoded WHERE reason = '{IGNORE}'"
         ).fetchone()[0]
-        return lines.num_rows, [
-            Reject(f"line {no}", text, reason)
-            for no, text, reason in zip(numbers, texts, reasons, strict=True)
-        ]
+        numbers, reasons = self._rejected()
+        return found.cast(zabbix_typed.SAMPLES), list(zip(numbers, reasons, strict=True))
 
     def _spill(self, n: int, samples: pa.Table, nodes: pa.Array, buckets: pa.Array) -> None:
         """Write block ``n``'s samples (their host names replaced by ``nodes``) to one Parquet
