@@ -3,10 +3,12 @@ DuckDB SQL block by block; rejects go to quarantine with their line and reason, 
 become node names, and the samples are spilled to Parquet by node bucket.
 
 Decoding NDJSON has two paths giving the same fields: pyarrow's JSON reader takes a whole
-block at once (:func:`_members`, the fast path), DuckDB's JSON functions take it line by line
-(``_JSON_MEMBERS``). A block the fast path cannot read as one object per line goes line by
-line, and the lines it classifies as rejects are classified again line by line, so every
-reason quotes the input as the line-by-line path reads it (tests/ingest/test_zabbix_fast.py).
+block at once (:func:`_read_block` and :func:`_members`, the fast path), DuckDB's JSON
+functions take it line by line (``_JSON_MEMBERS``). A block the fast path cannot read as one
+object per line goes line by line, and the lines it classifies as rejects are classified again
+line by line, so every reason quotes the input as the line-by-line path reads it. Before any
+SQL, the lines of a block the fast path read that :func:`.zabbix_typed.split` vouches for are
+samples at once (tests/ingest/test_zabbix_fast.py checks both against the line-by-line path).
 
 See the module doc of :mod:`.zabbix` for the input shapes and the accounting.
 """
