@@ -39,11 +39,13 @@ syncer file rotated and the path now holds later values, and the earlier content
 when the new content has no usable sample yet). A replacing version takes the stream position
 of the one it replaces.
 
-Two passes keep memory bounded whatever the size and order of the input: (1) each block of lines
-is decoded and classified in DuckDB SQL, rejects go to quarantine, host names become node names
-and samples are spilled to Parquet, partitioned by node bucket (an NDJSON block is read whole by
-pyarrow's JSON reader when it can, see :mod:`.zabbix_lines`); (2) bucket by bucket and day by
-day, the SQL of :mod:`.counters` sorts the samples per item and turns them into node_io rows.
+Two passes keep the parse's memory bounded whatever the size and order of the input (the Delta
+commit of the file's samples is not: docs/design.md, 'Beyond one machine's day'): (1) each block
+of lines is decoded and classified in DuckDB SQL, rejects go to quarantine, host names become
+node names and samples are spilled to Parquet, partitioned by node bucket (an NDJSON block is
+read whole by pyarrow's JSON reader when it can, and the lines :mod:`.zabbix_typed` vouches for
+skip the SQL, see :mod:`.zabbix_lines`); (2) bucket by bucket and day by day, the SQL of
+:mod:`.counters` sorts the samples per item and turns them into node_io rows.
 
 Accounting: every input line is a record (the header line of a CSV/TSV is not). A line lands
 when its sample is used; it is quarantined with ``line N`` and a reason when it is empty,

@@ -3,10 +3,12 @@ DuckDB SQL block by block; rejects go to quarantine with their line and reason, 
 become node names, and the samples are spilled to Parquet by node bucket.
 
 Decoding NDJSON has two paths giving the same fields: pyarrow's JSON reader takes a whole
-block at once (:func:`_members`, the fast path), DuckDB's JSON functions take it line by line
-(``_JSON_MEMBERS``). A block the fast path cannot read as one object per line goes line by
-line, and the lines it classifies as rejects are classified again line by line, so every
-reason quotes the input as the line-by-line path reads it (tests/ingest/test_zabbix_fast.py).
+block at once (:func:`_read_block` and :func:`_members`, the fast path), DuckDB's JSON
+functions take it line by line (``_JSON_MEMBERS``). A block the fast path cannot read as one
+object per line goes line by line, and the lines it classifies as rejects are classified again
+line by line, so every reason quotes the input as the line-by-line path reads it. Before any
+SQL, the lines of a block the fast path read that :func:`.zabbix_typed.split` vouches for are
+samples at once (tests/ingest/test_zabbix_fast.py checks both against the line-by-line path).
 
 See the module doc of :mod:`.zabbix` for the input shapes and the accounting.
 """
@@ -16,7 +18,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,8 +27,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
+import pyarrow.parquet as pq
 
-from burstlake.jobs.ingest import inputs
+from burstlake.jobs.ingest import inputs, zabbix_typed
 from burstlake.jobs.ingest.base import Batch, ParseContext, Reject, UnusableInput
 from burstlake.jobs.ingest.zabbix_mapping import IGNORE, HostNames
 
@@ -155,11 +158,10 @@ def _plain_utf8(data: bytes) -> bool:
         return False
 
 
-def _members(data: bytes, lines: pa.Table, threads: bool = False) -> pa.Table | None:
-    """Fast path of the NDJSON decoder: the members of a block's lines, all read at once by
-    pyarrow (about 10x DuckDB's per-line JSON functions), as _JSON_MEMBERS gives them; None
-    when the block needs the per-line decoder (a line that is not one JSON object, a blank
-    line, bytes not UTF-8, a member of another type).
+def _read_block(data: bytes, lines: pa.Table, threads: bool = False) -> pa.Table | None:
+    """Fast path of the NDJSON decoder: a block's objects, all read at once by pyarrow (about
+    10x DuckDB's per-line JSON functions), one row per line; None when the block needs the
+    per-line decoder (a line that is not one JSON object, a blank line, bytes not UTF-8).
 
     A line is one object iff every line starts with ``{`` and ends with ``}`` and pyarrow
     reads as many objects as there are lines (an object spanning lines would end a line
@@ -169,6 +171,13 @@ def _members(data: bytes, lines: pa.Table, threads: bool = False) -> pa.Table | 
     table = _read_json(data, threads)
     if table is None or table.num_rows != lines.num_rows:
         return None
+    return table
+
+
+def _members(table: pa.Table, lines: pa.Table) -> pa.Table | None:
+    """The members of lines :func:`_read_block` read (``table``, its rows those of ``lines``)
+    as _JSON_MEMBERS gives them; None when a member has a type the fast path does not take
+    (then the block goes to the per-line decoder)."""
     rows = lines.num_rows
     absent = pa.chunked_array([pa.nulls(rows, pa.string())])
     host = table.column("host") if "host" in table.column_names else absent
@@ -365,46 +374,94 @@ class _Spill:
     threads: bool  # pyarrow may use its thread pool
     classify: str | None = None  # chosen from the first block
     fast: str | None = None  # NDJSON: _CLASSIFY over the members pyarrow read (_members)
+    rules: zabbix_typed.Rules | None = None  # the mapping's checks (None: no sure samples)
     ignored: int = 0  # lines of items on the mapping's ignore list
+    # host name -> (node, why it names none, node bucket), as the file's lines taught them
+    hostmap: dict[str, tuple[str | None, str | None, int | None]] = field(default_factory=dict)
 
     def block(self, n: int, data: bytes, lines: pa.Table) -> tuple[int, list[Reject]]:
         """Classify a block (``data``: its text, ``lines``: the same as :func:`_lines`): spill
-        its samples by node bucket and its lines to ``raw/``; return its records and
-        rejects."""
+        its samples by node bucket; return its records and rejects."""
         if self.classify is None:
             decoder, lines = _first_block(lines)
             self.classify = _CLASSIFY.format(decoder=decoder)
             if decoder == _decoder(None):
                 members = _NDJSON_FIELDS.format(members="SELECT * FROM members")
                 self.fast = _CLASSIFY.format(decoder=members)
-        members = _members(data, lines, self.threads) if self.fast else None
-        con = self.con
-        if members is None:
+        samples, rejected = self._decode(data, lines)
+        self._learn_hosts(samples)
+        hosts = pc.dictionary_encode(samples.column("host").combine_chunks())
+        known = [self.hostmap[h] for h in hosts.dictionary.to_pylist()]
+        node, reason, bucket = (
+            pc.take(pa.array([k[i] for k in known], kind), hosts.indices)
+            for i, kind in enumerate((pa.string(), pa.string(), pa.int32()))
+        )
+        named = pc.is_null(reason)
+        rows = samples.drop_columns(["host"]).filter(named)
+        self._spill(n, rows, node.filter(named), bucket.filter(named))
+        unnamed = pc.invert(named)
+        rejected += zip(
+            samples.column("line_no").filter(unnamed).to_pylist(),
+            reason.filter(unnamed).to_pylist(),
+            strict=True,
+        )
+        rejected.sort()
+        texts = taken(lines, [no for no, _ in rejected]).column("line").to_pylist()
+        return lines.num_rows, [
+            Reject(f"line {no}", text, why) for (no, why), text in zip(rejected, texts, strict=True)
+        ]
+
+    def _decode(self, data: bytes, lines: pa.Table) -> tuple[pa.Table, list[tuple[int, str]]]:
+        """The block's samples (:data:`.zabbix_typed.SAMPLES`, host names not yet nodes) and
+        its rejects (line number, reason): the lines :func:`.zabbix_typed.split` vouches for
+        are samples, the classifier SQL takes the others."""
+        read = _read_block(data, lines, self.threads) if self.fast else None
+        if read is None:
             self._classify("decoded", self.classify, lines=lines)
+            return self._decoded()
+        sure, others, ignored = zabbix_typed.split(read, lines, self.rules)
+        self.ignored += ignored
+        if not len(others):
+            return sure, []
+        if len(others) < lines.num_rows:
+            read, rest = read.take(others), lines.take(others)
+        else:
+            rest = lines
+        members = _members(read, rest)
+        if members is None:
+            self._classify("decoded", self.classify, lines=rest)
         else:
             self._classify("decoded", self.fast, members=members)
             self._recheck(lines)
-        self._learn_hosts()
-        con.execute(
-            "UPDATE decoded SET reason = m.reason FROM hostmap m "
-            "WHERE decoded.host = m.host AND decoded.reason IS NULL AND m.reason IS NOT NULL"
-        )
-        con.execute(
-            "COPY (SELECT d.line_no, m.node, d.item, d.metric, d.kind, d.t_ns, "
-            "d.value, m.bucket "
-            "FROM decoded d JOIN hostmap m USING (host) WHERE d.reason IS NULL) "
-            f"TO '{quoted(self.root / SAMPLES)}' (FORMAT parquet, COMPRESSION snappy, "
-            f"PARTITION_BY (bucket), OVERWRITE_OR_IGNORE, FILENAME_PATTERN 'block-{n:06d}-{{i}}')"
-        )
-        numbers, reasons = self._rejected()
-        texts = taken(lines, numbers).column("line").to_pylist()
-        self.ignored += con.execute(
+        found, rejected = self._decoded()
+        return pa.concat_tables([sure, found]), rejected
+
+    def _decoded(self) -> tuple[pa.Table, list[tuple[int, str]]]:
+        """The samples and rejects of table ``decoded``; its ignored lines are counted."""
+        found = self.con.execute(
+            "SELECT line_no, host, item, metric, kind, t_ns, value FROM decoded "
+            "WHERE reason IS NULL"
+        ).fetch_arrow_table()
+        self.ignored += self.con.execute(
             f"SELECT count(*) FROM decoded WHERE reason = '{IGNORE}'"
         ).fetchone()[0]
-        return lines.num_rows, [
-            Reject(f"line {no}", text, reason)
-            for no, text, reason in zip(numbers, texts, reasons, strict=True)
-        ]
+        numbers, reasons = self._rejected()
+        return found.cast(zabbix_typed.SAMPLES), list(zip(numbers, reasons, strict=True))
+
+    def _spill(self, n: int, samples: pa.Table, nodes: pa.Array, buckets: pa.Array) -> None:
+        """Write block ``n``'s samples (their host names replaced by ``nodes``) to one Parquet
+        file per node bucket (:func:`samples_pattern`)."""
+        if not len(buckets):
+            return
+        order = pc.sort_indices(buckets)
+        rows = samples.add_column(1, "node", nodes).take(order)
+        sorted_buckets = buckets.take(order).to_numpy()
+        starts = np.flatnonzero(np.diff(sorted_buckets, prepend=-1))
+        for start, end in zip(starts, [*starts[1:], len(sorted_buckets)], strict=True):
+            folder = self.root / SAMPLES / f"bucket={sorted_buckets[start]}"
+            folder.mkdir(exist_ok=True)
+            part = rows.slice(start, end - start)
+            pq.write_table(part, folder / f"block-{n:06d}.parquet", compression="snappy")
 
     def _rejected(self) -> tuple[list[int], list[str]]:
         """The line numbers and reasons of the block's rejects (ignored items aside), in order.
@@ -437,21 +494,21 @@ class _Spill:
         con.execute("DELETE FROM decoded WHERE line_no IN (SELECT line_no FROM rechecked)")
         con.execute("INSERT INTO decoded SELECT * FROM rechecked")
 
-    def _learn_hosts(self) -> None:
-        """Add the block's new host names to table ``hostmap``: their node name, or why they
-        have none (it is empty, or another host name of the file already gives it: ``cn1`` and
-        ``cn1.example.org`` are one node, and counting both would double its traffic)."""
-        new = self.con.execute(
-            "SELECT host FROM decoded WHERE reason IS NULL "
-            "AND host NOT IN (SELECT host FROM hostmap) GROUP BY host ORDER BY min(line_no)"
-        ).fetchall()
-        if not new:
+    def _learn_hosts(self, samples: pa.Table) -> None:
+        """Add the new host names of a block's samples to ``hostmap``, in the order of their
+        first lines: their node name and bucket, or why they have none (it is empty, or
+        another host name of the file already gives it: ``cn1`` and ``cn1.example.org`` are
+        one node, and counting both would double its traffic)."""
+        hosts = pc.unique(samples.column("host")).to_pylist()
+        if all(host in self.hostmap for host in hosts):
             return
-        taken = dict(
-            self.con.execute("SELECT node, host FROM hostmap WHERE node IS NOT NULL").fetchall()
-        )
+        first = samples.group_by("host").aggregate([("line_no", "min")])
+        known = pa.array(list(self.hostmap), pa.string())
+        first = first.filter(pc.invert(pc.is_in(first.column("host"), known)))
+        new = first.sort_by("line_no_min").column("host").to_pylist()
+        taken = {node: host for host, (node, _, _) in self.hostmap.items() if node is not None}
         rows = []
-        for (host,) in new:
+        for host in new:
             node = self.hosts.node(host)
             if not node:
                 rows.append((host, None, f"host name {host[:60]!r} gives an empty node name"))
@@ -466,10 +523,13 @@ class _Spill:
             {c: pa.array([r[i] for r in rows], pa.string()) for i, c in enumerate(columns)}
         )
         self.con.register("new_hosts", table)
-        self.con.execute(
-            f"INSERT INTO hostmap SELECT host, node, reason, {self.bucket_sql} FROM new_hosts m"
-        )
-        self.con.unregister("new_hosts")
+        try:
+            found = self.con.execute(
+                f"SELECT host, node, reason, {self.bucket_sql} FROM new_hosts m"
+            ).fetchall()
+        finally:
+            self.con.unregister("new_hosts")
+        self.hostmap.update((host, (node, reason, bucket)) for host, node, reason, bucket in found)
 
 
 def taken(lines: pa.Table, numbers: list[int]) -> pa.Table:
@@ -519,9 +579,6 @@ def pass_one(
     """Decode the file block by block; yields one batch of records and rejects per block.
     A broken compressed stream is one more record: the unreadable rest of the file."""
     con.register("mapping", settings.mapping.table())
-    con.execute(
-        "CREATE TEMP TABLE hostmap (host VARCHAR, node VARCHAR, reason VARCHAR, bucket INTEGER)"
-    )
     _load_items(con, settings.items)
     params = {
         "has_items": settings.items is not None,
@@ -534,6 +591,8 @@ def pass_one(
     (spill / RAW).mkdir()
     (spill / SAMPLES).mkdir()
     state = _Spill(con, spill, settings.hosts, params, bucket_sql, settings.threads > 1)
+    if settings.items is None:  # an item table may name the host or key: the classifier's
+        state.rules = zabbix_typed.Rules.of(settings.mapping.table(), settings.interval)
     first = 1
     try:
         for n, block in enumerate(_blocks(_bytes(path, context.progress))):

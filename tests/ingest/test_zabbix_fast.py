@@ -11,7 +11,7 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-from burstlake.jobs.ingest import accounting, inputs, zabbix, zabbix_lines
+from burstlake.jobs.ingest import accounting, inputs, zabbix, zabbix_lines, zabbix_typed
 from burstlake.jobs.ingest.base import ingest
 from burstlake.lake import read_table
 
@@ -81,17 +81,17 @@ def test_fast_and_line_by_line_decoders_land_the_same(
     monkeypatch.setattr(inputs, "READ_BYTES", 1000)
     path = _export(tmp_path / "history-mixed.ndjson")
     fast_blocks = []
-    members = zabbix_lines._members
+    read_block = zabbix_lines._read_block
 
     def counted(*args: object) -> pa.Table | None:
-        found = members(*args)
+        found = read_block(*args)
         fast_blocks.append(found is not None)
         return found
 
-    monkeypatch.setattr(zabbix_lines, "_members", counted)
+    monkeypatch.setattr(zabbix_lines, "_read_block", counted)
     fast = _landed(tmp_path / "fast", path, threads=threads)
     assert any(fast_blocks) and not all(fast_blocks)  # both paths ran
-    monkeypatch.setattr(zabbix_lines, "_members", lambda *args: None)
+    monkeypatch.setattr(zabbix_lines, "_read_block", lambda *args: None)
     slow = _landed(tmp_path / "slow", path, threads=threads)
     assert fast == slow
     assert fast["counts"] == (332, 323, 9)  # the unknown member is no fault
@@ -122,7 +122,8 @@ def test_fast_and_line_by_line_decoders_land_the_same(
 )
 def test_blocks_the_fast_path_cannot_read_line_by_line_go_line_by_line(text: bytes) -> None:
     lines = zabbix_lines._lines(text, 1)
-    assert zabbix_lines._members(text, lines) is None
+    table = zabbix_lines._read_block(text, lines)
+    assert table is None or zabbix_lines._members(table, lines) is None
 
 
 @pytest.mark.parametrize(
@@ -142,7 +143,7 @@ def test_blocks_the_fast_path_cannot_read_line_by_line_go_line_by_line(text: byt
 def test_fast_members_are_the_text_duckdb_reads(records: list[dict]) -> None:
     text = "\n".join(json.dumps(r) for r in records).encode()
     lines = zabbix_lines._lines(text, 1)
-    fast = zabbix_lines._members(text, lines)
+    fast = zabbix_lines._members(zabbix_lines._read_block(text, lines), lines)
     assert fast is not None
     with duckdb.connect() as con:
         con.register("lines", lines)
@@ -156,3 +157,87 @@ def test_fast_members_are_the_text_duckdb_reads(records: list[dict]) -> None:
 def test_threads_must_be_a_positive_count() -> None:
     with pytest.raises(ValueError, match="--threads must be >= 1"):
         zabbix.check_options({"threads": 0})
+
+
+def _typed_lines() -> list[str]:
+    """Lines of the export's own member types: samples, and lines each typed check must send
+    to the classifier (or count as ignored)."""
+    good = {"host": {"host": "cn1", "name": "cn1"}, "itemid": 7, "name": "Lustre read bytes"}
+    good |= {"clock": T0, "ns": 5, "value": 12, "type": 3}
+    variants = [
+        {},
+        {"type": 0},
+        {"ns": None},
+        {"value": 0},
+        {"host": {"host": " cn2"}},
+        {"host": {"host": "cn3.example.org"}},
+        {"name": "Memory used", "value": 2**62 - 1},  # a gauge beyond the margin
+        {"name": "Memory used", "value": 2**63 - 1},  # a gauge beyond 64 bits
+        {"name": "Memory used", "value": 2**40},
+        {"name": "Lustre write bytes", "value": 2**63 - 1},  # a counter: within 64 bits
+        {"name": "Disk free"},  # ignored (--mapping below)
+        {"name": "Disk free", "clock": -1},  # a bad clock before the ignore list
+        {"name": "Not mapped"},
+        {"name": None},
+        {"key_": "lustre.read_bytes"},
+        {"itemid": None},
+        {"host": {"host": ""}},
+        {"host": {"host": "\t"}},
+        {"host": {"name": "cn4"}},
+        {"host": None},
+        {"clock": None},
+        {"clock": -1},
+        {"clock": 4102444800},
+        {"ns": -1},
+        {"ns": 10**9},
+        {"value": -1},
+        {"value": None},
+        {"type": 1},
+        {"type": 4},
+        {"type": None},
+    ]
+    return [json.dumps(good | variant) for variant in variants]
+
+
+def test_typed_samples_are_the_classifiers(tmp_path: Path) -> None:
+    """Every line the typed checks vouch for is the sample the classifier SQL makes of it,
+    every line they count as ignored is one the classifier ignores, and they vouch for some
+    lines and leave others to the classifier."""
+    mapping = tmp_path / "mapping.yaml"
+    default = Path(zabbix_lines.__file__).with_name("zabbix_mapping.yaml").read_text()
+    mapping.write_text(default + "ignore: {names: [Disk free]}\n")
+    settings = zabbix.Settings.from_options({"mapping": str(mapping)})
+    text = "\n".join(_typed_lines()).encode()
+    lines = zabbix_lines._lines(text, 1)
+    table = zabbix_lines._read_block(text, lines)
+    assert table is not None and zabbix_typed.typed(table)
+    rules = zabbix_typed.Rules.of(settings.mapping.table(), settings.interval)
+    sure, others, ignored = zabbix_typed.split(table, lines, rules)
+    with duckdb.connect() as con:
+        con.register("mapping", settings.mapping.table())
+        zabbix_lines._load_items(con, None)
+        con.register("lines", lines)
+        params = {
+            "has_items": False,
+            "mapping": settings.mapping.origin,
+            "interval": settings.interval,
+            "max_line": inputs.MAX_LINE_BYTES,
+            "too_long": inputs.LINE_TOO_LONG,
+            "not_utf8": inputs.NOT_UTF8,
+        }
+        classified = con.execute(
+            zabbix_lines._CLASSIFY.format(decoder=zabbix_lines._decoder(None)), params
+        )
+        by_line = {r["line_no"]: r for r in classified.fetch_arrow_table().to_pylist()}
+    assert 0 < sure.num_rows < lines.num_rows and ignored == 1
+    columns = ("host", "item", "metric", "kind", "t_ns", "value")
+    for row in sure.to_pylist():
+        reference = by_line[row["line_no"]]
+        assert reference["reason"] is None
+        assert {c: row[c] for c in columns} == {c: reference[c] for c in columns}
+    decided = set(sure.column("line_no").to_pylist())
+    left = {lines.column("line_no")[int(i)].as_py() for i in others}
+    assert not decided & left
+    assert [n for n in by_line if n not in decided | left] == [
+        n for n, r in by_line.items() if r["reason"] == "ignore"
+    ]
