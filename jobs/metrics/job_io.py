@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from .nud import distribution, distribution_metrics, nud, share, xlogx
+from .nud import distribution, distribution_metrics, nud, ordered_sum, share, xlogx_sum
 from .settings import MetricSettings
 
 logger = logging.getLogger(__name__)
@@ -201,12 +201,12 @@ def per_job(node_bytes: DataFrame) -> DataFrame:
         F.sum("read_bytes").alias("read_bytes"),
         F.sum("write_bytes").alias("write_bytes"),
         F.sum("io_total").alias("io_total"),
-        F.sum("io_xlogx").alias("io_xlogx"),
+        ordered_sum(F.col("io_xlogx")).alias("io_xlogx"),
         F.max("io_max").alias("io_max"),
         F.sum("net_bytes").alias("net_bytes"),
         F.count(F.when(known, 1)).alias("cabinets"),
         F.sum(cabinet_nodes).alias("cab_total"),
-        F.sum(xlogx(cabinet_nodes)).alias("cab_xlogx"),
+        xlogx_sum(cabinet_nodes).alias("cab_xlogx"),
     )
 
 
