@@ -7,6 +7,12 @@ The resolved jar list is remembered (``~/.cache/burstlake``), so later starts us
 jars directly: no resolution, no network, no Ivy report. The driver logs errors only
 (``burstlake/log4j2.properties``) and a local session binds to loopback.
 
+Scans split at ``spark.sql.files.maxPartitionBytes`` = 16 MB (Spark's default is 128 MB): a
+lake's node_io is one Parquet file per day (about 8 MB a day for the Tianhe-1A month), and the
+default packed the month's 24 files into 3 scan tasks for 2 cores, the last one running alone;
+at 16 MB each task reads one day and both cores stay busy to the end of every scan of node_io
+(README, "Where the Spark metrics time goes").
+
 Given a lake, everything the JVM prints goes to the lake's log file (:func:`log_file`), not to
 the terminal: log4j's lines, Ivy's report, and the JVM's own "WARNING: Using incubator modules:
 jdk.incubator.vector", which the JVM prints because Spark's launcher starts it with
@@ -101,6 +107,7 @@ def session(
         .appName(app_name)
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+        .config("spark.sql.files.maxPartitionBytes", "16m")  # a task per day of node_io
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")

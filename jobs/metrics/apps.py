@@ -12,8 +12,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from .divergence import divergence
-from .job_io import JOB, join_on_job
+from .divergence import divergences
 from .settings import MetricSettings
 
 CHARACTERISTICS = ("data_intensive", "all_rank", "low_comm")
@@ -26,26 +25,25 @@ def consistency(flag: str) -> Column:
 
 
 def share_vectors(node_bytes: DataFrame, app_jobs: DataFrame) -> DataFrame:
-    """Per job with traffic: (app_id, job, shares), shares ordered by node_index."""
-    per_job = node_bytes.groupBy(*JOB).agg(
+    """Per job with traffic: (app_id, shares), shares ordered by node_index."""
+    per_job = node_bytes.groupBy("job_no").agg(
         F.array_sort(F.collect_list(F.struct("node_index", "io_bytes"))).alias("items"),
         F.sum("io_bytes").alias("total"),
     )
     total = F.col("total")
-    return join_on_job(per_job.where(total > 0), app_jobs.select(*JOB, "app_id")).select(
-        "app_id",
-        F.concat_ws(
-            "\u001f",
-            "job_id",
-            F.coalesce("cluster", F.lit("")),
-            F.coalesce(F.col("run").cast("string"), F.lit("")),
-        ).alias("job"),
-        F.transform("items", lambda item: item["io_bytes"] / total).alias("shares"),
+    return (
+        per_job.where(total > 0)
+        .join(app_jobs.select("job_no", "app_id"), "job_no")
+        .select(
+            "app_id", F.transform("items", lambda item: item["io_bytes"] / total).alias("shares")
+        )
     )
 
 
 def app_metrics(job_io: DataFrame, node_bytes: DataFrame, settings: MetricSettings) -> DataFrame:
-    """app_metrics: consistency (004 Def. 3) and divergence (Def. 4) per application (§6.1)."""
+    """app_metrics: consistency (004 Def. 3) and divergence (Def. 4) per application (§6.1).
+    The share vectors of the measured applications' jobs are collected (one per job) and
+    their pairs measured on the driver (:func:`.divergence.divergences`)."""
     multi_node = job_io.where(F.col("nodes") > 1)
     apps = (
         multi_node.groupBy("app_id")
@@ -57,7 +55,10 @@ def app_metrics(job_io: DataFrame, node_bytes: DataFrame, settings: MetricSettin
         .where(F.col("jobs") > settings.min_app_jobs)
     )
     app_jobs = multi_node.join(apps.select("app_id"), "app_id", "left_semi")
-    spread = divergence(share_vectors(node_bytes, app_jobs))
+    spread = job_io.sparkSession.createDataFrame(
+        divergences(share_vectors(node_bytes, app_jobs).toArrow()),
+        "app_id string, divergence double",
+    )
     return apps.join(spread, "app_id", "left").withColumn(
         "consistent_distribution", F.col("divergence") <= settings.divergence_consistent
     )

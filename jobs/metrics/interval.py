@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -21,20 +23,37 @@ from .settings import MetricSettings, top_count
 
 @dataclass(frozen=True)
 class SystemSize:
-    """How many nodes, cabinets and IONs the system has (the k of each top-k)."""
+    """How many nodes, cabinets and IONs the system has (the k of each top-k), and whether the
+    nodes of each cabinet share one ION (``cabinet_one_ion``) and those of each ION one
+    cabinet (``ion_one_cabinet``): then the per interval × cabinet × ION sums are already per
+    interval × cabinet (or ION), with nothing left to add up (Tianhe-1A: one ION per cabinet)."""
 
     nodes: int
     cabinets: int
     ions: int
+    cabinet_one_ion: bool = False
+    ion_one_cabinet: bool = False
 
     @staticmethod
-    def of(topology: DataFrame, node_io: DataFrame) -> SystemSize:
-        """From topology; a lake without one falls back to the nodes seen in node_io."""
-        row = topology.agg(
-            F.countDistinct("node"), F.countDistinct("cabinet"), F.countDistinct("ion")
-        ).first()
-        nodes = row[0] or node_io.select("node").distinct().count()
-        return SystemSize(nodes, row[1], row[2])
+    def of(places: pa.Table, node_io: DataFrame) -> SystemSize:
+        """From the topology's (node, cabinet, ion) rows; a lake without one falls back to the
+        nodes seen in node_io."""
+
+        def distinct(column: str) -> int:
+            return pc.count_distinct(places[column], mode="only_valid").as_py()
+
+        def within_one(level: str, other: str) -> bool:  # a null ``other`` is one value too
+            known = places.filter(pc.is_valid(places[level]))
+            return known.group_by([level, other]).aggregate([]).num_rows == distinct(level)
+
+        nodes = distinct("node") or node_io.select("node").distinct().count()
+        return SystemSize(
+            nodes,
+            distinct("cabinet"),
+            distinct("ion"),
+            within_one("cabinet", "ion"),
+            within_one("ion", "cabinet"),
+        )
 
 
 def active_traffic(node_io: DataFrame, topology: DataFrame) -> DataFrame:
@@ -56,12 +75,14 @@ def active_traffic(node_io: DataFrame, topology: DataFrame) -> DataFrame:
     )
 
 
-def level_intervals(levels: DataFrame, level: str) -> DataFrame:
-    """Per interval × cabinet (or ION): read, write and io bytes, from :func:`place_bytes`."""
-    return (
-        levels.where(F.col(level).isNotNull())
-        .groupBy("ts", level)
-        .agg(F.sum("read").alias("read"), F.sum("write").alias("write"), F.sum("io").alias("io"))
+def level_intervals(levels: DataFrame, level: str, summed: bool) -> DataFrame:
+    """Per interval × cabinet (or ION): read, write and io bytes, from :func:`place_bytes`;
+    ``summed`` when its rows already are one per interval × ``level`` (:class:`SystemSize`)."""
+    rows = levels.where(F.col(level).isNotNull())
+    if summed:
+        return rows.select("ts", level, "read", "write", "io")
+    return rows.groupBy("ts", level).agg(
+        F.sum("read").alias("read"), F.sum("write").alias("write"), F.sum("io").alias("io")
     )
 
 
@@ -101,13 +122,14 @@ def system_intervals(active: DataFrame, k: int) -> DataFrame:
     length, the system's bytes and active nodes, and the bytes of its k busiest nodes (ties by
     node name) with the distinct IONs serving them (004 §4.1; §7.5, Fig. 17a). Each interval's
     nodes are gathered and sorted there: a window ranking them would sort all node-intervals.
-    Distinct counts are set sizes: a ``countDistinct`` would add a shuffle of its own."""
+    A node has one row per interval (node_io's key), so the active nodes are a count, not a
+    set; the distinct IONs are a set size: a ``countDistinct`` would add a shuffle of its own."""
     return (
         active.groupBy("ts")
         .agg(
             F.max("interval_s").alias("interval_s"),
             F.sum("io").alias("system_bytes"),
-            F.size(F.collect_set("node")).alias("active_nodes"),
+            F.count(F.lit(1)).alias("active_nodes"),
             busiest(F.collect_list(item("node", "ion")), k).alias("top"),
         )
         .select(
@@ -142,8 +164,8 @@ def interval_metrics(
     """
     active = active_traffic(node_io, topology)
     levels = keep(place_bytes(active), "place_bytes")
-    cabinets = level_intervals(levels, "cabinet")
-    ions = level_intervals(levels, "ion")
+    cabinets = level_intervals(levels, "cabinet", size.cabinet_one_ion)
+    ions = level_intervals(levels, "ion", size.ion_one_cabinet)
     k_nodes = top_count(settings.top_node_fraction, size.nodes)
     k_cabinets = top_count(settings.top_cabinet_fraction, size.cabinets)
     k_ions = top_count(settings.top_ion_fraction, size.ions)

@@ -16,12 +16,13 @@ monitored, and then the job is not counted as low-communication nor optimizable.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from .nud import distribution, distribution_metrics, nud, share, xlogx
+from .nud import distribution, distribution_metrics, nud, ordered_sum, share, xlogx_sum
 from .settings import MetricSettings
 
 logger = logging.getLogger(__name__)
@@ -35,31 +36,31 @@ def epoch_s(column: str) -> Column:
     return F.unix_micros(F.col(column)) / F.lit(1e6)
 
 
-def join_on_job(
-    left: DataFrame, right: DataFrame, how: str = "inner", also: tuple[str, ...] = ()
-) -> DataFrame:
-    """Join on (job_id, cluster, run) and the columns ``also``, cluster and run compared
-    null-safely (the last run of a job, and every job of a lake older than the run column, has
-    a null run); keeps the left's key columns."""
-    keys = (*JOB, *also)
-    for column in keys:
+def join_on_job(left: DataFrame, right: DataFrame) -> DataFrame:
+    """Join on (job_id, cluster, run), cluster and run compared null-safely (the last run of a
+    job, and every job of a lake older than the run column, has a null run); keeps the left's
+    key columns."""
+    for column in JOB:
         right = right.withColumnRenamed(column, f"_{column}")
     on = left["job_id"] == right["_job_id"]
-    for column in keys[1:]:
-        equal = left[column].eqNullSafe if column in JOB else left[column].__eq__
-        on = on & equal(right[f"_{column}"])
-    return left.join(right, on, how).drop(*(f"_{column}" for column in keys))
+    for column in JOB[1:]:
+        on = on & left[column].eqNullSafe(right[f"_{column}"])
+    return left.join(right, on).drop(*(f"_{column}" for column in JOB))
 
 
 def allocations(jobs: DataFrame, job_nodes: DataFrame, topology: DataFrame) -> DataFrame:
-    """Job × node rows of the jobs that ran (start < end), with the run in epoch seconds and
-    the node's cabinet."""
+    """Job × node rows of the jobs that ran (start < end), with the run in epoch seconds, the
+    node's cabinet and two numbers that stand for the keys in the node_io-sized steps: ``slot``
+    for the job × node row and ``job_no`` for the job (ranks in (job, node) order, so the same
+    rows get the same numbers in every run). Grouping and sorting by one integer instead of
+    (job_id, cluster, run[, node]) costs less (README, "Where the Spark metrics time goes")."""
     ran = jobs.where(F.col("start").isNotNull() & (F.col("end") > F.col("start")))
     alloc = join_on_job(
         job_nodes.select(*JOB, "node", "node_index").dropDuplicates([*JOB, "node"]),
         ran.select(*JOB_INFO),
     )
     cabinets = F.broadcast(topology.select("node", "cabinet"))
+    ordered = Window.orderBy(*JOB, "node")  # one partition: a row per allocated node
     return alloc.join(cabinets, "node", "left").select(
         *JOB_INFO,
         "node",
@@ -67,6 +68,8 @@ def allocations(jobs: DataFrame, job_nodes: DataFrame, topology: DataFrame) -> D
         "cabinet",
         epoch_s("start").alias("start_s"),
         epoch_s("end").alias("end_s"),
+        F.row_number().over(ordered).alias("slot"),
+        F.dense_rank().over(Window.orderBy(*JOB)).alias("job_no"),
     )
 
 
@@ -101,7 +104,7 @@ def job_intervals(
     alloc: DataFrame, traffic: DataFrame, bucket_s: int, broadcast: bool = True
 ) -> DataFrame:
     """The node_io rows whose midpoint is in the run of an allocation of their node, tagged with
-    the job: (job_id, cluster, run, node, ts, interval_s, read, write, io, net).
+    the allocation: (slot, job_no, ts, interval_s, read, write, io, net).
 
     The range join runs as an equi-join on (node, time bucket): each allocation is exploded
     over the buckets its run touches. With ``broadcast`` these rows (a day's buckets: 1.05 M for
@@ -111,7 +114,7 @@ def job_intervals(
     """
     bucket = F.lit(bucket_s)
     first, last = F.floor(F.col("start_s") / bucket), F.floor(F.col("end_s") / bucket)
-    exploded = alloc.select(*JOB, "node", "start_s", "end_s").withColumn(
+    exploded = alloc.select("slot", "job_no", "node", "start_s", "end_s").withColumn(
         "bucket", F.explode(F.sequence(first, last))
     )
     if broadcast:
@@ -124,7 +127,8 @@ def job_intervals(
         & (rows["mid_s"] < exploded["end_s"])
     )
     return exploded.join(rows, inside).select(
-        *[exploded[c] for c in (*JOB, "node")],
+        exploded["slot"],
+        exploded["job_no"],
         *[rows[c] for c in ("ts", "interval_s", "read", "write", "io", "net")],
     )
 
@@ -132,14 +136,15 @@ def job_intervals(
 def job_node_bytes(alloc: DataFrame, joined: DataFrame) -> DataFrame:
     """Per job × allocated node: read, write, io and network bytes (zero for silent nodes)."""
     zero = F.lit(0)
-    per_node = joined.groupBy(*JOB, "node").agg(
+    per_node = joined.groupBy("slot").agg(
         F.sum("read").alias("read_bytes"),
         F.sum("write").alias("write_bytes"),
         F.sum("io").alias("io_bytes"),
         F.sum("net").alias("net_bytes"),
     )
-    return join_on_job(alloc, per_node, "left", also=("node",)).select(
+    return alloc.join(per_node, "slot", "left").select(
         *JOB_INFO,
+        "job_no",
         "node",
         "node_index",
         "cabinet",
@@ -151,9 +156,9 @@ def job_node_bytes(alloc: DataFrame, joined: DataFrame) -> DataFrame:
 
 
 def job_interval_traffic(joined: DataFrame) -> DataFrame:
-    """Per job and interval with node_io rows: the bytes its nodes moved (read, write, io) and
-    how many of them moved any."""
-    return joined.groupBy(*JOB, "ts").agg(
+    """Per job (``job_no``) and interval with node_io rows: the bytes its nodes moved (read,
+    write, io) and how many of them moved any."""
+    return joined.groupBy("job_no", "ts").agg(
         F.sum("io").alias("io"),
         F.sum("read").alias("read"),
         F.sum("write").alias("write"),
@@ -171,7 +176,7 @@ def in_io_phase(settings: MetricSettings) -> Column:
 def io_phases(per_interval: DataFrame, settings: MetricSettings) -> DataFrame:
     """Per job: seconds of its run in intervals where its nodes move at least the I/O-phase
     rate (temporal burstiness, 004 §1)."""
-    return per_interval.groupBy(*JOB).agg(
+    return per_interval.groupBy("job_no").agg(
         F.sum(F.when(in_io_phase(settings), F.col("interval_s")).otherwise(0))
         .cast("double")
         .alias("io_phase_s")
@@ -181,7 +186,7 @@ def io_phases(per_interval: DataFrame, settings: MetricSettings) -> DataFrame:
 def per_job(node_bytes: DataFrame) -> DataFrame:
     """Roll job × node rows up to jobs via job × cabinet: the I/O distribution over nodes and
     the node distribution over cabinets in one pass."""
-    by_cabinet = node_bytes.groupBy(*JOB_INFO, "start_s", "end_s", "cabinet").agg(
+    by_cabinet = node_bytes.groupBy("job_no", *JOB_INFO, "start_s", "end_s", "cabinet").agg(
         F.count(F.lit(1)).alias("cabinet_nodes"),
         F.sum("read_bytes").alias("read_bytes"),
         F.sum("write_bytes").alias("write_bytes"),
@@ -190,25 +195,26 @@ def per_job(node_bytes: DataFrame) -> DataFrame:
     )
     known = F.col("cabinet").isNotNull()
     cabinet_nodes = F.when(known, F.col("cabinet_nodes").cast("double"))
-    return by_cabinet.groupBy(*JOB_INFO, "start_s", "end_s").agg(
+    return by_cabinet.groupBy("job_no", *JOB_INFO, "start_s", "end_s").agg(
         F.sum("cabinet_nodes").alias("nodes"),
         F.sum("io_active").alias("active_nodes"),
         F.sum("read_bytes").alias("read_bytes"),
         F.sum("write_bytes").alias("write_bytes"),
         F.sum("io_total").alias("io_total"),
-        F.sum("io_xlogx").alias("io_xlogx"),
+        ordered_sum(F.col("io_xlogx")).alias("io_xlogx"),
         F.max("io_max").alias("io_max"),
         F.sum("net_bytes").alias("net_bytes"),
         F.count(F.when(known, 1)).alias("cabinets"),
         F.sum(cabinet_nodes).alias("cab_total"),
-        F.sum(xlogx(cabinet_nodes)).alias("cab_xlogx"),
+        xlogx_sum(cabinet_nodes).alias("cab_xlogx"),
     )
 
 
 @dataclass(frozen=True)
 class JobIO:
     """The job_io_metrics rows, the job × node bytes behind them (for app divergence) and the
-    job × interval traffic of the intervals in an I/O phase (for the io_phases table)."""
+    job × interval traffic of the intervals in an I/O phase (for the io_phases table), the
+    latter keyed by ``job_no`` (:func:`allocations`), which ``node_bytes`` carries too."""
 
     metrics: DataFrame
     node_bytes: DataFrame
@@ -262,12 +268,14 @@ def job_io_metrics(
     topology: DataFrame,
     nodes_per_cabinet: int | None,
     settings: MetricSettings,
+    keep: Callable[[DataFrame], DataFrame] = lambda frame: frame,
 ) -> JobIO:
     """job_io_metrics: I/O distribution (004 §3.2), node distribution (§3.3), traits (§6.2).
     Both roll-ups (job × node, job × interval) run the range join where they read node_io
     (broadcast up to ``broadcast_rows``): cheaper than writing its node_io-sized result once
-    and reading it back twice."""
-    alloc = allocations(jobs, job_nodes, topology)
+    and reading it back twice. The allocations, which the count of bucket rows, both joins
+    and the job × node roll-up read, are computed once if ``keep`` persists them."""
+    alloc = keep(allocations(jobs, job_nodes, topology))
     traffic = node_traffic(node_io)
     rows = bucket_rows(alloc, settings.time_bucket_s)
     broadcast = rows <= settings.broadcast_rows
@@ -279,5 +287,5 @@ def job_io_metrics(
     # only the intervals in an I/O phase count for io_phase_s and the io_phases table: the
     # kept frame holds those, not every job × interval with traffic (node_io-sized)
     per_interval = job_interval_traffic(joined).where(in_io_phase(settings))
-    jobs_io = join_on_job(per_job(node_bytes), io_phases(per_interval, settings), "left")
+    jobs_io = per_job(node_bytes).join(io_phases(per_interval, settings), "job_no", "left")
     return JobIO(characteristics(jobs_io, nodes_per_cabinet, settings), node_bytes, per_interval)

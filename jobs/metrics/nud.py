@@ -38,6 +38,19 @@ def xlogx(value: Column) -> Column:
     return F.when(value > 0, value * F.log(value)).otherwise(F.lit(0.0))
 
 
+def ordered_sum(value: Column) -> Column:
+    """The sum of a group's doubles added in ascending order: the same bits whatever order the
+    rows arrive in. A plain sum follows the plan (a broadcast or a shuffled join, the
+    partitions), and a NUD near 0, where the entropy is near ln n, shows that order in its
+    last digits; sums of these sums (per cabinet, then per job) stay independent of it."""
+    return F.aggregate(F.array_sort(F.collect_list(value)), F.lit(0.0), lambda x, y: x + y)
+
+
+def xlogx_sum(value: Column) -> Column:
+    """Σ x ln x over a group (:func:`ordered_sum`)."""
+    return ordered_sum(xlogx(value))
+
+
 def nud(total: Column, xlogx_sum: Column, n: Column) -> Column:
     """NUD from Σ x, Σ x ln x and the number of possible values n; null if n <= 1 or T = 0."""
     entropy = F.log(total) - xlogx_sum / total
@@ -56,7 +69,7 @@ def distribution(value: Column, prefix: str) -> list[Column]:
     amount = value.cast("double")
     return [
         F.sum(amount).alias(f"{prefix}_total"),
-        F.sum(xlogx(amount)).alias(f"{prefix}_xlogx"),
+        xlogx_sum(amount).alias(f"{prefix}_xlogx"),
         F.max(amount).alias(f"{prefix}_max"),
         F.count(F.lit(1)).alias(f"{prefix}_items"),
         F.count(F.when(amount > 0, 1)).alias(f"{prefix}_active"),

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from .job_io import JOB, epoch_s, in_io_phase, join_on_job
+from .job_io import JOB, epoch_s, in_io_phase
 from .settings import MetricSettings
 
 
@@ -18,13 +18,13 @@ def io_phase_rows(
 ) -> DataFrame:
     """The io_phases rows from the job × interval traffic and the job × node rows."""
     busy = per_interval.where(in_io_phase(settings)).withColumn("ts_s", epoch_s("ts"))
-    order = Window.partitionBy(*JOB).orderBy("ts_s")
+    order = Window.partitionBy("job_no").orderBy("ts_s")
     gap = F.col("ts_s") - F.lag(F.col("ts_s") + F.col("interval_s")).over(order)
     opens = F.when(gap.isNull() | (gap >= F.lit(settings.io_phase_gap_s)), 1).otherwise(0)
     numbered = busy.withColumn("opens", opens).withColumn(
         "phase", F.sum("opens").over(order.rowsBetween(Window.unboundedPreceding, 0)) - 1
     )
-    phases = numbered.groupBy(*JOB, "phase").agg(
+    phases = numbered.groupBy("job_no", "phase").agg(
         F.min("ts_s").alias("start_s"),
         F.max(F.col("ts_s") + F.col("interval_s")).alias("end_s"),
         F.sum("read").alias("read_bytes"),
@@ -33,8 +33,8 @@ def io_phase_rows(
         F.max("active_nodes").alias("active_nodes"),
         F.count(F.lit(1)).alias("intervals"),
     )
-    nodes = node_bytes.groupBy(*JOB).agg(F.count(F.lit(1)).alias("nodes"))
-    return join_on_job(phases, nodes).select(
+    nodes = node_bytes.groupBy("job_no", *JOB).agg(F.count(F.lit(1)).alias("nodes"))
+    return phases.join(nodes, "job_no").select(
         *JOB,
         F.col("phase").cast("long").alias("phase"),
         F.timestamp_micros((F.col("start_s") * 1e6).cast("long")).alias("start"),

@@ -14,12 +14,14 @@ The same code runs in local mode (default) or on any Spark master URL.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import sys
 from collections.abc import Callable
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -44,12 +46,13 @@ TABLES = NAMES  # the tables a run writes, in dependency order
 log = logging.getLogger(__name__)
 
 
-def cabinet_size(topology: DataFrame, settings: MetricSettings) -> int | None:
-    """Nodes per cabinet for minimal cabinets: the setting, else the largest cabinet."""
+def cabinet_size(places: pa.Table, settings: MetricSettings) -> int | None:
+    """Nodes per cabinet for minimal cabinets: the setting, else the largest cabinet of the
+    topology's (node, cabinet, ion) rows."""
     if settings.nodes_per_cabinet:
         return settings.nodes_per_cabinet
-    row = topology.groupBy("cabinet").count().agg(F.max("count")).first()
-    return row[0]
+    sizes = places.group_by("cabinet").aggregate([([], "count_all")])["count_all"]
+    return pc.max(sizes).as_py()
 
 
 class Machine:
@@ -68,6 +71,12 @@ class Machine:
         self.scratch = scratch  # intermediates several steps read, computed once
         self.kept: list[DataFrame] = []
         self.results: dict[str, DataFrame] = {}
+
+    @functools.cached_property
+    def places(self) -> pa.Table:
+        """The topology's (node, cabinet, ion) rows on the driver (one Spark job): the sizes
+        the steps need (cabinet size, the k of each top-k) come from them without more jobs."""
+        return self.inputs["topology"].select("node", "cabinet", "ion").toArrow()
 
     def keep(self, frame: DataFrame) -> DataFrame:
         self.kept.append(frame.persist(StorageLevel.MEMORY_AND_DISK))
@@ -96,8 +105,9 @@ class Machine:
             i["job_nodes"],
             i["node_io"],
             i["topology"],
-            cabinet_size(i["topology"], self.settings),
+            cabinet_size(self.places, self.settings),
             self.settings,
+            self.keep,
         )
         self.node_bytes = self.keep(result.node_bytes)
         self.per_interval = self.keep(result.per_interval)
@@ -112,7 +122,7 @@ class Machine:
 
     def intervals(self) -> DataFrame:
         i = self.inputs
-        size = SystemSize.of(i["topology"], i["node_io"])
+        size = SystemSize.of(self.places, i["node_io"])
         result = interval_metrics(i["node_io"], i["topology"], size, self.settings, self.scratch)
         self.per_level = {"cabinet": result.cabinets, "ion": result.ions}
         return self.keep(result.metrics)

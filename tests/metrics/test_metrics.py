@@ -37,7 +37,7 @@ import pytest
 
 from burstlake import catalog
 from burstlake.jobs.metrics import frames
-from burstlake.jobs.metrics.divergence import divergence, divergence_of
+from burstlake.jobs.metrics.divergence import divergence_of, divergences
 from burstlake.jobs.metrics.headline_sql import headline
 from burstlake.jobs.metrics.job_io import job_io_metrics
 from burstlake.jobs.metrics.nud import distribution, distribution_metrics
@@ -230,9 +230,10 @@ def test_nud_columns_agree_with_numpy(spark):
     assert got["zero"][1] is None
 
 
-def test_divergence_by_hand_and_in_spark(spark):
+def test_divergence_by_hand_and_per_application():
     """004 Def. 4: three jobs with shares (1, 0), (0, 1), (1/2, 1/2): distances √2, √2/2, √2/2,
-    mean 2√2/3; the Spark form (app_metrics) agrees with NumPy (the replay's prediction)."""
+    mean 2√2/3; the per-application form (app_metrics, from collected vectors) agrees with the
+    pairs taken at once, also when the pairs are walked in many blocks."""
     assert divergence_of([np.array([1, 0]), np.array([0, 1]), np.array([0.5, 0.5])]) == (
         pytest.approx(2 * math.sqrt(2) / 3)
     )
@@ -242,16 +243,25 @@ def test_divergence_by_hand_and_in_spark(spark):
     for a in range(12):
         raw = rng.pareto(1.0, size=(int(rng.integers(2, 7)), int(rng.integers(2, 9)))) + 1e-3
         apps[f"app{a}"] = raw / raw.sum(axis=1, keepdims=True)
-    frame = spark.createDataFrame(
-        [
-            (app, f"j{k}", [float(x) for x in row])
-            for app, m in apps.items()
-            for k, row in enumerate(m)
-        ],
-        "app_id string, job string, shares array<double>",
-    )
-    got = {r["app_id"]: r["divergence"] for r in divergence(frame).collect()}
-    assert got == {app: pytest.approx(divergence_of(m), rel=1e-12) for app, m in apps.items()}
+    rows = [(app, [float(x) for x in row]) for app, m in apps.items() for row in m]
+    rows.append(("alone", [1.0, 0.0]))  # one vector: no pair, no divergence
+    rng.shuffle(rows)
+    vectors = pa.table({"app_id": [r[0] for r in rows], "shares": [r[1] for r in rows]})
+    got = dict(divergences(vectors))
+    assert got == {app: pytest.approx(pairwise(m), rel=1e-12) for app, m in apps.items()}
+    large = rng.random((300, 5))
+    blocks = divergence_of(large)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("burstlake.jobs.metrics.divergence.BLOCK_VALUES", 64)
+        assert divergence_of(large) == pytest.approx(blocks, rel=1e-12)
+    assert blocks == pytest.approx(pairwise(large), rel=1e-12)
+
+
+def pairwise(matrix: np.ndarray) -> float:
+    """Def. 4 with every pair at once (the reference for the blocked form)."""
+    gaps = matrix[:, None, :] - matrix[None, :, :]
+    distance = np.sqrt((gaps**2).sum(axis=2))
+    return float(distance[np.triu_indices(len(matrix), k=1)].mean())
 
 
 def test_top_count():
