@@ -42,8 +42,8 @@ from pathlib import Path
 from statistics import mean, stdev
 from typing import NamedTuple
 
+from bench import STEP_TIMEOUT_S, measure, python_step, write_result
 from bench import _paper000 as paper
-from bench import measure, python_step, write_result
 from burstlake.replay.packet import ARBITRATIONS
 
 
@@ -162,13 +162,14 @@ def codes_case(
     seed: int,
     study: paper.Study = paper.MPI_STUDY,
     window: Window = MPI_WINDOW,
+    timeout_s: float = STEP_TIMEOUT_S,
 ) -> dict:
     """One case of the CODES driver (sequential mode), as ``run.sh`` runs it."""
     binary = prefix / "bin" / "model-net-io-mpi-fattree"
     config = prefix / "ft3-k36-n1296-static.conf"
     options = codes_options(placement, kinds, seed, study, window)
     with tempfile.TemporaryDirectory() as work:
-        step = measure([str(binary), *options, "--", str(config)], cwd=work)
+        step = measure([str(binary), *options, "--", str(config)], timeout_s, cwd=work)
     out: dict = {"wall_s": step.wall_s, "cpu_s": step.cpu_s, "peak_rss_mb": step.peak_mb}
     found = EVENTS.search(step.stdout)
     out["events"] = int(found.group(1)) if found else None
