@@ -10,8 +10,8 @@ jars directly: no resolution, no network, no Ivy report. The driver logs errors 
 Scans split at ``spark.sql.files.maxPartitionBytes`` = 16 MB (Spark's default is 128 MB): a
 lake's node_io is one Parquet file per day (about 8 MB a day for the Tianhe-1A month), and the
 default packed the month's 24 files into 3 scan tasks for 2 cores, the last one running alone;
-at 16 MB each task reads one day and both cores stay busy to the end of every scan of node_io
-(README, "Where the Spark metrics time goes").
+at 16 MB a task reads one day (two small ones at most), so both cores stay busy to the end of a
+scan of node_io (README, "Where the Spark metrics time goes").
 
 Given a lake, everything the JVM prints goes to the lake's log file (:func:`log_file`), not to
 the terminal: log4j's lines, Ivy's report, and the JVM's own "WARNING: Using incubator modules:

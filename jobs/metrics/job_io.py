@@ -29,6 +29,7 @@ logger = logging.getLogger(__name__)
 
 JOB = ["job_id", "cluster", "run"]  # a run of a requeued job is a job (docs/design.md)
 JOB_INFO = [*JOB, "user", "job_name", "start", "end"]
+RANK_BUCKETS = 64  # hash buckets of job ids that :func:`allocations` numbers in parallel
 
 
 def epoch_s(column: str) -> Column:
@@ -51,25 +52,30 @@ def join_on_job(left: DataFrame, right: DataFrame) -> DataFrame:
 def allocations(jobs: DataFrame, job_nodes: DataFrame, topology: DataFrame) -> DataFrame:
     """Job × node rows of the jobs that ran (start < end), with the run in epoch seconds, the
     node's cabinet and two numbers that stand for the keys in the node_io-sized steps: ``slot``
-    for the job × node row and ``job_no`` for the job (ranks in (job, node) order, so the same
-    rows get the same numbers in every run). Grouping and sorting by one integer instead of
-    (job_id, cluster, run[, node]) costs less (README, "Where the Spark metrics time goes")."""
+    for the job × node row and ``job_no`` for the job. Grouping and sorting by one integer
+    instead of (job_id, cluster, run[, node]) costs less (README, "Where the Spark metrics time
+    goes"). They are ranks in (job, node) order within a bucket of the job id's hash, the bucket
+    in the high bits: distinct, the same in every run, and ranked in parallel (a window over all
+    rows would sort them in one task)."""
     ran = jobs.where(F.col("start").isNotNull() & (F.col("end") > F.col("start")))
     alloc = join_on_job(
         job_nodes.select(*JOB, "node", "node_index").dropDuplicates([*JOB, "node"]),
         ran.select(*JOB_INFO),
     )
     cabinets = F.broadcast(topology.select("node", "cabinet"))
-    ordered = Window.orderBy(*JOB, "node")  # one partition: a row per allocated node
-    return alloc.join(cabinets, "node", "left").select(
+    bucket = F.pmod(F.xxhash64("job_id"), F.lit(RANK_BUCKETS))
+    in_bucket = Window.partitionBy("_bucket")
+    high = F.col("_bucket") * F.lit(1 << 40)
+    numbered = alloc.join(cabinets, "node", "left").withColumn("_bucket", bucket)
+    return numbered.select(
         *JOB_INFO,
         "node",
         "node_index",
         "cabinet",
         epoch_s("start").alias("start_s"),
         epoch_s("end").alias("end_s"),
-        F.row_number().over(ordered).alias("slot"),
-        F.dense_rank().over(Window.orderBy(*JOB)).alias("job_no"),
+        (high + F.row_number().over(in_bucket.orderBy(*JOB, "node"))).alias("slot"),
+        (high + F.dense_rank().over(in_bucket.orderBy(*JOB))).alias("job_no"),
     )
 
 
