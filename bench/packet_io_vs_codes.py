@@ -29,7 +29,6 @@ Results: ``bench/results/packet_io_vs_codes.json``.
 
 from __future__ import annotations
 
-import os
 from dataclasses import asdict
 from pathlib import Path
 from statistics import mean
@@ -41,7 +40,9 @@ from bench.packet_vs_codes import (
     Window,
     burstlake_case,
     codes_case,
+    codes_peer,
     io_row,
+    main_seed,
     seed_list,
 )
 
@@ -74,16 +75,10 @@ def run_seeds(seeds: list[int], case) -> dict[int, dict]:
 
 
 def main() -> Path:
-    main_seed = seed_list("BURSTLAKE_BENCH_SEED", str(paper.SEED))
-    if len(main_seed) != 1:
-        raise SystemExit(f"BURSTLAKE_BENCH_SEED: give one seed, got {main_seed}")
-    seed = main_seed[0]
+    seed = main_seed()
     seeds = [seed, *[s for s in seed_list("BURSTLAKE_BENCH_SEEDS", "1,2,3,4") if s != seed]]
     codes_seeds = [seed, *[s for s in seed_list("BURSTLAKE_CODES_SEEDS", "") if s != seed]]
-    prefix = os.environ.get("BURSTLAKE_CODES")
-    peer = Path(prefix) if prefix else None
-    if peer is not None and not (peer / "bin" / "model-net-io-mpi-fattree").exists():
-        raise SystemExit(f"BURSTLAKE_CODES={peer}: no bin/model-net-io-mpi-fattree there")
+    peer = codes_peer()
     study, window = paper.IO_STUDY, IO_WINDOW
 
     def ours(name: str, s: int) -> dict:

@@ -290,20 +290,31 @@ def seed_list(name: str, default: str) -> list[int]:
     return seeds
 
 
+def main_seed() -> int:
+    """``BURSTLAKE_BENCH_SEED``: the one placement seed speed and CODES' figures are taken on."""
+    seeds = seed_list("BURSTLAKE_BENCH_SEED", str(paper.SEED))
+    if len(seeds) != 1:
+        raise SystemExit(f"BURSTLAKE_BENCH_SEED: give one seed, got {seeds}")
+    return seeds[0]
+
+
+def codes_peer() -> Path | None:
+    """``BURSTLAKE_CODES``: the CODES build (``../shared/peers/codes``), None when unset."""
+    prefix = os.environ.get("BURSTLAKE_CODES")
+    peer = Path(prefix) if prefix else None
+    if peer is not None and not (peer / "bin" / "model-net-io-mpi-fattree").exists():
+        raise SystemExit(f"BURSTLAKE_CODES={peer}: no bin/model-net-io-mpi-fattree there")
+    return peer
+
+
 def main() -> Path:
-    main_seed = seed_list("BURSTLAKE_BENCH_SEED", str(paper.SEED))
-    if len(main_seed) != 1:
-        raise SystemExit(f"BURSTLAKE_BENCH_SEED: give one seed, got {main_seed}")
-    seed = main_seed[0]
+    seed = main_seed()
     others = ",".join(str(s) for s in (1, 2, 3, 4) if s != seed)
     seeds = [seed, *[s for s in seed_list("BURSTLAKE_BENCH_SEEDS", others) if s != seed]]
     wanted = {seed, *seed_list("BURSTLAKE_CODES_SEEDS", ",".join(map(str, seeds)))}
     codes_seeds = [s for s in seeds if s in wanted]
     ties = seed_list("BURSTLAKE_BENCH_TIE_SEEDS", "101,102,103,104")
-    prefix = os.environ.get("BURSTLAKE_CODES")
-    peer = Path(prefix) if prefix else None
-    if peer is not None and not (peer / "bin" / "model-net-io-mpi-fattree").exists():
-        raise SystemExit(f"BURSTLAKE_CODES={peer}: no bin/model-net-io-mpi-fattree there")
+    peer = codes_peer()
     ours = {arb: {s: {} for s in seeds} for arb in ARBITRATIONS}
     theirs: dict = {s: {} for s in codes_seeds}
     for name, (placement, kinds) in CASES.items():
