@@ -284,7 +284,7 @@ SELECT line_no,
               || ' is not numeric (0 float, 3 unsigned)'
          WHEN number IS NULL THEN 'value ' || left(value, 40) || ' is not a number'
          WHEN number < 0 THEN 'negative value ' || value
-         WHEN clock_s IS NULL OR clock_s NOT BETWEEN 0 AND 4102444799 THEN
+         WHEN clock_s IS NULL OR clock_s NOT BETWEEN 0 AND $last_clock THEN
               'clock ' || clock || ' is not a Unix time in seconds'
          WHEN ns_i IS NULL OR ns_i NOT BETWEEN 0 AND 999999999 THEN
               'ns ' || ns || ' is not 0..999999999'
@@ -568,6 +568,19 @@ def quoted(path: Path) -> str:
     return str(path).replace("'", "''")
 
 
+def classify_params(settings: Settings) -> dict[str, Any]:
+    """The SQL parameters of ``_CLASSIFY`` for an ingest with ``settings``."""
+    return {
+        "has_items": settings.items is not None,
+        "mapping": settings.mapping.origin,
+        "interval": settings.interval,
+        "max_line": inputs.MAX_LINE_BYTES,
+        "last_clock": zabbix_typed.LAST_CLOCK,
+        "too_long": inputs.LINE_TOO_LONG,
+        "not_utf8": inputs.NOT_UTF8,
+    }
+
+
 def pass_one(
     path: Path,
     context: ParseContext,
@@ -580,14 +593,7 @@ def pass_one(
     A broken compressed stream is one more record: the unreadable rest of the file."""
     con.register("mapping", settings.mapping.table())
     _load_items(con, settings.items)
-    params = {
-        "has_items": settings.items is not None,
-        "mapping": settings.mapping.origin,
-        "interval": settings.interval,
-        "max_line": inputs.MAX_LINE_BYTES,
-        "too_long": inputs.LINE_TOO_LONG,
-        "not_utf8": inputs.NOT_UTF8,
-    }
+    params = classify_params(settings)
     (spill / RAW).mkdir()
     (spill / SAMPLES).mkdir()
     state = _Spill(con, spill, settings.hosts, params, bucket_sql, settings.threads > 1)

@@ -40,7 +40,7 @@ SAMPLES = pa.schema(
     ]
 )
 _INTEGERS = ("itemid", "clock", "ns", "value", "type")
-_LAST_CLOCK = 4102444799  # the classifier's range of a Unix time in seconds
+LAST_CLOCK = 4102444799  # the last Unix time in seconds a sample may have (2099-12-31)
 _NS = 1_000_000_000
 _NUMERIC_TYPES = pa.array([0, 3], pa.int64())  # value types: 0 float, 3 unsigned
 
@@ -105,7 +105,7 @@ def split(
         pc.is_valid(table.column("itemid")),
         pc.is_null(table.column("key_")),
         pc.greater_equal(clock, 0),
-        pc.less_equal(clock, _LAST_CLOCK),
+        pc.less_equal(clock, LAST_CLOCK),
         pc.greater_equal(ns, 0),
         pc.less(ns, _NS),
         pc.greater_equal(value, 0),

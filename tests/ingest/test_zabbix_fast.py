@@ -217,16 +217,9 @@ def test_typed_samples_are_the_classifiers(tmp_path: Path) -> None:
         con.register("mapping", settings.mapping.table())
         zabbix_lines._load_items(con, None)
         con.register("lines", lines)
-        params = {
-            "has_items": False,
-            "mapping": settings.mapping.origin,
-            "interval": settings.interval,
-            "max_line": inputs.MAX_LINE_BYTES,
-            "too_long": inputs.LINE_TOO_LONG,
-            "not_utf8": inputs.NOT_UTF8,
-        }
         classified = con.execute(
-            zabbix_lines._CLASSIFY.format(decoder=zabbix_lines._decoder(None)), params
+            zabbix_lines._CLASSIFY.format(decoder=zabbix_lines._decoder(None)),
+            zabbix_lines.classify_params(settings),
         )
         by_line = {r["line_no"]: r for r in classified.fetch_arrow_table().to_pylist()}
     assert 0 < sure.num_rows < lines.num_rows and ignored == 1
