@@ -69,6 +69,16 @@ def describe(totals_: dict[str, int]) -> str:
 
 
 TRAFFIC_REASONS = ("landed", "quarantined", "gap", "reset")
+# The most bytes one traffic sum may hold: node_io's byte columns and ingest_log's balance are
+# 64-bit integers (schemas/tables.py). A record that would take a sum past it is quarantined.
+MAX_BYTES = 2**63 - 1
+
+
+def overflowing(traffic: Mapping[str, Mapping[str, int]]) -> str | None:
+    """The first traffic metric of a balance holding a sum past :data:`MAX_BYTES`, if any."""
+    return next(
+        (m for m, parts in traffic.items() if any(v > MAX_BYTES for v in parts.values())), None
+    )
 
 
 def describe_traffic(parts: Mapping[str, int]) -> str:

@@ -51,9 +51,11 @@ import pyarrow.compute as pc
 from burstlake import catalog, paths
 from burstlake import lake as lakes
 from burstlake.jobs.ingest.accounting import (
+    MAX_BYTES,
     TRAFFIC_REASONS,
     FileReport,
     add_traffic,
+    overflowing,
 )
 from burstlake.lake import (
     ContributionWriter,
@@ -243,6 +245,18 @@ def _account_traffic(report: FileReport, batch: Batch, failed: set[int]) -> None
             add_traffic(
                 report.traffic, metric, "quarantined" if record in failed else "landed", amount
             )
+
+
+def _check_sums(report: FileReport) -> None:
+    """The last guard of ``ingest_log``'s 64-bit balance: a file whose traffic of a metric
+    passes :data:`MAX_BYTES` (a source that did not quarantine the records taking it there)
+    is refused as a whole with a one-line reason, never a traceback."""
+    metric = overflowing(report.traffic)
+    if metric is not None:
+        raise UnusableInput(
+            f"its {metric} traffic passes {MAX_BYTES} bytes, the most a 64-bit byte count "
+            "holds (counter values near 2^63?)"
+        )
 
 
 def content_id(path: Path) -> str:
@@ -496,6 +510,7 @@ class _Landing:
                 checkpoint("ingest-parse")
                 good, rejects, failed, bad_records = _screen(batch, self.topology_nodes)
                 _account_traffic(self.report, batch, bad_records)
+                _check_sums(self.report)
                 for table, rows in good.items():
                     _write(writers[table], rows)
                 for table, rows in batch.state.items():

@@ -183,6 +183,11 @@ def pair_tables(
     ]
 
 
+def clean_query(samples: str) -> str:
+    """SQL for ``samples`` without their duplicates (the first line of an instant counts)."""
+    return _CLEAN.format(samples=samples)
+
+
 def copy_statement(samples: str) -> str:
     """SQL making the first table of :func:`pair_tables` from ``samples`` as they are: the
     deduplicated samples when no instant repeats (then the window's sort is saved)."""

@@ -50,7 +50,8 @@ skip the SQL, see :mod:`.zabbix_lines`); (2) bucket by bucket and day by day, th
 Accounting: every input line is a record (the header line of a CSV/TSV is not). A line lands
 when its sample is used; it is quarantined with ``line N`` and a reason when it is empty,
 truncated (not valid JSON), non-numeric, of an unknown item or host, or a duplicate (``duplicate
-sample of line M``, or of ``FILE line M`` when an earlier member holds the same instant).
+sample of line M``, or of ``FILE line M`` when an earlier member holds the same instant), or its
+pair would take a 64-bit traffic sum past 2^63 - 1 bytes (:mod:`.zabbix_overflow`).
 node_io rows aggregate many lines, so they carry one ``_record`` per node and contribution that
 stands for this file's samples there (``Batch.weights``): if a node's rows fail validation (say
 the node is not in the topology), those samples count as quarantined.
@@ -79,7 +80,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from burstlake.jobs.ingest import counters, zabbix_batches, zabbix_db, zabbix_lines
+from burstlake.jobs.ingest import counters, zabbix_batches, zabbix_db, zabbix_lines, zabbix_overflow
 from burstlake.jobs.ingest.base import (
     CONTRIBUTION,
     Batch,
@@ -281,6 +282,7 @@ def _pass_two(
     )
     yield from zabbix_batches.merged(_regions(con, spill, settings, stream), ROWS_PER_BATCH)
     yield from _duplicate_batches(con, spill)
+    yield from zabbix_overflow.rejects(con, spill)
 
 
 def _regions(
@@ -357,7 +359,7 @@ def _bucket_view(con: duckdb.DuckDBPyConnection, spill: Path, bucket: int, strea
     files = zabbix_lines.spilled_samples(spill, bucket)
     if files:
         listed = "[" + ", ".join(f"'{_quoted(f)}'" for f in files) + "]"
-        source = f"SELECT * FROM read_parquet({listed})"
+        source = f"SELECT * FROM read_parquet({listed}) WHERE {zabbix_overflow.kept(con)}"
     else:
         source = (
             "SELECT NULL::BIGINT AS line_no, NULL::VARCHAR AS node, "
@@ -624,7 +626,8 @@ def _store_samples(con: duckdb.DuckDBPyConnection, spill: Path, stream: Stream) 
     if zabbix_lines.spilled_samples(spill):
         reader = con.execute(
             "SELECT node, item, metric, kind, make_timestamp(t_ns // 1000) AS ts, t_ns, value, "
-            f"bucket, line_no FROM read_parquet('{files}', hive_partitioning = true)"
+            f"bucket, line_no FROM read_parquet('{files}', hive_partitioning = true) "
+            f"WHERE {zabbix_overflow.kept(con)}"
         ).fetch_record_batch(ROWS_PER_BATCH)
         for batch in reader:
             rows = pa.Table.from_batches([batch])
@@ -651,6 +654,7 @@ def parse(path: Path, context: ParseContext) -> Iterator[Batch]:
             }
         )
         con.execute("SET enable_progress_bar = false")  # our progress is the byte count
+        con.execute(f"CREATE TEMP TABLE {zabbix_overflow.REFUSED} (line_no BIGINT, reason VARCHAR)")
         try:
             yield from zabbix_lines.pass_one(
                 path, context, con, spill, settings, _bucket_sql("m.node")
@@ -662,6 +666,7 @@ def parse(path: Path, context: ParseContext) -> Iterator[Batch]:
                     f"read_parquet('{_quoted(spill / zabbix_lines.samples_pattern())}')"
                 )
                 stream = stream.decide(con, "all_new")
+                zabbix_overflow.refuse(con, spill, settings.interval, stream)
             else:
                 stream = stream.decide(con, "(SELECT NULL AS node WHERE false)")
             yield from _pass_two(con, spill, settings, stream)
