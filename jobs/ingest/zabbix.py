@@ -88,6 +88,7 @@ from burstlake.jobs.ingest.base import (
     Pulled,
     Reject,
     Source,
+    UnusableInput,
     record_cluster,
 )
 from burstlake.jobs.ingest.zabbix_lines import quoted as _quoted
@@ -280,7 +281,10 @@ def _pass_two(
         "CREATE TEMP TABLE duplicates (line_no BIGINT, first_file VARCHAR, "
         "first_line BIGINT, same BOOLEAN, kept DECIMAL(38, 6))"
     )
-    yield from zabbix_batches.merged(_regions(con, spill, settings, stream), ROWS_PER_BATCH)
+    try:
+        yield from zabbix_batches.merged(_regions(con, spill, settings, stream), ROWS_PER_BATCH)
+    except duckdb.ConversionException as err:  # a 64-bit node_io sum with earlier files' pairs
+        raise UnusableInput(zabbix_overflow.past_64_bits(err)) from err
     yield from _duplicate_batches(con, spill)
     yield from zabbix_overflow.rejects(con, spill)
 

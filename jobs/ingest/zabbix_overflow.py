@@ -163,6 +163,17 @@ def _rounds(
     )
 
 
+def past_64_bits(err: duckdb.ConversionException) -> str:
+    """The one-line reason for a file refused whole because a node_io interval's sum of its
+    pairs and the stream's other files' passed ``MAX_BYTES`` (the sums :func:`refuse` checks
+    only when the file's own :func:`bound` could pass it)."""
+    detail = str(err).splitlines()[0] if str(err) else type(err).__name__
+    return (
+        f"a node_io interval's traffic passes {MAX_BYTES} bytes (a 64-bit count) with this "
+        f"file's samples between the stream's earlier files' ({detail})"
+    )
+
+
 def rejects(con: duckdb.DuckDBPyConnection, spill: Path) -> Iterator[Batch]:
     """The quarantined samples as rejects, with their lines (kept in the spill by pass 1)."""
     if not con.execute(f"SELECT count(*) FROM {REFUSED}").fetchone()[0]:

@@ -141,3 +141,37 @@ def test_a_reset_to_a_value_past_64_bits_is_quarantined(
     log = _balanced(lake)
     assert log["read_bytes"] == {"seen": 20, "landed": 20, "quarantined": 0, "gap": 0, "reset": 0}
     assert _node_io_sum(lake, "read_bytes") == 20
+
+
+def test_a_file_whose_pairs_overflow_node_io_with_an_earlier_file_is_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """Two files, each fine alone: the first's read counter rises 2^62 + 1 in an interval, the
+    second's other read counter of the same node too. The second file's own sums stay below
+    2^63 - 1, but its node_io interval with the first's pairs does not: it is refused whole
+    with a one-line reason (before: DuckDB's ConversionException), the first file's rows stay."""
+    first = [
+        _line(101, "Lustre read bytes", T0, 0),
+        _line(101, "Lustre read bytes", T0 + 10, HALF),
+    ]
+    lake, _ = _ingest(tmp_path, first, capsys)
+    second = tmp_path / "history-second.ndjson"
+    second.write_text(
+        "\n".join(
+            [_line(201, "Lustre read bytes", T0, 0), _line(201, "Lustre read bytes", T0 + 10, HALF)]
+        )
+        + "\n"
+    )
+    argv = ["ingest", "zabbix", str(second), "--lake", str(lake), "--interval", "10"]
+    main(argv)
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.out + captured.err
+    (reject,) = [r for r in read_table(lake, "quarantine").to_pylist() if r["file"] == str(second)]
+    assert "\n" not in reject["reason"]
+    assert reject["reason"].startswith(
+        f"a node_io interval's traffic passes {MAX_BYTES} bytes (a 64-bit count) with this "
+        "file's samples between the stream's earlier files'"
+    )
+    assert _node_io_sum(lake, "read_bytes") == HALF
+    logs = {r["file"]: r for r in read_table(lake, "ingest_log").to_pylist()}
+    assert logs[str(second)]["landed"] == 0 and logs[str(second)]["quarantined"] == 1
