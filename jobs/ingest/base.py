@@ -83,6 +83,13 @@ class UnusableInput(Exception):
     """The file as a whole cannot be read as this source; the message is the one-line reason."""
 
 
+class TrafficOverflow(UnusableInput):
+    """A traffic sum of the file passed :data:`MAX_BYTES` (counter values near 2^63). The file
+    is parsed once more with ``ParseContext.exact_sums``, where a parser that can find the
+    records responsible quarantines them; if a sum passes it again, the message is the file's
+    one-line reason."""
+
+
 class IngestFailed(LakeError):
     """The lake could not take every file (full disk, read-only lake): ``reports`` says, file by
     file, what landed and what did not; the message is one line that says the same."""
@@ -173,6 +180,7 @@ class ParseContext:
     progress: Callable[[int], None] = lambda nbytes: None
     lake: Path | None = None  # set by ingest_file: sources reading earlier files' state
     source_id: str = ""  # set by ingest_file: the file's contribution
+    exact_sums: bool = False  # set after a TrafficOverflow: check each record's 64-bit sums
 
 
 @dataclass(frozen=True)
@@ -253,7 +261,7 @@ def _check_sums(report: FileReport) -> None:
     is refused as a whole with a one-line reason, never a traceback."""
     metric = overflowing(report.traffic)
     if metric is not None:
-        raise UnusableInput(
+        raise TrafficOverflow(
             f"its {metric} traffic passes {MAX_BYTES} bytes, the most a 64-bit byte count "
             "holds (counter values near 2^63?)"
         )
@@ -503,24 +511,23 @@ class _Landing:
             self.report.failure = f"not landed ({failure}): {done}"
 
     def stage(self) -> dict[str, ContributionWriter]:
-        """Parse, screen and stage the file: nothing is committed yet."""
+        """Parse, screen and stage the file: nothing is committed yet. A file whose traffic
+        passes a 64-bit sum is parsed once more with ``exact_sums`` (:class:`TrafficOverflow`):
+        checking record by record costs more, so only such a file pays for it."""
         writers = _writers(self.root, self.source, self.report.source_id)
         try:
-            for batch in self.source.parse(self.file, self.context):
-                checkpoint("ingest-parse")
-                good, rejects, failed, bad_records = _screen(batch, self.topology_nodes)
-                _account_traffic(self.report, batch, bad_records)
-                _check_sums(self.report)
-                for table, rows in good.items():
-                    _write(writers[table], rows)
-                for table, rows in batch.state.items():
-                    writers[table].write(rows)
-                for table in self.source.tables:
-                    writers[table].claim(batch.contributions)
-                writers["quarantine"].write(_quarantine_rows(self.report, batch.rejects + rejects))
-                self.report.records_in += batch.records
-                self.report.quarantined += len(batch.rejects) + failed
-                self.report.keep |= batch.keep_previous
+            try:
+                self._parse_into(writers)
+            except TrafficOverflow as err:
+                if self.context.exact_sums:
+                    raise
+                log.info("%s: %s; parsing it again, record by record", self.file, err)
+                _abort(writers)
+                writers = _writers(self.root, self.source, self.report.source_id)
+                self.report.records_in = self.report.quarantined = 0
+                self.report.traffic, self.report.keep = {}, frozenset()
+                self.context = replace(self.context, exact_sums=True)
+                self._parse_into(writers)
         except UnusableInput as err:
             _abort(writers)
             writers = _writers(self.root, self.source, self.report.source_id)
@@ -534,6 +541,24 @@ class _Landing:
         self.report.landed = self.report.records_in - self.report.quarantined
         checkpoint("ingest-stage")
         return writers
+
+    def _parse_into(self, writers: dict[str, ContributionWriter]) -> None:
+        """Parse the file, screen each batch and stage its rows into ``writers``."""
+        for batch in self.source.parse(self.file, self.context):
+            checkpoint("ingest-parse")
+            good, rejects, failed, bad_records = _screen(batch, self.topology_nodes)
+            _account_traffic(self.report, batch, bad_records)
+            _check_sums(self.report)
+            for table, rows in good.items():
+                _write(writers[table], rows)
+            for table, rows in batch.state.items():
+                writers[table].write(rows)
+            for table in self.source.tables:
+                writers[table].claim(batch.contributions)
+            writers["quarantine"].write(_quarantine_rows(self.report, batch.rejects + rejects))
+            self.report.records_in += batch.records
+            self.report.quarantined += len(batch.rejects) + failed
+            self.report.keep |= batch.keep_previous
 
     def commit(self, writers: dict[str, ContributionWriter]) -> None:
         """Commit the staged tables, then ``ingest_log``, as one landing (module doc). When

@@ -88,7 +88,7 @@ from burstlake.jobs.ingest.base import (
     Pulled,
     Reject,
     Source,
-    UnusableInput,
+    TrafficOverflow,
     record_cluster,
 )
 from burstlake.jobs.ingest.zabbix_lines import quoted as _quoted
@@ -283,8 +283,8 @@ def _pass_two(
     )
     try:
         yield from zabbix_batches.merged(_regions(con, spill, settings, stream), ROWS_PER_BATCH)
-    except duckdb.ConversionException as err:  # a 64-bit node_io sum with earlier files' pairs
-        raise UnusableInput(zabbix_overflow.past_64_bits(err)) from err
+    except duckdb.ConversionException as err:  # a node_io interval past 64 bits
+        raise TrafficOverflow(zabbix_overflow.past_64_bits(err)) from err
     yield from _duplicate_batches(con, spill)
     yield from zabbix_overflow.rejects(con, spill)
 
@@ -670,7 +670,8 @@ def parse(path: Path, context: ParseContext) -> Iterator[Batch]:
                     f"read_parquet('{_quoted(spill / zabbix_lines.samples_pattern())}')"
                 )
                 stream = stream.decide(con, "all_new")
-                zabbix_overflow.refuse(con, spill, settings.interval, stream)
+                if context.exact_sums:  # a sum passed 64 bits: find the samples taking it there
+                    zabbix_overflow.refuse(con, spill, stream)
             else:
                 stream = stream.decide(con, "(SELECT NULL AS node WHERE false)")
             yield from _pass_two(con, spill, settings, stream)

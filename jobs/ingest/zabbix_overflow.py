@@ -3,9 +3,10 @@
 node_io's byte columns and each file's balance in ``ingest_log`` are 64-bit integers
 (:data:`.accounting.MAX_BYTES`, schemas/tables.py). A uint64 counter may hold values up to
 2^64 - 1, so rises and resets near 2^63 (a hostile or corrupted export) would take the sums of
-paper 004 §2.2's per-node traffic past them. Before pass 2 of :mod:`.zabbix` lands anything,
-when :func:`bound` says a sum could pass ``MAX_BYTES``, :func:`refuse` pairs the file's samples
-with the stream's as :mod:`.counters` does and quarantines the sample whose pair would take
+paper 004 §2.2's per-node traffic past them. A file whose sums pass ``MAX_BYTES`` in pass 2 of
+:mod:`.zabbix` is parsed again (``base.TrafficOverflow``): then, before pass 2, :func:`refuse`
+pairs the file's samples with the stream's as :mod:`.counters` does (a sort of all of them,
+which only such a file pays for) and quarantines the sample whose pair would take
 
 * the file's traffic of a metric (its ``ingest_log`` balance, 'seen'), or
 * a node's traffic of a metric over the whole stream (which bounds each of its node_io
@@ -90,25 +91,9 @@ def kept(con: duckdb.DuckDBPyConnection) -> str:
     return f"line_no NOT IN (SELECT line_no FROM {REFUSED})" if refused else "true"
 
 
-def bound(con: duckdb.DuckDBPyConnection, samples: str, interval: int) -> int:
-    """An upper bound of the file's traffic of any metric: a pair is owned by its later sample,
-    a counter's pair counts at most that sample's value, a rate's at most its value over the
-    longest spacing pass 2 pairs (a region's window, :func:`.counters.reach_ns`)."""
-    before, after = counters.reach_ns(interval)
-    span_s = 86_400 + (before + after) // counters.NS
-    most = con.execute(
-        "SELECT max(b) FROM (SELECT sum(CASE kind WHEN 'counter' THEN value "
-        f"ELSE value * {span_s} END) AS b FROM {samples} "
-        "WHERE kind IN ('counter', 'rate') GROUP BY metric)"
-    ).fetchone()[0]
-    return int(most or 0)
-
-
-def refuse(con: duckdb.DuckDBPyConnection, spill: Path, interval: int, stream: Stream) -> None:
+def refuse(con: duckdb.DuckDBPyConnection, spill: Path, stream: Stream) -> None:
     """Quarantine (into :data:`REFUSED`) the file's samples (view ``all_new``) whose pairs
-    would take a sum past ``MAX_BYTES`` (module doc), when :func:`bound` says one could."""
-    if bound(con, "all_new", interval) <= MAX_BYTES:
-        return
+    would take a sum past ``MAX_BYTES`` (module doc)."""
     buckets = pa.array(sorted(zabbix_lines.spilled_buckets(spill)), pa.int32())
     where = pc.field("source_id").isin(pa.array(sorted(stream.others), pa.string()))
     where &= machine_filter(stream.cluster) & pc.field("bucket").isin(buckets)
@@ -164,9 +149,10 @@ def _rounds(
 
 
 def past_64_bits(err: duckdb.ConversionException) -> str:
-    """The one-line reason for a file refused whole because a node_io interval's sum of its
-    pairs and the stream's other files' passed ``MAX_BYTES`` (the sums :func:`refuse` checks
-    only when the file's own :func:`bound` could pass it)."""
+    """The one-line reason for a file whose node_io interval passed ``MAX_BYTES`` in pass 2:
+    parsed again, a file whose own samples take it there has them quarantined by
+    :func:`refuse`; one whose interval passes it only with the stream's earlier files is
+    refused whole with this reason."""
     detail = str(err).splitlines()[0] if str(err) else type(err).__name__
     return (
         f"a node_io interval's traffic passes {MAX_BYTES} bytes (a 64-bit count) with this "

@@ -143,35 +143,38 @@ def test_a_reset_to_a_value_past_64_bits_is_quarantined(
     assert _node_io_sum(lake, "read_bytes") == 20
 
 
-def test_a_file_whose_pairs_overflow_node_io_with_an_earlier_file_is_refused_in_one_line(
-    tmp_path: Path, capsys: pytest.CaptureFixture
+def test_a_sample_overflowing_node_io_only_with_an_earlier_file_is_quarantined_by_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Two files, each fine alone: the first's read counter rises 2^62 + 1 in an interval, the
     second's other read counter of the same node too. The second file's own sums stay below
-    2^63 - 1, but its node_io interval with the first's pairs does not: it is refused whole
-    with a one-line reason (before: DuckDB's ConversionException), the first file's rows stay."""
+    2^63 - 1, but its node_io interval with the first's pairs does not (before: DuckDB's
+    ConversionException). Its pass 2 overflows, it is parsed again record by record, and the
+    sample taking the node's traffic past 64 bits is quarantined by line; the first file's
+    rows stay. The first file, which overflows nothing, is parsed once."""
     first = [
         _line(101, "Lustre read bytes", T0, 0),
         _line(101, "Lustre read bytes", T0 + 10, HALF),
     ]
-    lake, _ = _ingest(tmp_path, first, capsys)
+    with caplog.at_level("INFO", logger="burstlake.jobs.ingest.base"):
+        lake, _ = _ingest(tmp_path, first, capsys)
+    assert "parsing it again" not in caplog.text
     second = tmp_path / "history-second.ndjson"
-    second.write_text(
-        "\n".join(
-            [_line(201, "Lustre read bytes", T0, 0), _line(201, "Lustre read bytes", T0 + 10, HALF)]
-        )
-        + "\n"
-    )
+    lines = [_line(201, "Lustre read bytes", T0, 0), _line(201, "Lustre read bytes", T0 + 10, HALF)]
+    second.write_text("\n".join(lines) + "\n")
     argv = ["ingest", "zabbix", str(second), "--lake", str(lake), "--interval", "10"]
-    main(argv)
+    with caplog.at_level("INFO", logger="burstlake.jobs.ingest.base"):
+        assert main(argv) == 0
+    assert "parsing it again, record by record" in caplog.text
     captured = capsys.readouterr()
     assert "Traceback" not in captured.out + captured.err
+    assert "2 records in, 1 landed, 1 quarantined" in captured.out
     (reject,) = [r for r in read_table(lake, "quarantine").to_pylist() if r["file"] == str(second)]
-    assert "\n" not in reject["reason"]
+    assert (reject["location"], reject["raw"]) == ("line 2", lines[1])
     assert reject["reason"].startswith(
-        f"a node_io interval's traffic passes {MAX_BYTES} bytes (a 64-bit count) with this "
-        "file's samples between the stream's earlier files'"
+        f"read_bytes: its {HALF} bytes would take node cn00001's read_bytes traffic past "
+        f"{MAX_BYTES} bytes"
     )
     assert _node_io_sum(lake, "read_bytes") == HALF
     logs = {r["file"]: r for r in read_table(lake, "ingest_log").to_pylist()}
-    assert logs[str(second)]["landed"] == 0 and logs[str(second)]["quarantined"] == 1
+    assert (logs[str(second)]["landed"], logs[str(second)]["quarantined"]) == (1, 1)
