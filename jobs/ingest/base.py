@@ -256,9 +256,9 @@ def _account_traffic(report: FileReport, batch: Batch, failed: set[int]) -> None
 
 
 def _check_sums(report: FileReport) -> None:
-    """The last guard of ``ingest_log``'s 64-bit balance: a file whose traffic of a metric
-    passes :data:`MAX_BYTES` (a source that did not quarantine the records taking it there)
-    is refused as a whole with a one-line reason, never a traceback."""
+    """The guard of ``ingest_log``'s 64-bit balance: a file whose traffic of a metric passes
+    :data:`MAX_BYTES` raises :class:`TrafficOverflow` (parsed once more record by record, then
+    refused as a whole with a one-line reason if it still passes), never a traceback."""
     metric = overflowing(report.traffic)
     if metric is not None:
         raise TrafficOverflow(
@@ -524,8 +524,6 @@ class _Landing:
                 log.info("%s: %s; parsing it again, record by record", self.file, err)
                 _abort(writers)
                 writers = _writers(self.root, self.source, self.report.source_id)
-                self.report.records_in = self.report.quarantined = 0
-                self.report.traffic, self.report.keep = {}, frozenset()
                 self.context = replace(self.context, exact_sums=True)
                 self._parse_into(writers)
         except UnusableInput as err:
@@ -543,7 +541,10 @@ class _Landing:
         return writers
 
     def _parse_into(self, writers: dict[str, ContributionWriter]) -> None:
-        """Parse the file, screen each batch and stage its rows into ``writers``."""
+        """Parse the file, screen each batch and stage its rows into ``writers``; the
+        report's counts are this parse's alone (a second parse starts them again)."""
+        self.report.records_in = self.report.quarantined = 0
+        self.report.traffic, self.report.keep = {}, frozenset()
         for batch in self.source.parse(self.file, self.context):
             checkpoint("ingest-parse")
             good, rejects, failed, bad_records = _screen(batch, self.topology_nodes)

@@ -149,15 +149,11 @@ def _rounds(
 
 
 def past_64_bits(err: duckdb.ConversionException) -> str:
-    """The one-line reason for a file whose node_io interval passed ``MAX_BYTES`` in pass 2:
-    parsed again, a file whose own samples take it there has them quarantined by
-    :func:`refuse`; one whose interval passes it only with the stream's earlier files is
-    refused whole with this reason."""
+    """The one-line reason for a file whose node_io interval passed ``MAX_BYTES`` in pass 2
+    (DuckDB's cast to BIGINT failed): the first parse's cue to parse again with
+    :func:`refuse`, and the file's reason if the interval passes it even then."""
     detail = str(err).splitlines()[0] if str(err) else type(err).__name__
-    return (
-        f"a node_io interval's traffic passes {MAX_BYTES} bytes (a 64-bit count) with this "
-        f"file's samples between the stream's earlier files' ({detail})"
-    )
+    return f"a node_io interval's traffic passes {MAX_BYTES} bytes (a 64-bit count): {detail}"
 
 
 def rejects(con: duckdb.DuckDBPyConnection, spill: Path) -> Iterator[Batch]:
