@@ -18,6 +18,13 @@ the terminal: log4j's lines, Ivy's report, and the JVM's own "WARNING: Using inc
 jdk.incubator.vector", which the JVM prints because Spark's launcher starts it with
 ``--add-modules=jdk.incubator.vector`` (``JavaModuleOptions`` in spark-launcher; Spark's
 vectorised code uses that module, so the option stays).
+
+Where Apache DataFusion Comet publishes a build for the installed Spark (1.2.0 is built for Spark
+4.1, with its native library for Linux on x86-64 and ARM64), the session runs through it: Comet
+replaces Spark's scans, projections, joins, aggregations and shuffles with native vectorised
+ones and leaves to Spark what it cannot run (a plan's other parts, and every plan on another
+platform), with the same results (README, "Where the Spark metrics time goes"). Its jar comes
+from Maven Central like Delta's; ``BURSTLAKE_SPARK_COMET=0`` runs plain Spark.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import platform
 import sys
 from collections.abc import Iterator
 from importlib import metadata, resources
@@ -33,10 +41,43 @@ from pathlib import Path
 logger = logging.getLogger(__name__)
 
 
+COMET_VERSION = "1.2.0"
+COMET_SPARK = "4.1"  # the Spark minor version the Comet release is built for
+COMET_MACHINES = {"x86_64", "amd64", "aarch64", "arm64"}  # its native library's
+# Comet's settings: its plugin and shuffle manager (without which Comet turns itself off), and
+# the off-heap memory its native operators work in (Comet's "unified" memory mode)
+COMET_CONF = {
+    "spark.plugins": "org.apache.spark.CometPlugin",
+    "spark.shuffle.manager": "org.apache.spark.sql.comet.execution.shuffle.CometShuffleManager",
+    "spark.comet.enabled": "true",
+    "spark.comet.exec.enabled": "true",
+    "spark.comet.shuffle.enabled": "true",
+    "spark.comet.exec.inMemoryCache.enabled": "true",  # persisted frames in Arrow, read natively
+    "spark.memory.offHeap.enabled": "true",
+    "spark.memory.offHeap.size": "2g",
+}
+
+
+def comet_package() -> str | None:
+    """The Maven coordinates of the Comet build for this Spark and machine, or None (no build
+    for them, or ``BURSTLAKE_SPARK_COMET=0``): then the session is plain Spark."""
+    if os.environ.get("BURSTLAKE_SPARK_COMET", "1") == "0":
+        return None
+    spark = ".".join(metadata.version("pyspark").split(".")[:2])
+    if spark != COMET_SPARK or sys.platform != "linux":
+        return None
+    if platform.machine().lower() not in COMET_MACHINES:
+        return None
+    return f"org.apache.datafusion:comet-spark-spark{spark}_2.13:{COMET_VERSION}"
+
+
 def _jar_list() -> Path:
-    """Where the resolved Delta jars of the pinned delta-spark are remembered."""
+    """Where the resolved jars (Delta's for the pinned delta-spark and Spark, and Comet's if it
+    is used) are remembered."""
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "burstlake"
-    return cache / f"delta-spark-{metadata.version('delta-spark')}-jars.txt"
+    comet = "-comet-" + COMET_VERSION if comet_package() else ""
+    versions = f"delta-spark-{metadata.version('delta-spark')}-spark-{metadata.version('pyspark')}"
+    return cache / f"{versions}{comet}-jars.txt"
 
 
 def _cached_jars() -> str | None:
@@ -123,12 +164,16 @@ def session(
     # CPU from the two cores the tasks share (README, "Where the Spark metrics time goes")
     java_options = f"-Dlog4j2.configurationFile=file:{log4j} -XX:+UseParallelGC"
     builder = builder.config("spark.driver.extraJavaOptions", java_options)
+    comet = comet_package()
+    for key, value in (COMET_CONF if comet else {}).items():
+        builder = builder.config(key, value)
     jars = _cached_jars()
     with jvm_output_to(log):
         if jars:
             spark = builder.config("spark.jars", jars).getOrCreate()
         else:
-            logger.info("resolving the Delta jars (Maven Central, first start only)")
-            spark = configure_spark_with_delta_pip(builder).getOrCreate()
+            logger.info("resolving the Delta and Comet jars (Maven Central, first start only)")
+            extra = [comet] if comet else []
+            spark = configure_spark_with_delta_pip(builder, extra_packages=extra).getOrCreate()
             _remember_jars(spark)
     return spark

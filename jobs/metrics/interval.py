@@ -95,8 +95,11 @@ def place_bytes(active: DataFrame) -> DataFrame:
 
 def item(*names: str) -> Column:
     """An item to rank: a struct whose first field ``less`` is its negated io bytes, so that
-    ascending order is busiest first, then by ``names`` (ties by name)."""
-    return F.struct((-F.col("io")).alias("less"), *(F.col(name) for name in names))
+    ascending order is busiest first, then by ``names`` (ties by name). Items have io > 0, and
+    ``less`` is declared nullable: Comet 1.2's native shuffle rejects lists of structs with a
+    non-null field (apache/datafusion-comet#5137)."""
+    less = F.when(F.col("io") > 0, -F.col("io"))
+    return F.struct(less.alias("less"), *(F.col(name) for name in names))
 
 
 def busiest(items: Column, k: int) -> Column:
