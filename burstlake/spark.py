@@ -176,4 +176,6 @@ def session(
             extra = [comet] if comet else []
             spark = configure_spark_with_delta_pip(builder, extra_packages=extra).getOrCreate()
             _remember_jars(spark)
+    engine = f"through DataFusion Comet {COMET_VERSION}" if comet else "plain (no Comet)"
+    logger.info("Spark %s on %s, %s", spark.version, master, engine)
     return spark
