@@ -23,7 +23,9 @@ Where Apache DataFusion Comet publishes a build for the installed Spark (1.2.0 i
 4.1, with its native library for Linux on x86-64 and ARM64), the session runs through it: Comet
 replaces Spark's scans, projections, joins, aggregations and shuffles with native vectorised
 ones and leaves to Spark what it cannot run (a plan's other parts, and every plan on another
-platform), with the same results (README, "Where the Spark metrics time goes"). Its jar comes
+platform). Results are Spark's but for the last bits of some doubles (a NUD by up to 1e-14:
+Comet's native logarithm and sums round differently; README, "Where the Spark metrics time
+goes"). Its jar comes
 from Maven Central like Delta's; ``BURSTLAKE_SPARK_COMET=0`` runs plain Spark.
 """
 
@@ -71,31 +73,32 @@ def comet_package() -> str | None:
     return f"org.apache.datafusion:comet-spark-spark{spark}_2.13:{COMET_VERSION}"
 
 
-def _jar_list() -> Path:
-    """Where the resolved jars (Delta's for the pinned delta-spark and Spark, and Comet's if it
-    is used) are remembered."""
+def _jar_list(comet: str | None) -> Path:
+    """Where the resolved jars (Delta's for the pinned delta-spark and Spark, and those of the
+    ``comet`` package if the session uses it) are remembered."""
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "burstlake"
-    comet = "-comet-" + COMET_VERSION if comet_package() else ""
+    with_comet = "-comet-" + COMET_VERSION if comet else ""
     versions = f"delta-spark-{metadata.version('delta-spark')}-spark-{metadata.version('pyspark')}"
-    return cache / f"{versions}{comet}-jars.txt"
+    return cache / f"{versions}{with_comet}-jars.txt"
 
 
-def _cached_jars() -> str | None:
+def _cached_jars(comet: str | None) -> str | None:
     """The jars an earlier start resolved, if every one of them is still on disk."""
     try:
-        jars = _jar_list().read_text().strip().split(",")
+        jars = _jar_list(comet).read_text().strip().split(",")
     except OSError:
         return None
     paths = [j.removeprefix("file://") for j in jars if j]
     return ",".join(jars) if paths and all(Path(p).is_file() for p in paths) else None
 
 
-def _remember_jars(spark) -> None:
+def _remember_jars(spark, comet: str | None) -> None:
     jars = spark.sparkContext.getConf().get("spark.jars", "")
     if jars:
+        remembered = _jar_list(comet)
         try:
-            _jar_list().parent.mkdir(parents=True, exist_ok=True)
-            _jar_list().write_text(jars)
+            remembered.parent.mkdir(parents=True, exist_ok=True)
+            remembered.write_text(jars)
         except OSError as err:  # a read-only home only costs the next start a resolution
             logger.debug("cannot remember the Delta jars: %s", err)
 
@@ -167,7 +170,7 @@ def session(
     comet = comet_package()
     for key, value in (COMET_CONF if comet else {}).items():
         builder = builder.config(key, value)
-    jars = _cached_jars()
+    jars = _cached_jars(comet)
     with jvm_output_to(log):
         if jars:
             spark = builder.config("spark.jars", jars).getOrCreate()
@@ -175,7 +178,7 @@ def session(
             logger.info("resolving the Delta and Comet jars (Maven Central, first start only)")
             extra = [comet] if comet else []
             spark = configure_spark_with_delta_pip(builder, extra_packages=extra).getOrCreate()
-            _remember_jars(spark)
+            _remember_jars(spark, comet)
     engine = f"through DataFusion Comet {COMET_VERSION}" if comet else "plain (no Comet)"
     logger.info("Spark %s on %s, %s", spark.version, master, engine)
     return spark
