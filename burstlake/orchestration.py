@@ -88,7 +88,7 @@ def ingest_dag(source: str, schedule: str = "@hourly") -> DAG:
 
 def database_dag(source: str, schedule: str = "@hourly") -> DAG:
     """DAG ``ingest_<source>_db``: every hour, read each database the deployment file declares
-    for the source (``zabbix_db``) and land what is new since the lake's watermarks."""
+    for the source (``zabbix_db``), each in its own task, and land what the lake lacks."""
     from burstlake.jobs.ingest import source_module
 
     tables = source_module(source).SOURCE.tables
@@ -103,20 +103,26 @@ def database_dag(source: str, schedule: str = "@hourly") -> DAG:
         )
     )
     def pipeline() -> None:
+        @task
+        def machines() -> list[str]:
+            from burstlake.config import load
+
+            return [db.machine for db in load().databases]
+
+        # One task instance per database (dynamic task mapping): one database down fails its
+        # own instance only; the others land.
         @task(outlets=[lake_asset(t) for t in (*tables, "quarantine", "ingest_log")])
-        def land() -> list[dict]:
+        def land(machine: str) -> dict:
             from burstlake.config import load
             from burstlake.jobs.ingest.dropdir import land_pulled
 
             deployment = load()
-            done = []
-            for db in deployment.databases:
-                options = {**deployment.options(source, db.machine), "db": db.url}
-                options["password_env"] = _password_env(db)
-                done.append({"machine": db.machine, **land_pulled(source, options)})
-            return done
+            (db,) = [db for db in deployment.databases if db.machine == machine]
+            options = {**deployment.options(source, db.machine), "db": db.url}
+            options["password_env"] = _password_env(db)
+            return {"machine": db.machine, **land_pulled(source, options)}
 
-        land()
+        land.expand(machine=machines())
 
     return pipeline()
 

@@ -122,6 +122,7 @@ class Settings:
     spill_dir: str | None = None
     memory_limit: str = "1GB"
     threads: int = 1
+    latest_clock: int | None = None  # set by a --db read: later clocks are quarantined
 
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> Settings:
@@ -152,7 +153,17 @@ class Settings:
             spill_dir=options.get("spill_dir"),
             memory_limit=options.get("memory_limit") or "1GB",
             threads=threads,
+            latest_clock=_latest_clock(options.get("latest_clock")),
         )
+
+
+def _latest_clock(given: object) -> int | None:
+    """The internal option ``latest_clock`` (Unix seconds) a ``--db`` read passes on."""
+    if given is None:
+        return None
+    if not str(given).isdigit():
+        raise ValueError(f"latest_clock {given!r} is not Unix seconds")
+    return int(str(given))
 
 
 def check_options(options: Mapping[str, Any]) -> None:
@@ -160,6 +171,7 @@ def check_options(options: Mapping[str, Any]) -> None:
     Settings.from_options(dict(options))
     for name in ("since", "until"):
         zabbix_db.parse_time(options.get(name), name)
+    zabbix_db.future_tolerance(options)
 
 
 def pull(options: Mapping[str, Any], lake: Path, folder: Path) -> Pulled | None:
@@ -170,7 +182,7 @@ def pull(options: Mapping[str, Any], lake: Path, folder: Path) -> Pulled | None:
     got = zabbix_db.extract(options["db"], folder, lake, options)
     return Pulled(
         [got.history] if got.rows else [],
-        {"items": str(got.items)},
+        {"items": str(got.items), "latest_clock": str(got.latest_clock)},
         [f"zabbix --db {zabbix_db.where(options['db'])}: {zabbix_db.summary(got)}"],
         got.lost,
     )

@@ -10,10 +10,22 @@ memory stays bounded, and writes the rows as the history-row files the export pa
 same mapping, node names, sampling rule (:mod:`.counters`) and byte balance, so DB rows and the
 equivalent export give the same ``node_io`` to the byte.
 
-Re-runs and overlapping windows never count a row twice: the watermark of an item is the
-latest sample of it the lake holds for the machine (``zabbix_samples``); rows at or before it
-are skipped (and counted in the log). Rows are read in clock order, so a connection lost
-mid-stream lands every row read before it, and the watermark never passes a row not landed.
+A row lands once, whatever the order of the windows read (Zabbix documentation, "Real-time
+export of events, item values, trends": an item's value is identified by its ``itemid``,
+``clock`` and ``ns``). Rows are recognised by content: a row whose (item, instant) the lake's
+``zabbix_samples`` hold for the machine (the unnamed machine's rows included when the machine
+owns them: :func:`burstlake.lake.owner_of_unnamed`), or whose line a DB read quarantined before,
+is skipped and counted. The per-item watermark (the latest landed instant) only spares the
+comparison: an item whose rows at or before it are as many in the database as in the lake reads
+the rows after it alone; any other item (a backfill window, rows inserted late) reads its whole
+window and compares each row. Rows later than the read's time plus ``--future-tolerance`` are
+quarantined (they never move a watermark) and read again once they are no longer in the future;
+a row with no ``ns`` is quarantined. Rows repeating an (itemid, clock, ns) are read ordered by
+value: the smallest lands, the others are quarantined as duplicates, on every run alike; a
+landed sample is never replaced by a later read. ``--retry-quarantined`` reads again the rows a
+read quarantined and those whose node's rows the lake refused (a node not yet in the topology),
+so they land once their reason is gone. Rows are read in clock order, so a connection lost
+mid-stream lands every row read before it.
 The password comes from ``$PGPASSWORD`` (libpq), the environment variable the deployment file
 names (``password_env``), or an Airflow connection, never from the URL or the file.
 """
@@ -23,8 +35,10 @@ from __future__ import annotations
 import csv
 import logging
 import os
+import re
+import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -33,6 +47,9 @@ from urllib.parse import urlsplit
 LOG = logging.getLogger(__name__)
 TABLES = {"history": 0, "history_uint": 3}  # Zabbix value types 0 (float), 3 (unsigned)
 FETCH_ROWS = 50_000  # rows per round trip of the server-side cursor
+FUTURE_TOLERANCE_S = 3600  # default --future-tolerance: clock skew allowed past the read time
+NS = 1_000_000_000
+SCRATCH_PREFIX = "zabbix-db-"  # the history files a read writes (how its quarantine is found)
 
 
 class DatabaseError(ValueError):
@@ -46,16 +63,24 @@ class Extract:
     history: Path
     items: Path
     rows: int = 0
-    skipped: int = 0  # rows at or before their item's watermark (already in the lake)
+    skipped: int = 0  # rows whose (item, instant) the lake holds
+    known: int = 0  # rows a read quarantined before, not read again
+    future: int = 0  # rows later than the read time + the tolerance (quarantined)
     lost: str | None = None  # why the stream ended early (connection lost)
+    latest_clock: int = 0  # the last clock (s) a row may have to land
 
 
 def parse_time(text: str | int | None, name: str) -> int | None:
     """``--since``/``--until``: Unix seconds or an ISO time (UTC unless it names a zone)."""
     if text is None or text == "":
         return None
+    if isinstance(text, bool) or not isinstance(text, str | int):
+        raise ValueError(f"--{name} {text!r} is neither Unix seconds nor an ISO time")
     if isinstance(text, int) or str(text).lstrip("-").isdigit():
-        return int(text)
+        value = int(text)
+        if not -(2**62) < value < 2**62 // NS:
+            raise ValueError(f"--{name} {text} is beyond any Unix time")
+        return value
     try:
         moment = datetime.fromisoformat(str(text))
     except ValueError:
@@ -63,40 +88,175 @@ def parse_time(text: str | int | None, name: str) -> int | None:
     return int((moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp())
 
 
+def future_tolerance(options: Mapping[str, Any]) -> int:
+    """``--future-tolerance`` in seconds (0 to 20 years), checked."""
+    given = options.get("future_tolerance")
+    value = FUTURE_TOLERANCE_S if given is None else given
+    if isinstance(value, bool) or not isinstance(value, int | str) or not str(value).isdigit():
+        raise ValueError(f"--future-tolerance must be whole seconds >= 0, not {given!r}")
+    if int(value) > 20 * 365 * 86_400:
+        raise ValueError(f"--future-tolerance {value} is more than 20 years")
+    return int(value)
+
+
+_SECRET = re.compile(r"(?i)((?:password|passwd|pwd|secret|token)=)[^&;\s]*")
+
+
 def where(url: str) -> str:
-    """The URL without any password, for messages."""
-    parts = urlsplit(url)
-    host = parts.hostname or "localhost"
-    user = f"{parts.username}@" if parts.username else ""
-    return f"{parts.scheme}://{user}{host}{f':{parts.port}' if parts.port else ''}{parts.path}"
+    """The one redaction of a database URL for messages: scheme, user, host, port and database,
+    never a password (of the user part or of a query parameter), whatever the URL's shape."""
+    text = str(url)
+    try:
+        parts = urlsplit(text)
+        host = parts.hostname or "localhost"
+        user = f"{parts.username}@" if parts.username else ""
+        port = parts.netloc.rsplit(":", 1)[1] if ":" in parts.netloc.rsplit("@", 1)[-1] else ""
+        port = port if port.isdigit() else ""
+        return f"{parts.scheme}://{user}{host}{f':{port}' if port else ''}{parts.path}"
+    except ValueError:
+        pass
+    text = re.sub(r"(//[^/@:]*):[^/@]*@", r"\1@", text)  # user:password@ -> user@
+    return _SECRET.sub(r"\1***", text.split("?", 1)[0])
+
+
+def redact(text: str, url: str | None) -> str:
+    """``text`` (a driver's message) with the password of ``url`` and any ``password=`` gone."""
+    text = _SECRET.sub(r"\1***", text)
+    if url:
+        try:
+            secret = urlsplit(url).password
+        except ValueError:
+            found = re.search(r"//[^/@:]*:([^/@]*)@", url)
+            secret = found.group(1) if found else None
+        if secret:
+            text = text.replace(secret, "***")
+    return text
 
 
 def connect(url: str, password_env: str | None = None):
     """A connection, or DatabaseError naming the database and what failed."""
     import psycopg
 
-    if not url.startswith(("postgresql://", "postgres://")):
-        raise DatabaseError(f"--db {url!r}: expected postgresql://user@host:port/database")
+    scheme = str(url).split("://", 1)[0].lower() if "://" in str(url) else ""
+    if scheme not in ("postgresql", "postgres"):
+        raise DatabaseError(f"--db {where(url)!r}: expected postgresql://user@host:port/database")
+    parts = urlsplit(url)
+    try:
+        parts.port  # noqa: B018 (raises for a port out of range)
+    except ValueError:
+        raise DatabaseError(f"--db {where(url)}: the port is not 1..65535") from None
+    if parts.password or _SECRET.search(parts.query):
+        raise DatabaseError(
+            f"--db {where(url)}: the URL holds a password; give it in $PGPASSWORD or the "
+            "variable --password-env names"
+        )
+    url = "postgresql" + url[len(scheme) :] if scheme != "postgresql" else url
     password = os.environ.get(password_env) if password_env else None
     if password_env and password is None:
         raise DatabaseError(f"--db {where(url)}: ${password_env} (the password) is not set")
     try:
         return psycopg.connect(url, password=password, connect_timeout=10, autocommit=False)
     except psycopg.Error as err:
-        reason = " ".join(str(err).split())
-        raise DatabaseError(f"cannot connect to {where(url)}: {reason}") from None
+        raise DatabaseError(f"cannot connect to {where(url)}: {_reason(err, url)}") from None
+    except ValueError as err:  # a URL libpq cannot parse
+        raise DatabaseError(f"--db {where(url)}: {_reason(err, url)}") from None
 
 
-def watermarks(lake: Path, cluster: str | None) -> dict[str, int]:
-    """itemid -> the latest sample time (ns) the lake holds for the machine."""
-    from burstlake.jobs.ingest.zabbix import STATE_TABLE, same_machine
-    from burstlake.lake import dataset, table_files
+@dataclass
+class Held:
+    """What the lake holds of the machine's items in the window: per item the latest landed
+    instant (ns) and the count of instants at or before it, the instants of the items that
+    need a row-by-row comparison, and the rows DB reads quarantined."""
 
-    if not table_files(lake, STATE_TABLE):
-        return {}
-    rows = dataset(lake, STATE_TABLE).to_table(["item", "t_ns"], filter=same_machine(cluster))
-    latest = rows.group_by("item").aggregate([("t_ns", "max")])
-    return dict(zip(latest.column(0).to_pylist(), latest.column(1).to_pylist(), strict=True))
+    marks: dict[str, tuple[int, int]] = field(default_factory=dict)
+    instants: dict[str, set[int]] = field(default_factory=dict)
+    quarantined: dict[tuple[str, int, int], bool] = field(default_factory=dict)  # -> future
+    retry: set[tuple[str, int]] = field(default_factory=set)  # (item, t_ns) of refused nodes
+    samples: Any = None  # the (item, t_ns) table the marks come from
+
+    def instants_of(self, items: set[str]) -> dict[str, set[int]]:
+        """The landed instants of ``items`` in the window."""
+        if not items or self.samples is None:
+            return {item: set() for item in items}
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        rows = self.samples.filter(pc.is_in(self.samples.column("item"), pa.array(sorted(items))))
+        found: dict[str, set[int]] = {item: set() for item in items}
+        for item, t_ns in zip(*(c.to_pylist() for c in rows.columns), strict=True):
+            found[item].add(t_ns)
+        return found
+
+
+def _machine(lake: Path, cluster: str | None):
+    """Filter: the ``zabbix_samples`` rows of the machine (with the unnamed rows it owns)."""
+    from burstlake.lake import clusters, machine_filter
+
+    for each in clusters(lake):
+        if each.name == cluster or (cluster is None and each.unnamed):
+            return machine_filter(each.name, each.unnamed)
+    return machine_filter(cluster)
+
+
+def _window_filter(window: tuple[int | None, int | None]):
+    import pyarrow.compute as pc
+
+    since, until = window
+    where = pc.scalar(True)
+    if since is not None:
+        where &= pc.field("t_ns") >= since * NS
+    if until is not None:
+        where &= pc.field("t_ns") < until * NS
+    return where
+
+
+def held(lake: Path, cluster: str | None, window, retry: bool) -> Held:
+    """:class:`Held` from the lake's ``zabbix_samples`` and ``quarantine``."""
+    import pyarrow.compute as pc
+
+    from burstlake.jobs.ingest.zabbix import STATE_TABLE
+    from burstlake.lake import dataset, read_table, table_files
+
+    found = Held()
+    if table_files(lake, STATE_TABLE):
+        mine = _machine(lake, cluster) & _window_filter(window)
+        rows = dataset(lake, STATE_TABLE).to_table(["item", "t_ns"], filter=mine)
+        found.samples = rows
+        latest = rows.group_by("item").aggregate([("t_ns", "max"), ("t_ns", "count_distinct")])
+        found.marks = {
+            item: (mark, count)
+            for item, mark, count in zip(*(c.to_pylist() for c in latest.columns), strict=True)
+        }
+        if retry:
+            found.retry = _refused_nodes(lake, cluster, mine)
+    if table_files(lake, "quarantine") and not retry:
+        where = (pc.field("source") == "zabbix") & pc.starts_with(pc.field("location"), "line ")
+        rows = read_table(lake, "quarantine", ["file", "raw", "reason"], filter=where)
+        for file, raw, reason in zip(*(c.to_pylist() for c in rows.columns), strict=True):
+            fields = (raw or "").split("\t")
+            if not Path(file).name.startswith(SCRATCH_PREFIX) or len(fields) != 4:
+                continue
+            if fields[1].isdigit() and fields[2:] and (fields[3] or "0").isdigit():
+                key = (fields[0], int(fields[1]), int(fields[3] or -1))
+                found.quarantined[key] = "future" in reason
+    return found
+
+
+def _refused_nodes(lake: Path, cluster: str | None, mine) -> set[tuple[str, int]]:
+    """(item, t_ns) of the machine's samples whose node's rows the lake refused (their
+    region's node_io holds no row of the node)."""
+    from burstlake.jobs.ingest.zabbix import DAY_S, STATE_TABLE, region_id
+    from burstlake.lake import contribution_keys, dataset
+
+    have = contribution_keys(lake, "node_io", ["node"])
+    rows = dataset(lake, STATE_TABLE).to_table(
+        ["cluster", "node", "item", "t_ns", "bucket"], filter=mine
+    )
+    out = set()
+    for c, node, item, t_ns, bucket in zip(*(x.to_pylist() for x in rows.columns), strict=True):
+        if (region_id(t_ns // (DAY_S * NS), bucket, c), node) not in have:
+            out.add((item, t_ns))
+    return out
 
 
 def extract(
@@ -112,33 +272,36 @@ def extract(
     until = parse_time(options.get("until"), "until")
     if since is not None and until is not None and until <= since:
         raise ValueError(f"--until {until} is not after --since {since}")
-    marks = watermarks(lake, options.get("cluster"))
+    latest = int(time.time()) + future_tolerance(options)
+    retry = bool(options.get("retry_quarantined"))
     place = where(url)
     span = f"{since or 'start'}-{until or 'now'}"
+    host = re.sub(r"[^\w.-]", "_", urlsplit(place).hostname or "localhost")
     result = Extract(
-        folder / f"zabbix-db-{urlsplit(url).hostname}-{span}.tsv", folder / "items.tsv"
+        folder / f"{SCRATCH_PREFIX}{host}-{span}.tsv", folder / "items.tsv", latest_clock=latest
     )
     with connect(url, options.get("password_env")) as con:
         try:
             _write_items(con, result.items)
         except psycopg.Error as err:
-            raise DatabaseError(f"{place}: {_reason(err)}") from None
+            raise DatabaseError(f"{place}: {_reason(err, url)}") from None
+        state = held(lake, options.get("cluster"), (since, until), retry)
         with result.history.open("w", newline="") as out:
             writer = csv.writer(out, delimiter="\t", lineterminator="\n")
             writer.writerow(["itemid", "clock", "value", "ns"])
             for table in TABLES:
                 try:
-                    _copy_rows(con, table, (since, until), marks, writer, result)
+                    _copy_rows(con, table, (since, until), state, writer, result)
                 except psycopg.OperationalError as err:
-                    result.lost = f"{place}: connection lost reading {table}: {_reason(err)}"
+                    result.lost = f"{place}: connection lost reading {table}: {_reason(err, url)}"
                     break
                 except psycopg.Error as err:
-                    raise DatabaseError(f"{place}: {_reason(err)}") from None
+                    raise DatabaseError(f"{place}: {_reason(err, url)}") from None
     return result
 
 
-def _reason(err: Exception) -> str:
-    return " ".join(str(err).split()) or type(err).__name__
+def _reason(err: Exception, url: str | None = None) -> str:
+    return redact(" ".join(str(err).split()), url) or type(err).__name__
 
 
 def _write_items(con, path: Path) -> None:
@@ -154,37 +317,88 @@ def _write_items(con, path: Path) -> None:
             writer.writerow(row)
 
 
-def _copy_rows(con, table: str, window, marks: dict[str, int], writer, result: Extract) -> None:
-    """Stream one history table's rows of the window, in clock order, through a server-side
-    cursor; rows at or before their item's watermark are skipped."""
+def _window_sql(window) -> tuple[str, list[int]]:
     since, until = window
-    query = f"SELECT itemid, clock, value, ns FROM {table} WHERE true"
-    params: list[int] = []
+    query, params = "", []
     if since is not None:
-        query += " AND clock >= %s"
+        query += " AND h.clock >= %s"
         params.append(since)
     if until is not None:
-        query += " AND clock < %s"
+        query += " AND h.clock < %s"
         params.append(until)
-    query += " ORDER BY clock, ns, itemid"
+    return query, params
+
+
+def _compared(con, table: str, window, state: Held) -> set[str]:
+    """Items whose rows at or before their watermark are compared row by row: the database
+    holds another count of instants there than the lake (a backfill, rows inserted late)."""
+    if not state.marks:
+        return set()
+    items = [int(i) for i in state.marks if i.isdigit()]
+    marks = [state.marks[str(i)][0] for i in items]
+    clause, params = _window_sql(window)
+    with con.cursor() as cur:
+        cur.execute(
+            f"SELECT h.itemid, count(DISTINCT (h.clock, h.ns)) FROM {table} h "
+            "JOIN unnest(%s::bigint[], %s::numeric[]) AS m(itemid, mark) ON m.itemid = h.itemid "
+            f"WHERE h.ns IS NOT NULL AND h.clock::numeric * {NS} + h.ns <= m.mark{clause} "
+            "GROUP BY h.itemid",
+            [items, marks, *params],
+        )
+        counts = {str(itemid): count for itemid, count in cur}
+    return {item for item, count in counts.items() if count != state.marks[item][1]}
+
+
+def _copy_rows(con, table: str, window, state: Held, writer, result: Extract) -> None:
+    """Stream one history table's rows of the window, in clock order (equal instants by
+    value), through a server-side cursor; rows the lake holds are skipped (module doc)."""
+    compare = _compared(con, table, window, state)
+    instants = state.instants_of(compare)
+    clause, params = _window_sql(window)
+    query = f"SELECT h.itemid, h.clock, h.value, h.ns FROM {table} h WHERE true{clause}"
+    query += " ORDER BY h.clock, h.ns, h.itemid, h.value"
     with con.cursor(name=f"burstlake_{table}") as cur:
         cur.itersize = FETCH_ROWS
         cur.execute(query, params)
         while rows := cur.fetchmany(FETCH_ROWS):
             kept = []
             for itemid, clock, value, ns in rows:
-                mark = marks.get(str(itemid))
-                if mark is not None and clock * 1_000_000_000 + ns <= mark:
-                    result.skipped += 1
+                if _skip(str(itemid), clock, ns, state, instants, result):
                     continue
-                kept.append((itemid, clock, value, ns))
+                if clock > result.latest_clock:
+                    result.future += 1
+                kept.append((itemid, clock, value, "" if ns is None else ns))
             writer.writerows(kept)
             result.rows += len(kept)
 
 
+def _skip(item: str, clock: int, ns, state: Held, instants, result: Extract) -> bool:
+    """Whether a row is one the lake holds or a read quarantined (counted in ``result``)."""
+    if ns is not None:
+        t_ns = clock * NS + ns
+        mark = state.marks.get(item)
+        if (
+            mark is not None
+            and t_ns <= mark[0]
+            and (item, t_ns) not in state.retry
+            and (item not in instants or t_ns in instants[item])
+        ):
+            result.skipped += 1
+            return True
+    future = state.quarantined.get((item, clock, -1 if ns is None else ns))
+    if future is not None and not (future and clock <= result.latest_clock):
+        result.known += 1
+        return True
+    return False
+
+
 def summary(result: Extract) -> str:
-    """One line: the rows read, and those skipped as already landed."""
+    """One line: the rows read, and those skipped as already landed or quarantined."""
     text = f"{result.rows} history rows read"
+    if result.future:
+        text += f" ({result.future} later than the read time + the tolerance: quarantined)"
     if result.skipped:
-        text += f", {result.skipped} at or before their item's watermark skipped (in the lake)"
+        text += f", {result.skipped} already in the lake skipped"
+    if result.known:
+        text += f", {result.known} quarantined by an earlier read skipped (--retry-quarantined)"
     return text

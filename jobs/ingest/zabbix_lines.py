@@ -286,6 +286,9 @@ SELECT line_no,
          WHEN number < 0 THEN 'negative value ' || value
          WHEN clock_s IS NULL OR clock_s NOT BETWEEN 0 AND $last_clock THEN
               'clock ' || clock || ' is not a Unix time in seconds'
+         WHEN clock_s > $latest_clock THEN
+              'clock ' || clock || ' is in the future: later than the database read time '
+              || '+ --future-tolerance (read again once it is not)'
          WHEN ns_i IS NULL OR ns_i NOT BETWEEN 0 AND 999999999 THEN
               'ns ' || ns || ' is not 0..999999999'
          WHEN node_host IS NOT NULL AND trim(node_host) = '' THEN 'empty host name'
@@ -576,6 +579,9 @@ def classify_params(settings: Settings) -> dict[str, Any]:
         "interval": settings.interval,
         "max_line": inputs.MAX_LINE_BYTES,
         "last_clock": zabbix_typed.LAST_CLOCK,
+        "latest_clock": zabbix_typed.LAST_CLOCK
+        if settings.latest_clock is None
+        else settings.latest_clock,
         "too_long": inputs.LINE_TOO_LONG,
         "not_utf8": inputs.NOT_UTF8,
     }

@@ -70,6 +70,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--until", default=None, help="with --db: rows before this clock (Unix seconds or ISO time)"
     )
     parser.add_argument(
+        "--future-tolerance",
+        default=None,
+        metavar="SECONDS",
+        help="with --db: rows later than the read time plus this are quarantined, and read "
+        "again once they are not (default 3600)",
+    )
+    parser.add_argument(
+        "--retry-quarantined",
+        action="store_true",
+        help="with --db: read again the rows earlier reads quarantined, and those of nodes the "
+        "lake refused (a node added to the topology since), so they land",
+    )
+    parser.add_argument(
         "--spill-dir", default=None, help="directory for temporary spill files (default: $TMPDIR)"
     )
     parser.add_argument(

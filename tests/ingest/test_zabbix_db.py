@@ -160,6 +160,12 @@ def _node_io(lake: Path) -> list[tuple]:
     return sorted((r["node"], r["ts"], r["read_bytes"], r["write_bytes"]) for r in rows)
 
 
+def _samples_of(lake: Path) -> list[tuple]:
+    """The (cluster, item, t_ns) of the samples the lake holds (``zabbix_samples``)."""
+    rows = read_table(lake, "zabbix_samples", ["cluster", "item", "t_ns"]).to_pylist()
+    return sorted((r["cluster"] or "", r["item"], r["t_ns"]) for r in rows)
+
+
 def _balance(out: str) -> list[str]:
     return [line.strip() for line in out.splitlines() if line.startswith("  ") and "seen" in line]
 
@@ -195,25 +201,202 @@ def test_overlapping_windows_and_reruns_never_count_twice(loaded, tmp_path, caps
     assert _db(parts, loaded, mapping, "--until", str(T0 + 900)) == 0
     assert _db(parts, loaded, mapping, "--since", str(T0 + 600)) == 0
     out = capsys.readouterr().out
-    assert "at or before their item's watermark skipped" in out
+    assert "already in the lake skipped" in out
     assert _db(parts, loaded, mapping) == 0  # a re-run of everything: nothing new
     assert "0 history rows read" in capsys.readouterr().out
     assert _node_io(parts) == _node_io(whole)
 
 
-def test_a_row_older_than_the_watermark_is_skipped_and_said(loaded, tmp_path, capsys) -> None:
-    """A clock going backwards (a row inserted late, before what landed) never rewrites."""
+def test_a_row_inserted_late_before_the_watermark_lands_once(loaded, tmp_path, capsys) -> None:
+    """A row inserted late, before what landed, is not in the lake: it lands, and the lake
+    equals one clean read of the database as it now stands; a re-run reads nothing."""
     import psycopg
 
     mapping = _mapping(tmp_path)
     assert _db(tmp_path / "lake", loaded, mapping) == 0
-    before = _node_io(tmp_path / "lake")
     with psycopg.connect(loaded, password=PASSWORD, autocommit=True) as con:
         con.execute("INSERT INTO history_uint VALUES (100, %s, 1, 5)", (T0 + 30 * 21,))
     capsys.readouterr()
     assert _db(tmp_path / "lake", loaded, mapping) == 0
-    assert "0 history rows read, 231 at or before" in capsys.readouterr().out
-    assert _node_io(tmp_path / "lake") == before
+    assert "1 history rows read, 230 already in the lake skipped" in capsys.readouterr().out
+    assert _db(tmp_path / "clean", loaded, mapping) == 0
+    assert _node_io(tmp_path / "lake") == _node_io(tmp_path / "clean")
+    assert len(_samples_of(tmp_path / "lake")) == len(_samples_of(tmp_path / "clean")) == 231
+    assert _db(tmp_path / "lake", loaded, mapping) == 0
+    assert "0 history rows read, 231 already in the lake skipped" in capsys.readouterr().out
+
+
+def _sql(url: str, *statements: str) -> None:
+    import psycopg
+
+    with psycopg.connect(url, password=PASSWORD, autocommit=True) as con:
+        for statement in statements:
+            con.execute(statement)
+
+
+def _reasons(lake: Path) -> list[str]:
+    return read_table(lake, "quarantine", ["reason"]).column(0).to_pylist()
+
+
+FUTURE = 2147483000  # 2038-01-19, near the last clock Zabbix's int4 holds
+
+
+def test_a_far_future_clock_is_quarantined(loaded, tmp_path, capsys) -> None:
+    """A 2038 row among the first half: quarantined, and the second half, inserted later,
+    lands: the lake equals one clean read of the real rows. A re-run does not quarantine the
+    2039 row again; once its clock is within the tolerance it is read again."""
+    mapping = _mapping(tmp_path)
+    clean = tmp_path / "clean"
+    assert _db(clean, loaded, mapping) == 0
+    half = T0 + 900
+    _sql(
+        loaded,
+        f"CREATE TABLE later_uint AS SELECT * FROM history_uint WHERE clock >= {half}",
+        f"CREATE TABLE later AS SELECT * FROM history WHERE clock >= {half}",
+        f"DELETE FROM history_uint WHERE clock >= {half}",
+        f"DELETE FROM history WHERE clock >= {half}",
+        f"INSERT INTO history_uint VALUES (100, {FUTURE}, 99999999, 0)",
+    )
+    try:
+        lake = tmp_path / "lake"
+        assert _db(lake, loaded, mapping) == 0
+        out = capsys.readouterr().out
+        assert "(1 later than the read time + the tolerance: quarantined)" in out
+        _sql(
+            loaded,
+            "INSERT INTO history_uint SELECT * FROM later_uint",
+            "INSERT INTO history SELECT * FROM later",
+        )
+        assert _db(lake, loaded, mapping) == 0
+        out = capsys.readouterr().out
+        assert "1 quarantined by an earlier read skipped" in out, out
+        assert _node_io(lake) == _node_io(clean)
+        assert _samples_of(lake) == _samples_of(clean)
+        future = [r for r in _reasons(lake) if "in the future" in r]
+        assert future == [
+            f"clock {FUTURE} is in the future: later than the database read time "
+            "+ --future-tolerance (read again once it is not)"
+        ]
+        assert _db(lake, loaded, mapping, "--future-tolerance", "600000000") == 0
+        assert "1 history rows read, 230 already in the lake skipped" in capsys.readouterr().out
+        assert ("", "100", FUTURE * 10**9) in _samples_of(lake)
+    finally:
+        _sql(loaded, "DROP TABLE IF EXISTS later_uint", "DROP TABLE IF EXISTS later")
+
+
+def test_an_earlier_window_after_a_later_one_is_read(loaded, tmp_path, capsys) -> None:
+    """``--since T`` then ``--until T`` (a backfill): the second read lands the rows before T,
+    and the lake equals one read of everything; a third read of all finds nothing new."""
+    mapping = _mapping(tmp_path)
+    whole = tmp_path / "whole"
+    assert _db(whole, loaded, mapping) == 0
+    lake = tmp_path / "lake"
+    assert _db(lake, loaded, mapping, "--since", str(T0 + 900)) == 0
+    capsys.readouterr()
+    assert _db(lake, loaded, mapping, "--until", str(T0 + 900)) == 0
+    out = capsys.readouterr().out
+    assert "110 history rows read" in out and "skipped" not in out.split("\n")[0], out
+    assert _node_io(lake) == _node_io(whole)
+    assert _samples_of(lake) == _samples_of(whole)
+    assert _db(lake, loaded, mapping) == 0
+    assert "0 history rows read, 230 already in the lake skipped" in capsys.readouterr().out
+
+
+def test_rows_of_a_node_added_to_the_topology_land_on_retry(loaded, tmp_path, capsys) -> None:
+    """cn02 is not in the topology at the first read: its rows are refused. Once the topology
+    has it, ``--retry-quarantined`` lands them: node_io equals a clean read."""
+    import pyarrow as pa
+
+    from burstlake.lake import write_table
+
+    mapping = _mapping(tmp_path)
+
+    def topology(lake: Path, nodes: list[str]) -> None:
+        rows = pa.table({"node": nodes, "cabinet": ["c0"] * len(nodes)})
+        write_table(lake, "topology", rows, "topo", replaces=["topo"])
+
+    clean, lake = tmp_path / "clean", tmp_path / "lake"
+    topology(clean, list(NODES))
+    assert _db(clean, loaded, mapping) == 0
+    topology(lake, ["cn01"])
+    assert _db(lake, loaded, mapping) == 0
+    assert {r[0] for r in _node_io(lake)} == {"cn01"}
+    topology(lake, list(NODES))
+    assert _db(lake, loaded, mapping) == 0  # without the flag: nothing new
+    assert {r[0] for r in _node_io(lake)} == {"cn01"}
+    capsys.readouterr()
+    assert _db(lake, loaded, mapping, "--retry-quarantined") == 0
+    assert "120 history rows read" in capsys.readouterr().out
+    assert _node_io(lake) == _node_io(clean)
+
+
+def test_duplicate_rows_resolve_by_the_smallest_value_on_every_run(loaded, tmp_path) -> None:
+    """Rows repeating (itemid, clock, ns) with other values: the smallest lands, the others
+    are quarantined; two lakes read apart get the same bytes, and a re-run changes nothing."""
+    clock = T0 + 30 * 30
+    _sql(
+        loaded,
+        "ALTER TABLE history_uint DROP CONSTRAINT IF EXISTS history_uint_pkey",
+        f"INSERT INTO history_uint VALUES (100, {clock}, 999999, 0), (100, {clock}, 3, 0)",
+    )
+    mapping = _mapping(tmp_path)
+    lakes = [tmp_path / "a", tmp_path / "b"]
+    for lake in lakes:
+        assert _db(lake, loaded, mapping) == 0
+    assert _node_io(lakes[0]) == _node_io(lakes[1])
+    duplicates = [r for r in _reasons(lakes[0]) if "duplicate sample" in r]
+    assert len(duplicates) == 2 and all(r.endswith("(kept 3)") for r in duplicates), duplicates
+    before = _node_io(lakes[0])
+    assert _db(lakes[0], loaded, mapping) == 0
+    assert _node_io(lakes[0]) == before
+    assert sum("duplicate sample" in r for r in _reasons(lakes[0])) == 2
+
+
+def test_unnamed_then_named_owner_counts_once(loaded, tmp_path, capsys) -> None:
+    """Rows read with no machine, then with ``--cluster edison`` (the lake's only named
+    machine, which owns the unnamed rows): the second read lands nothing."""
+    import pyarrow as pa
+
+    from burstlake.lake import write_table
+
+    lake = tmp_path / "lake"
+    rows = pa.table({"node": list(NODES), "cluster": ["edison"] * 2, "cabinet": ["c0"] * 2})
+    write_table(lake, "topology", rows, "topo")
+    mapping = _mapping(tmp_path)
+    assert _db(lake, loaded, mapping) == 0
+    before = _node_io(lake)
+    capsys.readouterr()
+    assert _db(lake, loaded, mapping, "--cluster", "edison") == 0
+    assert "0 history rows read, 230 already in the lake skipped" in capsys.readouterr().out
+    assert _node_io(lake) == before
+    assert len(_samples_of(lake)) == 230
+
+
+def test_a_null_ns_is_one_quarantined_row(loaded, tmp_path, capsys) -> None:
+    """A row with no ns once its item has a watermark: one quarantine row, the run and every
+    later run succeed."""
+    mapping = _mapping(tmp_path)
+    lake = tmp_path / "lake"
+    assert _db(lake, loaded, mapping) == 0
+    before = _node_io(lake)
+    _sql(
+        loaded,
+        "ALTER TABLE history_uint ALTER COLUMN ns DROP NOT NULL",
+        f"INSERT INTO history_uint VALUES (100, {T0 + 30 * 22}, 5, NULL)",
+    )
+    try:
+        assert _db(lake, loaded, mapping) == 0
+        assert [r for r in _reasons(lake) if r.startswith("ns ")] == ["ns  is not 0..999999999"]
+        assert _node_io(lake) == before
+        capsys.readouterr()
+        assert _db(lake, loaded, mapping) == 0
+        assert "1 quarantined by an earlier read skipped" in capsys.readouterr().out
+    finally:
+        _sql(
+            loaded,
+            "DELETE FROM history_uint WHERE ns IS NULL",
+            "ALTER TABLE history_uint ALTER COLUMN ns SET NOT NULL",
+        )
 
 
 def test_an_item_of_a_text_value_type_is_quarantined(loaded, tmp_path) -> None:
@@ -311,3 +494,26 @@ def test_the_hourly_dag_reads_the_database_of_the_deployment_file(
     assert _db(expected, loaded, mapping, "--cluster", "m") == 0
     assert _node_io(lake) == _node_io(expected)
     assert {r["cluster"] for r in read_table(lake, "node_io", ["cluster"]).to_pylist()} == {"m"}
+
+
+def test_one_database_down_leaves_the_others_landing(loaded, run_dag, lake, tmp_path) -> None:
+    """Each database is its own task: machine ``n``'s database refuses the connection, machine
+    ``m``'s lands as the command line lands it."""
+    mapping = _mapping(tmp_path)
+    lake.mkdir(parents=True, exist_ok=True)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]  # nothing listens there once the socket closes
+    down = f"postgresql://zabbix@127.0.0.1:{closed}/zabbix"
+    (lake / "burstlake.yaml").write_text(
+        f"machines: {{m: {{sources: {{zabbix: {{mapping: {mapping}}}}}}}, n: {{}}}}\n"
+        "zabbix_db:\n"
+        f"  n: {{url: '{down}', password_env: ZBX_PASSWORD}}\n"
+        f"  m: {{url: '{loaded}', password_env: ZBX_PASSWORD}}\n"
+    )
+    run = run_dag("ingest_zabbix_db")
+    states = {ti.map_index: ti.state for ti in run.get_task_instances() if ti.task_id == "land"}
+    assert sorted(states.values()) == ["failed", "success"], states
+    expected = tmp_path / "cli"
+    assert _db(expected, loaded, mapping, "--cluster", "m") == 0
+    assert _node_io(lake) == _node_io(expected)
