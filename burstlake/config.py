@@ -20,25 +20,37 @@ Options are a source's command-line options by their long name (``host_prefix`` 
 ``host-prefix``); a machine's options apply to all its files of that source, a drop folder's on
 top of them, and a flag given on the command line on top of both. Relative paths (a drop
 folder, a source's file options such as ``mapping``) are relative to the file's folder.
-Passwords never live in the file. Every error is one line naming the file and the key.
+Passwords never live in the file: a key naming a secret, or a URL holding a password, is
+refused wherever it is. The file is read as :mod:`burstlake.strict_yaml` reads YAML (no aliases,
+no key given twice, so no machine given twice, no deep nesting), at most
+:data:`MAX_FILE_BYTES` bytes and :data:`MAX_MACHINES` machines, refused at once beyond. A drop
+folder that is or holds the lake, or that two drops share, is refused. Every error is one line
+naming the file and the key.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
+from burstlake.strict_yaml import StrictYAMLError, loads
 
 LOG = logging.getLogger(__name__)
 FILE_NAME = "burstlake.yaml"
 TOP_KEYS = ("machines", "drops", "zabbix_db")
 DB_KEYS = ("url", "password_env", "airflow_conn_id")
+MAX_FILE_BYTES = 4 << 20  # a deployment file of a few hundred machines is a few kB
+MAX_MACHINES = 1000  # machines of one lake; each is checked with every source's options
+_SECRET_KEY = re.compile(r"(?i)(password|passwd|pwd|secret|token|api_?key|credential)")
+_SECRET_VALUE = re.compile(r"(?i)(://[^/@\s:]*:[^/@\s]*@|[?&;](password|passwd|pwd)=)")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class ConfigError(ValueError):
@@ -107,17 +119,42 @@ def load(
     config: str | os.PathLike | None = None, lake: str | os.PathLike | None = None
 ) -> Deployment:
     """The deployment file found by :func:`config_path`, checked (ConfigError)."""
+    from burstlake.lake import lake_path
+
     path = config_path(config, lake)
     if path is None:
         return Deployment()
+    size = path.stat().st_size
+    if size > MAX_FILE_BYTES:
+        raise ConfigError(f"{path}: {size} bytes; a deployment file is at most {MAX_FILE_BYTES}")
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark is not None else "file"
-        problem = getattr(err, "problem", None) or type(err).__name__
-        raise ConfigError(f"{path}: {where}: not valid YAML ({problem})") from None
-    return _check(path, data if data is not None else {})
+        data = loads(path.read_text(encoding="utf-8"))
+    except StrictYAMLError as err:
+        raise ConfigError(f"{path}: {err}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: file: not valid YAML (not UTF-8 text)") from None
+    _no_secrets(path, "", data)
+    return _check(path, data if data is not None else {}, lake_path(lake).absolute())
+
+
+def _no_secrets(path: Path, key: str, value: Any) -> None:
+    """Refuse a secret anywhere: a key naming one (``password_env`` names a variable, not a
+    secret), or a value holding a URL's password or a ``password=`` parameter."""
+    if isinstance(value, dict):
+        for name, item in value.items():
+            here = f"{key}.{name}" if key else str(name)
+            if _SECRET_KEY.search(str(name)) and str(name) != "password_env":
+                raise _fail(path, here, "passwords never live in the file: use password_env")
+            _no_secrets(path, here, item)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _no_secrets(path, f"{key}[{i}]", item)
+    elif isinstance(value, str) and _SECRET_VALUE.search(value):
+        raise _fail(
+            path,
+            key or "(top level)",
+            "holds a password: give it in password_env or airflow_conn_id",
+        )
 
 
 def _fail(path: Path, key: str, message: str) -> ConfigError:
@@ -132,13 +169,16 @@ def _mapping(path: Path, key: str, value: Any) -> dict:
     return value
 
 
-def _check(path: Path, data: Any) -> Deployment:
+def _check(path: Path, data: Any, lake: Path) -> Deployment:
     top = _mapping(path, "(top level)", data)
     unknown = sorted(set(map(str, top)) - set(TOP_KEYS))
     if unknown:
         raise _fail(path, unknown[0], f"unknown key; expected one of {', '.join(TOP_KEYS)}")
+    declared = _mapping(path, "machines", top.get("machines"))
+    if len(declared) > MAX_MACHINES:
+        raise _fail(path, "machines", f"{len(declared)} machines; at most {MAX_MACHINES}")
     machines = {}
-    for name, entry in _mapping(path, "machines", top.get("machines")).items():
+    for name, entry in declared.items():
         key = f"machines.{name}"
         _check_machine(path, key, name)
         entry = _mapping(path, key, entry)
@@ -153,11 +193,32 @@ def _check(path: Path, data: Any) -> Deployment:
         _drop(path, f"drops[{i}]", entry, machines)
         for i, entry in enumerate(_list(path, "drops", top.get("drops")))
     )
+    _check_folders(path, drops, lake)
     databases = tuple(
         _database(path, f"zabbix_db.{machine}", machine, entry, machines)
         for machine, entry in _mapping(path, "zabbix_db", top.get("zabbix_db")).items()
     )
     return Deployment(path, machines, drops, databases)
+
+
+def _check_folders(path: Path, drops: tuple[Drop, ...], lake: Path) -> None:
+    """No drop folder is the lake or holds it (the DAG would ingest the lake's own files), and
+    no two drops share a folder (a file would land under one machine only)."""
+    seen: dict[Path, int] = {}
+    for i, drop in enumerate(drops):
+        folder = Path(os.path.realpath(drop.path))
+        real_lake = Path(os.path.realpath(lake))
+        if real_lake == folder or real_lake.is_relative_to(folder):
+            raise _fail(
+                path,
+                f"drops[{i}].path",
+                f"{drop.path} is or holds the lake {lake}: give a folder apart",
+            )
+        if folder in seen:
+            raise _fail(
+                path, f"drops[{i}].path", f"{drop.path} is drops[{seen[folder]}]'s folder too"
+            )
+        seen[folder] = i
 
 
 def _list(path: Path, key: str, value: Any) -> list:
@@ -185,6 +246,7 @@ def _known_machine(path: Path, key: str, name: Any, machines: Mapping[str, Any])
         raise _fail(path, key, f"machine {name!r} is not under machines ({known})")
 
 
+@functools.cache
 def source_options(source: str) -> dict[str, argparse.Action]:
     """A source's options by their destination name (the parse options' keys)."""
     from burstlake.jobs.ingest import source_module
@@ -254,6 +316,8 @@ def _drop(path: Path, key: str, entry: Any, machines: Mapping[str, Any]) -> Drop
             raise _fail(path, f"{key}.{required}", "required (text)")
     machine = entry.get("machine")
     if machine is not None:
+        if not isinstance(machine, str):
+            raise _fail(path, f"{key}.machine", f"a machine name is text, not {machine!r}")
         _known_machine(path, f"{key}.machine", machine, machines)
     options = _options(path, f"{key}.options", entry["source"], entry.get("options"), machine)
     return Drop((path.parent / entry["path"]).absolute(), entry["source"], machine, options)
@@ -276,4 +340,8 @@ def _database(
         raise _fail(
             path, f"{key}.url", "holds a password: give it in password_env or airflow_conn_id"
         )
+    for name in ("password_env", "airflow_conn_id"):
+        value = entry.get(name)
+        if value is not None and (not isinstance(value, str) or not _ENV_NAME.fullmatch(value)):
+            raise _fail(path, f"{key}.{name}", f"a name of letters, digits and _, not {value!r}")
     return Database(str(machine), url, entry.get("password_env"), entry.get("airflow_conn_id"))

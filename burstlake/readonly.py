@@ -166,16 +166,36 @@ def _word(text: str, at: int) -> str:
     return match.group(0).upper() if match else ""
 
 
-def memory_limit(setting: str | None = None) -> str:
+MIN_MEMORY = 16 << 20  # bytes: DuckDB cannot run a query within less
+MAX_MEMORY = 1 << 50  # bytes (1 PiB): a larger figure is a typo
+MAX_THREADS = 256  # DuckDB threads; far more crash it (one stack each)
+_UNITS = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
+_UNITS |= {"KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30, "TIB": 1 << 40}
+
+
+def check_threads(threads: object, what: str = "threads") -> int:
+    """The one bound on a thread count: a whole number 1..:data:`MAX_THREADS`."""
+    if isinstance(threads, bool) or not isinstance(threads, int):
+        raise ValueError(f"{what} must be a whole number, not {threads!r}")
+    if not 1 <= threads <= MAX_THREADS:
+        raise ValueError(f"{what} must be 1..{MAX_THREADS}, not {threads}")
+    return threads
+
+
+def memory_limit(setting: str | None = None, what: str = "memory limit") -> str:
     """The memory limit of a query, as DuckDB takes it: ``setting`` (``4GB``, ``512MiB`` or a
     share of the machine's RAM, ``25%``), else ``$BURSTLAKE_SQL_MEMORY``, else
-    :data:`DEFAULT_MEMORY`. A ValueError names what is wrong."""
+    :data:`DEFAULT_MEMORY`; between :data:`MIN_MEMORY` and :data:`MAX_MEMORY`. A ValueError
+    names what is wrong (``what``: where it was given)."""
     text = setting or os.environ.get("BURSTLAKE_SQL_MEMORY") or DEFAULT_MEMORY
-    match = _MEMORY.fullmatch(text)
+    match = _MEMORY.fullmatch(str(text))
     if not match or float(match.group(1)) <= 0:
-        raise ValueError(f"memory limit {text!r}: give a size such as 4GB, 512MiB or 25%")
+        raise ValueError(f"{what} {text!r}: give a size such as 4GB, 512MiB or 25%")
     amount, unit = float(match.group(1)), match.group(2)
     if unit != "%":
+        size = amount * _UNITS[unit.upper()]
+        if not MIN_MEMORY <= size <= MAX_MEMORY:
+            raise ValueError(f"{what} {text!r}: must be 16MiB..1PiB")
         return f"{match.group(1)}{unit.upper().replace('IB', 'iB')}"
     if amount > 100:
         raise ValueError(f"memory limit {text!r}: a share of the RAM is at most 100%")
@@ -191,8 +211,8 @@ def lock(
 ) -> None:
     """Restrict ``con`` to reading ``files`` (module docstring), within ``memory`` (see
     :func:`memory_limit`) and ``threads`` (default: one per core)."""
-    if threads is not None and threads < 1:
-        raise ValueError(f"threads must be at least 1, got {threads}")
+    if threads is not None:
+        check_threads(threads, "--threads")
     quoted = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
     for setting in (
         f"SET memory_limit = '{memory_limit(memory)}'",

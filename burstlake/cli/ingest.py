@@ -44,20 +44,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         add_config_argument(sub)
         add_cluster_argument(sub)
         module.SOURCE.add_arguments(sub)
-        defaults = {a.dest: a.default for a in sub._actions}
+        defaults = {}
+        for action in sub._actions:  # a flag absent from the namespace was not given
+            if action.dest not in _NOT_OPTIONS and action.dest != "help":
+                defaults[action.dest] = action.default
+                action.default = argparse.SUPPRESS
         sub.set_defaults(handler=run, flag_defaults=defaults)
 
 
 def options_of(args: argparse.Namespace) -> dict[str, Any]:
     """The parse options: the defaults, then the deployment file's for this source and
-    machine, then every flag given on the command line (one that differs from its default)."""
+    machine, then every flag given on the command line (whatever its value, its default's
+    too)."""
     from burstlake.config import load
 
     defaults = args.flag_defaults
-    flags = {k: v for k, v in vars(args).items() if k in defaults and k not in _NOT_OPTIONS}
-    given = {k: v for k, v in flags.items() if v != defaults[k]}
+    given = {k: v for k, v in vars(args).items() if k in defaults and k not in _NOT_OPTIONS}
     deployment = load(args.config, args.lake)
-    return {**flags, **deployment.options(args.source, given.get("cluster")), **given}
+    return {**defaults, **deployment.options(args.source, given.get("cluster")), **given}
 
 
 def run(args: argparse.Namespace) -> int:

@@ -80,6 +80,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from burstlake import readonly
 from burstlake.jobs.ingest import counters, zabbix_batches, zabbix_db, zabbix_lines, zabbix_overflow
 from burstlake.jobs.ingest.base import (
     CONTRIBUTION,
@@ -128,16 +129,14 @@ class Settings:
     def from_options(cls, options: dict[str, Any]) -> Settings:
         given = options.get("interval")
         interval = 10 if given is None else int(given)
-        if interval < 1:
-            raise ValueError(f"--interval must be >= 1 second, not {interval}")
+        if not 1 <= interval <= DAY_S:
+            raise ValueError(f"--interval must be 1..{DAY_S} seconds (a day), not {interval}")
         factor = options.get("gap_factor")
         factor = counters.GAP_FACTOR if factor is None else float(factor)
         if not factor >= 1 or factor == float("inf"):
             raise ValueError(f"--gap-factor must be a finite number >= 1, not {factor:g}")
         threads = options.get("threads")
-        threads = 1 if threads is None else int(threads)
-        if threads < 1:
-            raise ValueError(f"--threads must be >= 1, not {threads}")
+        threads = readonly.check_threads(1 if threads is None else int(threads), "--threads")
         items = options.get("items")
         if items is not None and not Path(items).is_file():
             raise FileNotFoundError(f"item table {items} does not exist")
@@ -151,7 +150,9 @@ class Settings:
             items=Path(items) if items else None,
             gap_factor=factor,
             spill_dir=options.get("spill_dir"),
-            memory_limit=options.get("memory_limit") or "1GB",
+            memory_limit=readonly.memory_limit(
+                options.get("memory_limit") or "1GB", "--memory-limit"
+            ),
             threads=threads,
             latest_clock=_latest_clock(options.get("latest_clock")),
         )

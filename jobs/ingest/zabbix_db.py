@@ -140,7 +140,10 @@ def connect(url: str, password_env: str | None = None):
     scheme = str(url).split("://", 1)[0].lower() if "://" in str(url) else ""
     if scheme not in ("postgresql", "postgres"):
         raise DatabaseError(f"--db {where(url)!r}: expected postgresql://user@host:port/database")
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError as err:
+        raise DatabaseError(f"--db {where(url)}: not a URL ({_reason(err, url)})") from None
     try:
         parts.port  # noqa: B018 (raises for a port out of range)
     except ValueError:
@@ -276,7 +279,7 @@ def extract(
     retry = bool(options.get("retry_quarantined"))
     place = where(url)
     span = f"{since or 'start'}-{until or 'now'}"
-    host = re.sub(r"[^\w.-]", "_", urlsplit(place).hostname or "localhost")
+    host = re.sub(r"[^\w.-]", "_", place.split("://", 1)[-1].split("/", 1)[0])
     result = Extract(
         folder / f"{SCRATCH_PREFIX}{host}-{span}.tsv", folder / "items.tsv", latest_clock=latest
     )

@@ -976,3 +976,142 @@ def test_an_enormous_line_is_never_held_whole(tmp_path: Path) -> None:
     assert read == [b"before\n", inputs.Overlong(BIG + 1, b"x" * inputs.PREVIEW_BYTES), b"after\n"]
     assert capped == len(b"before\n") + inputs.MAX_LINE_BYTES + 1 + len(b"\nafter\n")
     assert max(peak_lines, peak_capped) < 6 * inputs.MAX_LINE_BYTES < BIG // 3
+
+
+# ---------------------------------------------------------------- the deployment file
+
+
+def _many_machines(count: int) -> str:
+    return "machines:\n" + "".join(f"  m{i}: {{}}\n" for i in range(count))
+
+
+# (name, burstlake.yaml text, the key and reason the one line names); {lake} is the lake
+DEPLOYMENT_CASES = [
+    ("machine-twice", "machines:\n  m: {}\n  m: {}\n", "line 3: key 'm' is given twice"),
+    (
+        "alias-bomb",
+        "machines:\n  m:\n    sources:\n      zabbix: &a {host_prefix: [x=y]}\n"
+        "  n: {sources: {zabbix: *a}}\n",
+        "line 5: aliases (*name) are not allowed",
+    ),
+    ("nested-5000", "x: " + "[" * 5000 + "]" * 5000 + "\n", "nested more than 32 deep"),
+    (
+        "password-in-source",
+        "machines: {m: {sources: {zabbix: {db: 'postgresql://z:hunter2@h/z'}}}}\n",
+        "machines.m.sources.zabbix.db: holds a password",
+    ),
+    (
+        "password-parameter",
+        "machines: {m: {}}\nzabbix_db: {m: {url: 'postgresql://z@h/z?password=hunter2'}}\n",
+        "zabbix_db.m.url: holds a password",
+    ),
+    ("password-key", "machines: {m: {}}\npassword: hunter2\n", "password: passwords never live"),
+    (
+        "password-env-list",
+        "machines: {m: {}}\nzabbix_db: {m: {url: 'postgresql://z@h/z', password_env: [X]}}\n",
+        "zabbix_db.m.password_env: a name of letters, digits and _, not ['X']",
+    ),
+    (
+        "machine-a-list",
+        "machines: {m: {}}\ndrops: [{path: d, source: zabbix, machine: [m]}]\n",
+        "drops[0].machine: a machine name is text, not ['m']",
+    ),
+    (
+        "interval-overflow",
+        "machines: {m: {sources: {zabbix: {interval: 9223372037}}}}\n",
+        "machines.m.sources.zabbix: --interval must be 1..86400 seconds (a day)",
+    ),
+    (
+        "interval-1e23",
+        "machines: {m: {sources: {zabbix: {interval: 100000000000000000000000}}}}\n",
+        "machines.m.sources.zabbix: --interval must be 1..86400 seconds (a day)",
+    ),
+    (
+        "threads-1e8",
+        "machines: {m: {sources: {zabbix: {threads: 100000000}}}}\n",
+        "machines.m.sources.zabbix: --threads must be 1..256, not 100000000",
+    ),
+    (
+        "memory-lots",
+        "machines: {m: {sources: {zabbix: {memory_limit: lots}}}}\n",
+        "machines.m.sources.zabbix: --memory-limit 'lots': give a size such as 4GB",
+    ),
+    (
+        "memory-1KB",
+        "machines: {m: {sources: {zabbix: {memory_limit: 1KB}}}}\n",
+        "machines.m.sources.zabbix: --memory-limit '1KB': must be 16MiB..1PiB",
+    ),
+    (
+        "drop-is-the-lake",
+        "machines: {m: {}}\ndrops: [{path: '{lake}', source: zabbix, machine: m}]\n",
+        "drops[0].path: {lake} is or holds the lake",
+    ),
+    (
+        "drop-holds-the-lake",
+        "machines: {m: {}}\ndrops: [{path: '{lake}/..', source: zabbix, machine: m}]\n",
+        "is or holds the lake",
+    ),
+    (
+        "two-drops-one-folder",
+        "machines: {m: {}, n: {}}\ndrops:\n  - {path: d, source: zabbix, machine: m}\n"
+        "  - {path: d/, source: zabbix, machine: n}\n",
+        "drops[1].path: ",
+    ),
+    ("machines-100000", _many_machines(100_000), "machines: 100000 machines; at most 1000"),
+]
+
+
+@pytest.mark.parametrize(
+    "name, text, reason", DEPLOYMENT_CASES, ids=[c[0] for c in DEPLOYMENT_CASES]
+)
+def test_hostile_deployment_file(name: str, text: str, reason: str, tmp_path: Path, capsys) -> None:
+    """``burstlake ingest zabbix`` with a hostile ``burstlake.yaml``: exit 2 before any work,
+    one line naming the file, the key and the reason; nothing lands."""
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    (tmp_path / "conf").mkdir()
+    config = tmp_path / "conf" / "burstlake.yaml"
+    config.write_text(text.replace("{lake}", str(lake)))
+    data = tmp_path / "history.ndjson"
+    data.write_text(export("hcfg", *RISING))
+    argv = ["ingest", "zabbix", str(data), "--lake", str(lake), "--config", str(config)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "Traceback" not in err, err
+    assert err.startswith(f"burstlake ingest: {config}: "), err
+    assert reason.replace("{lake}", str(lake)) in err, err
+    assert "hunter2" not in err
+    assert not read_table(lake, "ingest_log").num_rows
+
+
+# ---------------------------------------------------------------- --db URLs
+
+# (name, --db URL, what the one line says); none of these reaches a server
+DB_CASES = [
+    ("not-postgresql", "mysql://z:hunter2@h/z", "--db 'mysql://z@h/z': expected postgresql://"),
+    (
+        "upper-case-scheme",
+        "POSTGRESQL://z:hunter2@h:5432/z",
+        "--db postgresql://z@h:5432/z: the URL holds a password",
+    ),
+    (
+        "port-99999",
+        "postgresql://z@h:99999/z",
+        "--db postgresql://z@h:99999/z: the port is not 1..65535",
+    ),
+    ("password-in-url", "postgresql://z:hunter2@h/z", "the URL holds a password"),
+    ("password-parameter", "postgresql://z@h/z?password=hunter2", "the URL holds a password"),
+    ("unparsable", "postgresql://z:hunter2@[::1/z", "--db postgresql://z@[::1/z"),
+]
+
+
+@pytest.mark.parametrize("name, url, said", DB_CASES, ids=[c[0] for c in DB_CASES])
+def test_hostile_db_url(name: str, url: str, said: str, tmp_path: Path, capsys) -> None:
+    """``burstlake ingest zabbix --db URL``: exit 2, one line naming --db and what is wrong,
+    never the password; nothing lands."""
+    lake = tmp_path / "lake"
+    assert main(["ingest", "zabbix", "--db", url, "--lake", str(lake)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("burstlake ingest: ") and said in err, err
+    assert "hunter2" not in err, err
+    assert not read_table(lake, "ingest_log").num_rows

@@ -15,7 +15,7 @@ from tests.conftest import FIXTURES
     [
         ("slurm", "slurm/het_array.sacct", {"tz": "Mars/Olympus"}, "unknown time zone"),
         ("slurm", "slurm/het_array.sacct", {"cluster": " "}, "cannot be empty"),
-        ("zabbix", "zabbix/history-tags.ndjson", {"interval": 0}, "must be >= 1 second"),
+        ("zabbix", "zabbix/history-tags.ndjson", {"interval": 0}, "must be 1..86400 seconds"),
         ("zabbix", "zabbix/history_uint.tsv", {"items": "no/such/items.tsv"}, "does not exist"),
         ("topology", "topology/small.csv", {"ion_per_cabinet": "yes"}, "is a flag"),
     ],

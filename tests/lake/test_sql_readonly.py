@@ -244,7 +244,7 @@ def test_memory_limit_default_is_a_share_of_ram(monkeypatch):
 
 def test_threads_must_be_positive(lake_with_rows, capsys):
     assert main(["sql", "--lake", str(lake_with_rows), "--threads", "0", "SELECT 1"]) == 2
-    assert "threads must be at least 1" in capsys.readouterr().err
+    assert "--threads must be 1..256, not 0" in capsys.readouterr().err
 
 
 def test_a_large_result_is_streamed_not_held(lake_with_rows, capsys):

@@ -71,7 +71,7 @@ def test_a_two_machine_file_is_read(tmp_path: Path) -> None:
         ),
         (
             "machines: {m: {sources: {zabbix: {interval: 0}}}}\n",
-            "machines.m.sources.zabbix: --interval must be >= 1 second, not 0",
+            "machines.m.sources.zabbix: --interval must be 1..86400 seconds (a day), not 0",
         ),
         (
             "machines: {m: {sources: {slurm: {tz: Mars/Olympus}}}}\n",
@@ -135,3 +135,24 @@ def test_the_cli_takes_the_machine_options_and_flags_win(tmp_path: Path, capsys)
     err = capsys.readouterr().err.strip()
     assert err.startswith("burstlake ingest: ") and "zabbix.bad: not an option" in err
     assert "\n" not in err
+
+
+def test_a_flag_equal_to_its_default_still_wins(tmp_path: Path) -> None:
+    """``--memory-limit 1GB`` and ``--tz UTC`` (the defaults) given on the command line win
+    over the file's values; a flag not given takes the file's."""
+    from burstlake.cli import build_parser
+    from burstlake.cli.ingest import options_of
+
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    (lake / "burstlake.yaml").write_text(
+        "machines: {m: {sources: {zabbix: {memory_limit: 2GB, interval: 30},"
+        " slurm: {tz: America/Los_Angeles}}}}\n"
+    )
+    parse = build_parser().parse_args
+    base = ["--lake", str(lake), "--cluster", "m"]
+    given = options_of(parse(["ingest", "zabbix", *base, "--memory-limit", "1GB"]))
+    assert (given["memory_limit"], given["interval"]) == ("1GB", 30)
+    assert options_of(parse(["ingest", "zabbix", *base]))["memory_limit"] == "2GB"
+    assert options_of(parse(["ingest", "slurm", *base, "--tz", "UTC"]))["tz"] == "UTC"
+    assert options_of(parse(["ingest", "slurm", *base]))["tz"] == "America/Los_Angeles"
