@@ -20,7 +20,7 @@ a flow file of ``burstlake flows`` with ``"model": "packet"`` or the same mappin
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, is_dataclass
+from dataclasses import asdict, dataclass, field, is_dataclass
 from typing import Any
 
 import numpy as np
@@ -87,6 +87,20 @@ class Contention:
         return self.model.run(
             requests, np.asarray(capacity, np.float64), self.settings, None, None, progress
         )
+
+
+@dataclass(frozen=True, eq=False)
+class Counted(Contention):
+    """A :class:`Contention` that counts the replays it ran (``calls``): a score is labelled
+    with a model only when that model replayed something."""
+
+    calls: list[int] = field(default_factory=list)
+
+    def simulate(
+        self, topology: Any, requests: events.Requests, progress: Progress = None
+    ) -> events.Timeline:
+        self.calls.append(1)
+        return super().simulate(topology, requests, progress)
 
 
 _MODELS: dict[str, Model] = {}

@@ -131,6 +131,7 @@ def load(path: str | os.PathLike, limits: ScenarioLimits = LIMITS) -> Scenario:
     try:
         cluster = check_cluster(spec.get("cluster"))
         model = models.parse(spec.get("model"))
+        workloads.check_model(source, kind, model.name)
     except ValueError as err:
         raise ValueError(f"{path}: {err}") from None
     return Scenario(
@@ -201,16 +202,22 @@ def _scored(
 ) -> tuple[Topology, list[tuple[str, workloads.Scored]]]:
     """The machine and each policy's label and scores on it (``lake``: None for a scenario
     that reads no lake), under the scenario's contention model."""
-    topology = topologies.build(scenario.topology, lake).with_contention(scenario.model)
+    counted = models.Counted(scenario.model.model, scenario.model.settings)
+    topology = topologies.build(scenario.topology, lake).with_contention(counted)
     demand = kind.demand(scenario.workload, topology, lake)
     given = workloads.Settings(scenario.workload, scenario.name, scenario.job_scores)
     out = []
     for each in scenario.policies:
         machine, work = each.apply(topology, demand)
-        machine = machine.with_contention(scenario.model)  # a policy may rebuild the machine
+        machine = machine.with_contention(counted)  # a policy may rebuild the machine
         result = kind.scores(given, machine, work, progress)
         scored = result if isinstance(result, workloads.Scored) else workloads.Scored(result)
         out.append((each.label, scored))
+    if scenario.model.name != models.DEFAULT.name and not counted.calls:
+        raise ValueError(
+            f"scenario {scenario.name}: workload {scenario.workload['source']} replayed "
+            f"nothing under model {scenario.model.name}; its scores are not that model's"
+        )
     return topology, out
 
 

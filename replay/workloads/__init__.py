@@ -112,7 +112,9 @@ class Kind:
       further tables);
     - ``window(spec)``: the time window the scores cover (written with them), if any;
     - ``reads_lake``: the demand comes from the lake's traces, so a lake holding several
-      machines is replayed one machine at a time.
+      machines is replayed one machine at a time;
+    - ``models``: the contention models its scores are replayed under (None: every one, as
+      its scores come from ``Topology.simulate``); another is refused before any work.
     """
 
     keys: frozenset[str]
@@ -121,6 +123,18 @@ class Kind:
     scores: Callable[[Settings, Topology, Any, Progress], list[Score] | Scored]
     window: Callable[[dict], tuple[datetime | None, datetime | None]] = _no_window
     reads_lake: bool = False
+    models: frozenset[str] | None = None
+
+
+def check_model(source: str, kind: Kind, model: str) -> None:
+    """Refuse, in one line, a contention model the workload's scores are not replayed under
+    (they would be labelled with a model that did not produce them)."""
+    if kind.models is not None and model not in kind.models:
+        raise ValueError(
+            f"workload {source} replays under the {', '.join(sorted(kind.models))} model only, "
+            f"not model {model} (a window of the lake replayed as a synthetic workload runs "
+            "under any model)"
+        )
 
 
 _KINDS: dict[str, Kind] = {}

@@ -11,7 +11,7 @@ from burstlake.replay import scores as sc
 from burstlake.replay.events import Requests
 from burstlake.replay.graph import Topology
 from burstlake.replay.solver import Paths
-from burstlake.replay.workloads import Kind, Progress, ScenarioLimits, Settings, register
+from burstlake.replay.workloads import Kind, Progress, ScenarioLimits, Settings, number, register
 
 # The settings where the scenario leaves them out (paper 004 §7.2.1).
 DEFAULTS = {
@@ -64,8 +64,11 @@ def request_count(workload: dict) -> int:
     """Requests an ``ior`` workload asks for: over its node counts m (one or a list, default
     1, 2, 4, 8, 16), m × ⌈bytes_per_node / request_bytes⌉."""
     spec = spec_of(workload)
+    nodes = [
+        int(number(f"workload ior: nodes[{i}]", m, low=1, integer=True))
+        for i, m in enumerate(spec["nodes"])
+    ]
     try:
-        nodes = [int(m) for m in spec["nodes"]]
         per_node = float(spec["bytes_per_node"]) / float(spec["request_bytes"])
     except (TypeError, ValueError, ZeroDivisionError) as err:
         raise ValueError(

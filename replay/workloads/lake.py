@@ -269,5 +269,6 @@ KIND = register(
         ),
         scores=interval_scores,
         window=lambda spec: window_bounds(spec.get("window")),
+        models=frozenset({"flow"}),  # the interval replay is the fluid max-min model's
     ),
 )

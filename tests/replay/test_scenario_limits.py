@@ -31,7 +31,7 @@ IOR = (
         (BOMB, "aliases are not allowed"),
         (IOR.format(nodes=64, size=30 * 2**30, request=1), "requests; the limit is"),
         (IOR.format(nodes=64, size=4e6, request=0), "must be positive"),
-        (IOR.format(nodes=-1, size=4e6, request=1e6), "must be positive"),
+        (IOR.format(nodes=-1, size=4e6, request=1e6), "nodes[0] must be an integer >= 1, got -1"),
         (
             GOOD.replace("{name: tiny}", "{name: tiny, capacities: {ionn: 1e9}}"),
             "unknown capacities ['ionn']; allowed: ['ion', 'node_link', 'storage']",
