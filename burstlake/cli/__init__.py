@@ -7,8 +7,13 @@ never the reverse, and is the only place that prints."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import os
+import signal
 import sys
+import threading
+import time
 
 MESSAGE_LIMIT = 400  # characters of an error line
 COMMANDS = ("ingest", "synth", "metrics", "replay", "flows", "report", "sql", "lake", "demo")
@@ -72,8 +77,41 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class Terminated(BaseException):
+    """SIGTERM, raised where the command is, so what it holds is undone as on Ctrl-C."""
+
+
+def _terminate(_signum: int, _frame: object) -> None:
+    raise Terminated
+
+
+def _landed_since(args: argparse.Namespace, start: float) -> str:
+    """What landed in the lake since ``start``: the ``ingest_log`` rows written since."""
+    lake = getattr(args, "lake", None)
+    with contextlib.suppress(Exception):  # a line about an interrupt never fails itself
+        from burstlake.lake import lake_path, read_table
+
+        times = read_table(lake_path(lake), "ingest_log", ["file", "ingested_at"]).to_pylist()
+        files = [r["file"] for r in times if r["ingested_at"].timestamp() >= start]
+        if not files:
+            return "nothing landed; the file in progress was undone"
+        shown = ", ".join(files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
+        return f"{len(files)} file(s) landed ({shown}); the file in progress was undone"
+    return "the file in progress was undone"
+
+
+def _interrupted(args: argparse.Namespace, start: float, what: str) -> None:
+    said = _landed_since(args, start) if getattr(args, "command", "") == "ingest" else ""
+    print(
+        f"burstlake {args.command}: stopped by {what}{'; ' + said if said else ''}", file=sys.stderr
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    start = time.time()
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminate) if main_thread else None
     try:
         check_lake(args)
         if hasattr(args, "lake_must_exist"):  # resolved once, before anything is written
@@ -81,6 +119,10 @@ def main(argv: list[str] | None = None) -> int:
 
             args.lake = lake_path(args.lake).resolve()
         return int(args.handler(args) or 0)
+    except BrokenPipeError:  # the reader went away (| head): nothing more to say
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
     except (ValueError, OSError) as err:  # bad input, missing file, full disk, read-only lake
         print(f"burstlake {args.command}: {one_line(err)}", file=sys.stderr)
         return 2
@@ -88,7 +130,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"burstlake {args.command}: out of memory", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
+        _interrupted(args, start, "Ctrl-C")
         return 130
+    except Terminated:
+        _interrupted(args, start, "SIGTERM")
+        return 128 + signal.SIGTERM
+    except Exception as err:
+        if type(err).__name__ != "InterruptException":  # DuckDB's on Ctrl-C
+            raise
+        _interrupted(args, start, "Ctrl-C")
+        return 130
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

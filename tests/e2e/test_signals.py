@@ -1,0 +1,90 @@
+"""Ctrl-C and SIGTERM during ``burstlake ingest``, and a reader that goes away: one line saying
+what landed, exit 130 / 143, the file in progress undone; a broken pipe exits quietly."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from burstlake.lake import read_table
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.slow
+RUN = "import sys; from burstlake.cli import main; sys.exit(main())"
+
+
+def _history(path: Path, lines: int, host: str) -> Path:
+    """An export of ``lines`` samples of one counter."""
+    head = f'{{"host": {{"host": "{host}"}}, "itemid": 7, "name": "Lustre read bytes", '
+    with path.open("w") as out:
+        for k in range(lines):
+            clock = 1_700_000_000 + 10 * k
+            out.write(f'{head}"clock": {clock}, "ns": 0, "value": {100 * k}, "type": 3}}\n')
+    return path
+
+
+def _landed(lake: Path) -> list[str]:
+    try:
+        return [
+            Path(f).name for f in read_table(lake, "ingest_log", ["file"]).column(0).to_pylist()
+        ]
+    except Exception:  # the lake is being made
+        return []
+
+
+@pytest.mark.parametrize(
+    "sent, code, said", [(signal.SIGINT, 130, "Ctrl-C"), (signal.SIGTERM, 143, "SIGTERM")]
+)
+def test_a_stopped_ingest_says_what_landed(tmp_path: Path, sent, code: int, said: str) -> None:
+    small = _history(tmp_path / "a-small.ndjson", 50, "cn1")
+    big = _history(tmp_path / "b-big.ndjson", 1_500_000, "cn2")
+    lake = tmp_path / "lake"
+    argv = ["ingest", "zabbix", str(small), str(big), "--lake", str(lake)]
+    proc = subprocess.Popen(
+        [sys.executable, "-c", RUN, *argv],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 120
+    while (
+        _landed(lake) != ["a-small.ndjson"] and time.monotonic() < deadline and proc.poll() is None
+    ):
+        time.sleep(0.2)
+    time.sleep(1.0)  # well into the big file
+    assert proc.poll() is None, proc.communicate()
+    proc.send_signal(sent)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == code, err
+    assert "Traceback" not in err, err
+    last = err.strip().splitlines()[-1]
+    assert last == (
+        f"burstlake ingest: stopped by {said}; 1 file(s) landed ({small}); the file in progress "
+        "was undone"
+    ), err
+    assert _landed(lake) == ["a-small.ndjson"]
+
+
+def test_a_reader_going_away_is_quiet(tmp_path: Path) -> None:
+    """``burstlake sql ... | head -1``: the rest of the output has nowhere to go; no message."""
+    lake = tmp_path / "lake"
+    small = _history(tmp_path / "a.ndjson", 50, "cn1")
+    subprocess.run(
+        [sys.executable, "-c", RUN, "ingest", "zabbix", str(small), "--lake", str(lake)],
+        cwd=REPO, check=True, capture_output=True,
+    )  # fmt: skip
+    query = "SELECT * FROM range(2000000)"
+    cmd = f"{sys.executable} -c '{RUN}' sql --lake {lake} --max-rows 2000000 '{query}' | head -1"
+    done = subprocess.run(
+        ["bash", "-c", cmd + "; echo ${PIPESTATUS[0]} >&2"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    assert done.stderr.strip().splitlines() == ["141"], done.stderr
