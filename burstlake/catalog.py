@@ -46,6 +46,8 @@ log = logging.getLogger(__name__)
 
 CATALOG = "catalog.duckdb"
 STREAM_ROWS = 65_536  # rows per batch of a streamed query result
+MAX_HEAD_ROWS = 1_000_000  # rows `burstlake sql` may print
+CELL_CHARS = 1_000  # characters of a text cell `burstlake sql` prints (cut in DuckDB)
 META = "_burstlake_versions"  # table name -> Delta version each view reads
 
 
@@ -197,26 +199,62 @@ def sql_head(
     rows: int,
     memory: str | None = None,
     threads: int | None = None,
-) -> tuple[pa.Table, int]:
-    """The first ``rows`` rows of :func:`sql`'s result and how many rows it has, streamed: one
-    batch is held at a time, never the whole result (``SELECT * FROM range(2e9)`` counts)."""
+) -> tuple[pa.Table, bool]:
+    """The first ``rows`` rows of :func:`sql`'s result, and whether it has more. The query runs
+    under ``LIMIT rows + 1`` (DuckDB stops there: a cross join of 1e13 rows is not counted) with
+    every text, blob or nested cell cut to :data:`CELL_CHARS` characters in DuckDB, so the rows
+    held in Python are at most ``rows + 1`` of bounded width whatever the table's; a statement
+    that cannot be a subquery (EXPLAIN, DESCRIBE, SHOW) is streamed in batches of ``rows + 1``
+    and stopped there."""
+    if not 0 <= rows <= MAX_HEAD_ROWS:
+        raise ValueError(f"--max-rows must be 0..{MAX_HEAD_ROWS}, not {rows}")
     kept: list[pa.RecordBatch] = []
     total = 0
-    with _read_only(lake, query, memory, threads) as result:
+    with _read_only(lake, query, memory, threads, head=rows + 1) as result:
         for batch in result:
-            if total < rows:
-                kept.append(batch.slice(0, rows - total))
-            total += batch.num_rows
+            kept.append(batch.slice(0, rows + 1 - total))
+            total += kept[-1].num_rows
+            if total > rows:
+                break
         head = pa.Table.from_batches(kept, schema=result.schema)
-    return head, total
+    return head.slice(0, rows), total > rows
+
+
+def _head_query(con: duckdb.DuckDBPyConnection, query: str, rows: int) -> str | None:
+    """``query`` as a subquery under ``LIMIT rows`` with wide cells cut (see :func:`sql_head`),
+    or None when it cannot be a subquery."""
+    inner = query.strip().rstrip(";").strip()
+    try:
+        described = con.execute(f"DESCRIBE SELECT * FROM ({inner})").fetchall()
+    except duckdb.Error:
+        return None
+    columns = []
+    for name, kind, *_ in described:
+        quoted = '"' + str(name).replace('"', '""') + '"'
+        if kind == "VARCHAR":
+            text = quoted
+        elif kind == "BLOB" or "[" in kind or kind.startswith(("STRUCT", "MAP", "UNION", "JSON")):
+            text = f"CAST({quoted} AS VARCHAR)"
+        else:
+            columns.append(quoted)
+            continue
+        columns.append(
+            f"CASE WHEN strlen({text}) > {CELL_CHARS} THEN left({text}, {CELL_CHARS - 1}) || '…' "
+            f"ELSE {text} END AS {quoted}"
+        )
+    return f"SELECT {', '.join(columns)} FROM ({inner}) LIMIT {rows}"
 
 
 @contextlib.contextmanager
 def _read_only(
-    lake: str | os.PathLike | None, query: str, memory: str | None, threads: int | None
+    lake: str | os.PathLike | None,
+    query: str,
+    memory: str | None,
+    threads: int | None,
+    head: int | None = None,
 ) -> Iterator[pa.RecordBatchReader]:
-    """The result of one read-only query, streamed (see :func:`sql`); DuckDB errors as one-line
-    ValueErrors."""
+    """The result of one read-only query, streamed (see :func:`sql`; ``head``: its first rows
+    alone, see :func:`sql_head`); DuckDB errors as one-line ValueErrors."""
     readonly.check(query)
     readonly.memory_limit(memory)  # a bad setting is refused before any work
     root = lake_path(lake).resolve()
@@ -225,7 +263,12 @@ def _read_only(
         versions = con.execute(f'SELECT name, version FROM "{META}"').fetchall()
         files = [f for name, v in versions if v is not None for f in table_files(root, name, v)]
         readonly.lock(con, readonly.lake_files(root, files), memory, threads)
-        yield con.execute(query).fetch_record_batch(STREAM_ROWS)
+        if head is None:
+            yield con.execute(query).fetch_record_batch(STREAM_ROWS)
+        else:
+            limited = _head_query(con, query, head)
+            batch = max(1, min(head, STREAM_ROWS))
+            yield con.execute(limited or query).fetch_record_batch(batch)
     except duckdb.Error as err:
         raise ValueError(readonly.describe_error(err, memory)) from err
     finally:

@@ -218,6 +218,7 @@ def lock(
         f"SET memory_limit = '{memory_limit(memory)}'",
         f"SET threads = {int(threads or os.cpu_count() or 1)}",
         "SET temp_directory = ''",  # no spilling: the limit is the limit
+        "SET enable_progress_bar = false",  # the library never draws progress
         "SET autoinstall_known_extensions = false",
         "SET autoload_known_extensions = false",
         f"SET allowed_paths = [{quoted}]",

@@ -19,7 +19,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "memory limit.",
     )
     parser.add_argument("query", help='e.g. "SELECT count(*) FROM jobs"')
-    parser.add_argument("--max-rows", type=int, default=40, help="rows to print (default 40)")
+    parser.add_argument(
+        "--max-rows",
+        type=int,
+        default=40,
+        help="rows to print (default 40); the query stops after them",
+    )
     parser.add_argument(
         "--memory-limit",
         default=None,
@@ -39,7 +44,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from burstlake.catalog import sql_head
 
-    shown, total = sql_head(args.lake, args.query, args.max_rows, args.memory_limit, args.threads)
+    shown, more = sql_head(args.lake, args.query, args.max_rows, args.memory_limit, args.threads)
     rows = list(zip(*(column.to_pylist() for column in shown.columns), strict=True))
-    print(format_table(shown.column_names, rows, total))
+    print(format_table(shown.column_names, rows, len(rows)))
+    if more:
+        print(f"(more rows than the {len(rows)} shown: raise --max-rows, or SELECT count(*))")
     return 0
