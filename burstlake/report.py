@@ -140,38 +140,67 @@ def burstiness_section(lake: lake_io.Cluster) -> Section:
     return Section("burstiness", title, caption, png=figure_png(fig))
 
 
+def heatmap_grid(lake: lake_io.Cluster) -> tuple[pd.DataFrame, int, pd.Timestamp, float] | None:
+    """The heatmap's cells, aggregated in DuckDB from ``node_io`` streamed batch by batch, so
+    memory stays flat as the lake grows: bytes per level (cabinet, or node without a
+    topology) × time bin of the busiest :data:`MAX_ROWS` levels (sorted by name), the number of
+    levels, the first time and the span in seconds. None without ``node_io`` rows."""
+    import duckdb
+
+    topology = _read(lake, "topology")[["node", "cabinet"]].drop_duplicates("node")
+    level = "cabinet" if not topology.empty else "node"
+
+    def scan():
+        rows = lake_io.dataset(lake.lake, "node_io")
+        columns = ["node", "ts", "read_bytes", "write_bytes"]
+        return rows.scanner(columns=columns, filter=lake.only()).to_reader()
+
+    with duckdb.connect(config={"memory_limit": "512MB", "threads": 1}) as con:
+        con.register("topo", topology)
+        con.register("first_scan", scan())
+        start, end, times = con.execute(
+            "SELECT min(ts), max(ts), count(DISTINCT ts) FROM first_scan"
+        ).fetchone()
+        if start is None:
+            return None
+        span = max((end - start).total_seconds(), 1.0)
+        bins = min(MAX_TIME_BINS, max(1, times))
+        where = "coalesce(t.cabinet, '(no topology)')" if level == "cabinet" else "n.node"
+        con.register("second_scan", scan())
+        cells = con.execute(
+            f"SELECT {where} AS level, least(CAST(floor((epoch_us(n.ts) - $start) / 1e6 / $span "
+            f"* $bins) AS BIGINT), $bins - 1) AS bin, "
+            "sum(coalesce(n.read_bytes, 0) + coalesce(n.write_bytes, 0))::DOUBLE AS bytes "
+            "FROM second_scan n LEFT JOIN topo t USING (node) GROUP BY ALL",
+            {"start": int(pd.Timestamp(start).value // 1000), "span": span, "bins": bins},
+        ).df()
+    totals = cells.groupby("level")["bytes"].sum()
+    ranked = sorted(totals.items(), key=lambda item: (-item[1], item[0]))
+    rows = sorted(name for name, _ in ranked[:MAX_ROWS])
+    grid = (
+        cells[cells.level.isin(rows)]
+        .pivot_table(index="level", columns="bin", values="bytes", aggfunc="sum", fill_value=0)
+        .reindex(index=rows, columns=range(bins), fill_value=0)
+    )
+    grid.index.name = level
+    return grid, len(totals), pd.Timestamp(start), span
+
+
 def heatmap_section(lake: lake_io.Cluster) -> Section:
     """Traffic per cabinet (or node, without a topology) and time bin."""
     title = "Traffic heatmap"
-    traffic = lake.read("node_io", ["node", "ts", "read_bytes", "write_bytes"]).to_pandas()
-    topology = _read(lake, "topology")[["node", "cabinet"]].drop_duplicates("node")
-    level = "cabinet" if not topology.empty else "node"
+    found = heatmap_grid(lake)
+    level = found[0].index.name if found else "node"
     caption = (
         f"Bytes read and written per {level} and time bin, log scale: where and when the "
         "traffic happens. Spatially bursty I/O shows as a few bright rows at any moment "
         "(paper 004 §4.1, the view behind Figs. 7 and 8)."
     )
-    if traffic.empty:
+    if found is None:
         return Section(
             "heatmap", title, caption, empty="no node_io: ingest Zabbix or run `burstlake synth`"
         )
-    traffic["bytes"] = traffic.read_bytes.fillna(0) + traffic.write_bytes.fillna(0)
-    if level == "cabinet":
-        traffic = traffic.merge(topology, on="node", how="left")
-        traffic["cabinet"] = traffic.cabinet.fillna("(no topology)")
-    start, end = traffic.ts.min(), traffic.ts.max()
-    span = max((end - start).total_seconds(), 1.0)
-    bins = min(MAX_TIME_BINS, max(1, traffic.ts.nunique()))
-    traffic["bin"] = np.minimum(
-        ((traffic.ts - start).dt.total_seconds() / span * bins).astype(int), bins - 1
-    )
-    totals = traffic.groupby(level)["bytes"].sum().sort_values(ascending=False)
-    rows = totals.index[:MAX_ROWS]
-    grid = (
-        traffic[traffic[level].isin(rows)]
-        .pivot_table(index=level, columns="bin", values="bytes", aggfunc="sum", fill_value=0)
-        .reindex(index=sorted(rows), columns=range(bins), fill_value=0)
-    )
+    grid, levels, start, span = found
     fig, ax = plt.subplots(figsize=(10, min(8, 1.5 + 0.06 * len(grid))))
     image = ax.imshow(
         np.log10(grid.to_numpy(dtype=float) + 1),
@@ -181,7 +210,7 @@ def heatmap_section(lake: lake_io.Cluster) -> Section:
         extent=(0, span / 3600, len(grid), 0),
     )
     ax.set_xlabel(f"hours since {start:%Y-%m-%d %H:%M} UTC")
-    ax.set_ylabel(f"{level} ({len(grid)} of {len(totals)}, by name)")
+    ax.set_ylabel(f"{level} ({len(grid)} of {levels}, by name)")
     if len(grid) <= 40:
         ax.set_yticks(np.arange(len(grid)) + 0.5, grid.index)
     fig.colorbar(image, ax=ax, label="log10 bytes per bin")
