@@ -19,6 +19,7 @@ walk over a resource's flows is a scan of one array.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,7 +40,8 @@ SAME_INSTANT = 1e-12  # events closer than this fraction of the clock happen tog
 RATE_CHANGE = 1e-13  # a re-solved rate closer than this (relative) to the old one is kept
 SETTLED_MARGIN = 1e-9  # rounding guard on the level below which rates are known not to change
 SATURATED = 1e-9  # a resource loaded within this fraction of its capacity counts as saturated
-EVENTS_PER_CALL = 50_000  # compiled events between two progress reports
+EVENTS_PER_CALL = 50_000  # compiled events between two progress reports, at most
+CALL_SECONDS = 0.25  # and fewer when they take longer than this (Ctrl-C within a second)
 REBUILD_SHARE = 4  # the finish heap is rebuilt when an event re-solves over 1/4 of its size
 
 
@@ -133,14 +135,18 @@ def simulate(requests: Requests, capacity: np.ndarray, progress=None) -> Timelin
         capacity,
         slots(paths.indices, len(capacity)),
     )
-    while True:
-        done = _advance(EVENTS_PER_CALL, *inputs, *state.arrays())
+    budget = EVENTS_PER_CALL
+    while True:  # back in Python (Ctrl-C, progress) every CALL_SECONDS or so
+        began = time.perf_counter()
+        done = _advance(budget, *inputs, *state.arrays())
         if done < 0:
             raise ValueError("a flow got no bandwidth: check the route's capacities")
         if progress is not None and done:
             progress(done)
-        if done < EVENTS_PER_CALL:
+        if done < budget:
             break
+        took = max(time.perf_counter() - began, 1e-6)
+        budget = int(min(EVENTS_PER_CALL, max(64, budget * CALL_SECONDS / took)))
     start = state.start - latency
     return Timeline(start, state.end, state.moved, *map(int, state.counters[2:4]))
 

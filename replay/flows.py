@@ -154,16 +154,17 @@ def result(finish: np.ndarray, wall: float, model: models.Contention = models.DE
     }
 
 
-def finish_times(flows: FlowSet) -> tuple[np.ndarray, float]:
+def finish_times(flows: FlowSet, progress=None) -> tuple[np.ndarray, float]:
     """Each flow's completion time (seconds, input order) and the model's wall time. Every
-    flow is a stream of one request, issued at its start."""
+    flow is a stream of one request, issued at its start; ``progress(events)`` is called as
+    the model advances."""
     n = len(flows.size)
     requests = Requests(np.arange(n), flows.size, flows.start, flows.paths)
     none = np.zeros(0)
     idle = Requests(none.astype(np.int64), none, none, Paths.from_lists([]))
     flows.model.simulate_links(idle, flows.capacity)  # compile or load the model, untimed
     started = time.perf_counter()
-    timeline = flows.model.simulate_links(requests, flows.capacity)
+    timeline = flows.model.simulate_links(requests, flows.capacity, progress)
     wall = time.perf_counter() - started
     log.info(
         "%d flows over %d links, %s model: %d events in %.3f s",

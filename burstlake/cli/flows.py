@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -41,10 +42,19 @@ def run(args: argparse.Namespace) -> int:
     if args.out:
         paths.output_file(args.out)  # refused before the work
     flows = load(args.file)
+    events = [0]
+
+    def progress(done: int) -> None:  # the CLI draws; the library only counts
+        events[0] += done
+        if sys.stderr.isatty():
+            print(f"\r{events[0]:,} events", end="", file=sys.stderr, flush=True)
+
     try:
-        finish, wall = finish_times(flows)
+        finish, wall = finish_times(flows, progress)
     except ValueError as err:  # e.g. the packet model's deadlock on a cycle of routes
         raise ValueError(f"{args.file}: {err}") from None
+    if sys.stderr.isatty() and events[0]:
+        print(file=sys.stderr)
     text = json.dumps(result(finish, wall, flows.model), allow_nan=False)
     if args.out:
         paths.write_text(args.out, text + "\n")

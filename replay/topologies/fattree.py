@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from burstlake.replay.graph import ResourceSet, Topology
+from burstlake.replay.graph import ResourceSet, Topology, check_nodes
 from burstlake.replay.topologies import Family, preset, register
 
 LINK = 12.5e9  # bytes/s per link and direction (paper 000 §3.1)
@@ -242,6 +242,7 @@ def shape_from(name: str, settings: Mapping[str, Any]) -> FatTreeShape:
     if isinstance(hosts, bool) or not isinstance(hosts, int) or hosts < 1:
         raise ValueError(f"topology {name}: hosts_per_leaf must be an integer ≥ 1, got {hosts!r}")
     shape = FatTreeShape(radix, leaves, float(taper), hosts)
+    check_nodes(name, leaves * hosts)
     if shape.down + shape.up > radix:
         raise ValueError(
             f"topology {name}: {shape.down} host ports and {shape.up} uplinks (hosts_per_leaf "

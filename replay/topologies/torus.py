@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from burstlake.replay.graph import ResourceSet, Topology
+from burstlake.replay.graph import ResourceSet, Topology, check_nodes
 from burstlake.replay.topologies import Family, preset, register
 
 DIMS = (4, 4, 4, 4, 2)
@@ -154,7 +154,10 @@ def shape(name: str, settings: Mapping[str, Any]) -> tuple[tuple[int, ...], int]
             f"topology {name}: dims must be a list of 1 to 6 integers ≥ 2, got {dims!r}"
         )
     ratio = settings.get("nodes_per_bridge", NODES_PER_BRIDGE)
-    nodes = int(np.prod(dims))
+    nodes = 1
+    for size in dims:  # exact (np.prod wraps past 2^63)
+        nodes *= size
+    check_nodes(name, nodes)
     if isinstance(ratio, bool) or not isinstance(ratio, int) or ratio < 1 or nodes % ratio:
         raise ValueError(
             f"topology {name}: nodes_per_bridge must be a positive integer dividing the "

@@ -88,3 +88,34 @@ def test_a_reader_going_away_is_quiet(tmp_path: Path) -> None:
         text=True,
     )
     assert done.stderr.strip().splitlines() == ["141"], done.stderr
+
+
+def test_flows_stop_within_a_second_on_ctrl_c(tmp_path: Path) -> None:
+    """``burstlake flows`` of 1 M flows over 4 links: Ctrl-C while the model runs ends it
+    within a second (it returns to Python every 0.25 s), exit 130, one line."""
+    flows = tmp_path / "flows.json"
+    links = ["a", "b", "c", "d"]
+    with flows.open("w") as out:
+        out.write('{"links": {"a": 1e9, "b": 1e9, "c": 2e9, "d": 5e8}, "flows": [')
+        out.write(
+            ", ".join(
+                f'{{"route": ["{links[k % 4]}", "{links[(k + 1) % 4]}"], "size": {1e6 + k}, '
+                f'"start": {k * 1e-6}}}'
+                for k in range(1_000_000)
+            )
+        )
+        out.write("]}")
+    proc = subprocess.Popen(
+        [sys.executable, "-c", RUN, "flows", str(flows), "--out", str(tmp_path / "out.json")],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    time.sleep(25)  # loaded, compiled and well into the events
+    assert proc.poll() is None, proc.communicate()
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    stopped = time.monotonic() - sent
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines()[-1] == "burstlake flows: stopped by Ctrl-C", err
+    assert stopped < 5.0, stopped  # 20-44 s before; a second and the exit now
+    assert not (tmp_path / "out.json").exists()

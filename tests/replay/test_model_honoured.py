@@ -113,3 +113,25 @@ def test_ior_node_counts_are_whole(nodes: str, message: str, tmp_path: Path) -> 
     with pytest.raises(ValueError) as caught:
         _load(tmp_path, f"name: s\n{text}")
     assert message in str(caught.value) and "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "topology, message",
+    [
+        (
+            "{name: fattree, radix: 36, leaves: 100000}",
+            "topology fattree: 1,800,000 nodes (about 2.2 GB to build); a topology has at most",
+        ),
+        (
+            "{name: torus, dims: [100000, 100000]}",
+            "topology torus: 10,000,000,000 nodes (about 12,000.0 GB to build)",
+        ),
+    ],
+)
+def test_a_topology_too_large_is_refused_before_it_is_built(
+    topology: str, message: str, tmp_path: Path
+) -> None:
+    text = SMALL["ior"].replace("topology: tiny", f"topology: {topology}")
+    with pytest.raises(ValueError) as caught:
+        _load(tmp_path, f"name: s\n{text}")
+    assert message in str(caught.value) and "\n" not in str(caught.value)
