@@ -85,6 +85,7 @@ from numba import njit
 
 from burstlake.replay.events import Requests, Timeline
 
+MAX_DELAY_S = 86_400.0  # router_delay and nic_delay: a day at most (1e308 gave NaN times)
 EVENTS_PER_CALL = 2_000_000  # compiled events between two progress reports
 ARBITRATIONS = ("fcfs", "round-robin")  # how a buffer admits its waiting packets; default first
 
@@ -138,9 +139,11 @@ class PacketSettings:
         for key in ("packet_bytes", "buffer_bytes"):
             if not 0 < getattr(self, key) < math.inf:
                 raise ValueError(f"{where}: {key} must be positive, got {getattr(self, key)!r}")
-        for key in ("router_delay", "nic_delay"):
-            if not 0 <= getattr(self, key) < math.inf:
-                raise ValueError(f"{where}: {key} must be >= 0 seconds, got {getattr(self, key)!r}")
+        for key in ("router_delay", "nic_delay"):  # a delay past a day overflows no clock
+            if not 0 <= getattr(self, key) <= MAX_DELAY_S:
+                raise ValueError(
+                    f"{where}: {key} must be 0..{MAX_DELAY_S:g} seconds, got {getattr(self, key)!r}"
+                )
         if self.packet_bytes > self.buffer_bytes:
             raise ValueError(
                 f"{where}: packet_bytes ({self.packet_bytes:g}) is larger than buffer_bytes "

@@ -233,8 +233,14 @@ def test_model_null_is_the_flow_model() -> None:
         ('{"name": "packet", "packet_bytes": 0}', "model packet: packet_bytes must be positive"),
         ('{"name": "packet", "packet_bytes": -4096}', "packet_bytes must be positive"),
         ('{"name": "packet", "buffer_bytes": -1}', "model packet: buffer_bytes must be positive"),
-        ('{"name": "packet", "nic_delay": -1e-6}', "model packet: nic_delay must be >= 0"),
-        ('{"name": "packet", "router_delay": -1}', "model packet: router_delay must be >= 0"),
+        (
+            '{"name": "packet", "nic_delay": -1e-6}',
+            "model packet: nic_delay must be 0..86400 seconds",
+        ),
+        (
+            '{"name": "packet", "router_delay": -1}',
+            "model packet: router_delay must be 0..86400 seconds",
+        ),
         (
             '{"name": "packet", "packet_bytes": 8192, "buffer_bytes": 4096}',
             "model packet: packet_bytes (8192) is larger than buffer_bytes (4096)",

@@ -135,3 +135,12 @@ def test_a_topology_too_large_is_refused_before_it_is_built(
     with pytest.raises(ValueError) as caught:
         _load(tmp_path, f"name: s\n{text}")
     assert message in str(caught.value) and "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("key", ["nic_delay", "router_delay"])
+def test_a_delay_beyond_a_day_is_refused(key: str, tmp_path: Path) -> None:
+    """``nic_delay: 1e308`` gave NULL latencies with exit 0."""
+    text = f"name: s\n{SMALL['ior']}model: {{name: packet, {key}: 1.0e+308}}\n"
+    with pytest.raises(ValueError) as caught:
+        _load(tmp_path, text)
+    assert f"{key} must be 0..86400 seconds, got 1e+308" in str(caught.value)

@@ -92,7 +92,7 @@ def test_packet_settings_reach_the_model(tmp_path) -> None:
         ("model: {name: packet, buffer: 1}", r"model packet: unknown settings \['buffer'\]"),
         ("model: {name: packet, packet_bytes: 0}", "packet_bytes must be positive"),
         ("model: {name: packet, packet_bytes: -4096}", "packet_bytes must be positive"),
-        ("model: {name: packet, nic_delay: -1}", "nic_delay must be >= 0"),
+        ("model: {name: packet, nic_delay: -1}", "nic_delay must be 0..86400 seconds"),
         ("model: {name: packet, router_delay: x}", "router_delay must be a number"),
         ("model: {name: packet, packet_bytes: 65537}", "larger than buffer_bytes"),
         ("model: {name: flow, buffer_bytes: 1}", "model flow: takes no settings"),

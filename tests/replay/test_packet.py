@@ -229,7 +229,7 @@ def test_a_request_beyond_exact_packet_counts_is_refused() -> None:
     [
         ({"packet_bytes": 0}, "packet_bytes must be positive"),
         ({"buffer_bytes": -1}, "buffer_bytes must be positive"),
-        ({"router_delay": -1e-9}, "router_delay must be >= 0"),
+        ({"router_delay": -1e-9}, "router_delay must be 0..86400 seconds"),
         ({"nic_delay": "soon"}, "nic_delay must be a number"),
         ({"nic_delay": True}, "nic_delay must be a number"),
         ({"packet_bytes": "4096"}, "packet_bytes must be a number, got '4096'"),
