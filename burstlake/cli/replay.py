@@ -41,10 +41,12 @@ def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from burstlake.formatting import format_table
+    from burstlake.lake import check_writable
     from burstlake.replay.scenario import check_cluster, comparison, load
     from burstlake.replay.scenario import run as run_scenario
 
     scenario = load(args.scenario)
+    check_writable(args.lake, f"replay {scenario.name}'s scores")  # before the simulation
     if args.cluster is not None:
         scenario = replace(scenario, cluster=check_cluster(args.cluster))
     show = args.progress or sys.stderr.isatty()

@@ -12,6 +12,7 @@ import fcntl
 import logging
 import os
 import shutil
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -180,6 +181,19 @@ def _alive(pid: int) -> bool:
 
 TXN = "_txn"  # intent records of landings in progress (see snapshot.landing)
 MIGRATE = "_migrate"  # scratch folder of a migration (see maintenance.migrate)
+
+
+def check_writable(lake: str | os.PathLike | None, what: str) -> None:
+    """Raise a one-line LakeError now, before ``what`` runs, when the lake (or, for a new lake,
+    the folder it would be made in) cannot be written."""
+    root = lake_path(lake)
+    folder = next((p for p in (root, *root.parents) if p.exists()), root)
+    try:
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".burstlake-writable-"):
+            pass
+    except OSError as err:
+        found = _lake_error(err, root) or LakeError(errno.EACCES, f"lake {root}: {err.strerror}")
+        raise LakeError(found.errno, f"{found}: {what} would have nowhere to land") from None
 
 
 def _lake_error(err: BaseException, lake: Path) -> LakeError | None:
