@@ -155,7 +155,7 @@ def test_fast_members_are_the_text_duckdb_reads(records: list[dict]) -> None:
 
 
 def test_threads_must_be_a_positive_count() -> None:
-    with pytest.raises(ValueError, match="--threads must be 1..256"):
+    with pytest.raises(ValueError, match=r"--threads must be 1\.\.256"):
         zabbix.check_options({"threads": 0})
 
 
