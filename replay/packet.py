@@ -34,7 +34,7 @@ The model, in the terms of CODES' ``src/networks/model-net/fattree.c``:
   classes only. The choice matters for paper 000: under ``fcfs`` an MPI packet at an output
   shared with I/O waits behind every I/O packet queued there; under ``round-robin``, for one
   packet of each other input, and the random-node MPI slowdown falls from CODES' 12x to about
-  2x (README, "Placement what-ifs").
+  2x (docs/design.md, "Contention models").
 - **Links.** An admitted packet leaves on its resource in admission order, one packet at a
   time, taking ``bytes / capacity``; it reaches the next device ``router_delay`` later when the
   resource is a switch's port (``switch_port``, from the topology:
