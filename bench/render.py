@@ -156,7 +156,10 @@ def render(folder: Path = RESULTS) -> str:
         "A file whose source says *transcribed* holds figures recorded by an earlier run and",
         "copied from the README of that time, not a fresh run. Loads are the machine's 1-minute",
         "load average while the benchmark ran; on a shared 2-core machine, wall times grow with",
-        "it and CPU times much less.",
+        "it and CPU times much less. Every step runs in its own process through one measuring",
+        "helper (`bench.measure`: wall and CPU time of the process tree, its peak memory sampled",
+        "every 0.2 s, output to files so a chatty step cannot block, and a time limit of",
+        "`$BURSTLAKE_BENCH_TIMEOUT`, 3600 s by default).",
         "",
     ]
     summary = [
