@@ -152,5 +152,6 @@ def _load() -> None:
         ior,
         jobs,
         lake,
+        lake_window,
         phases,
     )

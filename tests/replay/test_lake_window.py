@@ -1,0 +1,437 @@
+"""The lake_window workload (replay/workloads/lake_window.py): the lake's jobs of a time window
+replayed request by request under the flow and the packet model, on hand-built lakes."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from burstlake.lake import write_table
+from burstlake.replay import scenario as sn
+from burstlake.replay.workloads import lake_window as lw
+
+T0 = dt.datetime(2018, 1, 1, tzinfo=dt.UTC)
+STEP = 10  # seconds per node_io interval
+ION = 1.5e9  # the forwarding family's ION capacity (bytes/s)
+
+TS = pa.timestamp("us", tz="UTC")
+# darshan_dxt as the Darshan DXT landing declares it (schemas/tables.py on its branch); used
+# only while the lake contract on this branch has no such table
+DXT = [
+    ("log_id", pa.string(), False),
+    ("cluster", pa.string(), True),
+    ("job_id", pa.string(), True),
+    ("module", pa.string(), False),
+    ("rank", pa.int64(), False),
+    ("hostname", pa.string(), True),
+    ("record_id", pa.int64(), False),
+    ("op", pa.string(), False),
+    ("offset", pa.int64(), False),
+    ("length", pa.int64(), False),
+    ("start", TS, False),
+    ("end", TS, False),
+    ("start_ns", pa.int64(), False),
+    ("end_ns", pa.int64(), False),
+]
+
+
+@pytest.fixture
+def dxt_table(monkeypatch):
+    """The ``darshan_dxt`` contract, declared here when this branch's lake lacks it."""
+    from burstlake.schemas import REGISTRY
+    from burstlake.schemas.tables import TableSpec, _schema
+
+    if "darshan_dxt" not in REGISTRY:
+        spec = TableSpec(
+            name="darshan_dxt",
+            schema=_schema(*DXT),
+            key=("log_id", "module", "record_id", "rank", "op", "start_ns", "offset"),
+            partition_by="start",
+            replace_key=("log_id",),
+        )
+        monkeypatch.setitem(REGISTRY, "darshan_dxt", spec)
+    return "darshan_dxt"
+
+
+def machine(lake: Path, ions: dict[str, list[str]]) -> None:
+    """The lake's topology: each ION and the nodes it serves."""
+    rows = [
+        {"node": n, "cabinet": "c0", "ion": ion, "switch": f"s{ion}"}
+        for ion, nodes in ions.items()
+        for n in nodes
+    ]
+    write_table(lake, "topology", pa.Table.from_pylist(rows), "topo")
+
+
+def jobs(lake: Path, runs: dict[str, tuple[dt.datetime, dt.datetime, list[str]]]) -> None:
+    write_table(
+        lake,
+        "jobs",
+        pa.Table.from_pylist(
+            [
+                {"job_id": j, "start": a, "end": b, "nnodes": len(n), "state": "COMPLETED"}
+                for j, (a, b, n) in runs.items()
+            ]
+        ),
+        "jobs",
+    )
+    write_table(
+        lake,
+        "job_nodes",
+        pa.Table.from_pylist(
+            [
+                {"job_id": j, "node": node, "node_index": k}
+                for j, (_, _, n) in runs.items()
+                for k, node in enumerate(n)
+            ]
+        ),
+        "jobs",
+    )
+
+
+def node_io(lake: Path, rows: list[dict]) -> None:
+    table = pa.Table.from_pylist([{"interval_s": STEP, **r} for r in rows])
+    write_table(lake, "node_io", table, "io")
+
+
+def scenario(tmp_path: Path, workload: dict, *, model="flow", policies=("given",), topo="lake"):
+    import yaml
+
+    spec = {
+        "name": f"win_{model}",
+        "workload": {"source": "lake_window", **workload},
+        "topology": topo,
+        "model": model,
+        "policies": list(policies),
+    }
+    path = tmp_path / f"win_{model}.yaml"
+    path.write_text(yaml.safe_dump(spec, default_flow_style=False))
+    return sn.load(path)
+
+
+def scores_of(table: pa.Table, policy: str = "given") -> dict[str, float | None]:
+    rows = table.filter(pa.compute.equal(table["policy"], policy)).to_pylist()
+    return {r["metric"]: r["value"] for r in rows}
+
+
+WINDOW = {"start": T0.isoformat(), "end": (T0 + dt.timedelta(seconds=STEP)).isoformat()}
+
+
+def bottleneck_lake(lake: Path) -> None:
+    """Four nodes behind one ION, one job writing 15 MB on each at the window's start."""
+    nodes = [f"cn{i}" for i in range(4)]
+    machine(lake, {"ion0": nodes, "ion1": ["cn4", "cn5"]})
+    jobs(lake, {"7": (T0, T0 + dt.timedelta(seconds=STEP), nodes)})
+    node_io(lake, [{"node": n, "ts": T0, "write_bytes": 15_000_000} for n in nodes])
+
+
+@pytest.mark.parametrize("model", ["flow", "packet"])
+def test_equal_flows_through_one_bottleneck_take_bytes_over_capacity(lake, tmp_path, model):
+    """4 requests of 15 MB released together share the ION max-min: 60 MB / 1.5 GB/s = 40 ms
+    of I/O, under either model (within 5 %: the packet model adds delays and headers)."""
+    bottleneck_lake(lake)
+    work = {"window": WINDOW, "request_bytes": 15_000_000}
+    got = scores_of(sn.run(scenario(tmp_path, work, model=model), lake))
+    want = 4 * 15e6 / ION
+    assert got["w0.7.io_bytes"] == 60e6
+    assert got["w0.7.io_time"] >= want * (1 - 1e-9)
+    assert got["w0.7.io_time"] == pytest.approx(want, rel=0.05)
+    assert got["w0.7.io_slowdown"] == pytest.approx(1.0)  # alone in its window
+    assert got["w0.network_counters"] == 0 and got["w0.7.messages"] == 0
+    assert got["w0.7.mpi_latency_mean"] is None
+    assert got["w0.picked.explicit"] is None and got["w0.jobs"] == 1
+
+
+def test_flow_and_packet_windows_agree_where_max_min_is_the_answer(lake, tmp_path):
+    bottleneck_lake(lake)
+    work = {"window": WINDOW, "request_bytes": 15_000_000}
+    flow = scores_of(sn.run(scenario(tmp_path, work, model="flow"), lake))
+    packet = scores_of(sn.run(scenario(tmp_path, work, model="packet"), lake))
+    assert packet["w0.7.io_time"] == pytest.approx(flow["w0.7.io_time"], rel=0.05)
+
+
+def test_node_io_spread_over_the_interval_in_requests(lake, tmp_path):
+    """1 MB in an interval of 10 s, request_bytes 300 kB: 4 requests (3 × 300 kB + 100 kB)
+    released 2.5 s apart; each alone at the ION's rate, so the I/O time is 1 MB / 1.5 GB/s."""
+    machine(lake, {"ion0": ["cn0", "cn1"]})
+    jobs(lake, {"1": (T0, T0 + dt.timedelta(seconds=STEP), ["cn0"])})
+    node_io(lake, [{"node": "cn0", "ts": T0, "read_bytes": 600_000, "write_bytes": 400_000}])
+    work = {"window": WINDOW, "request_bytes": 300_000}
+    demand = lw.demand(scenario(tmp_path, work).workload, *_machine_and_lake(tmp_path, work, lake))
+    io = demand.windows[0].jobs[0].io
+    assert io.traffic.size.tolist() == [300_000, 300_000, 300_000, 100_000]
+    assert io.release.tolist() == [0.0, 2.5, 5.0, 7.5]
+    got = scores_of(sn.run(scenario(tmp_path, work), lake))
+    assert got["w0.1.io_time"] == pytest.approx(1e6 / ION)
+    assert got["w0.1.io_from_dxt"] == 0
+
+
+def _machine_and_lake(tmp_path, work, lake):
+    from burstlake.lake import cluster_of
+    from burstlake.replay import topologies
+
+    return topologies.build({"name": "lake"}, lake), cluster_of(lake)
+
+
+def test_communication_is_network_less_storage_bytes_by_pattern(lake, tmp_path):
+    """rx + tx 3 MB, write 1 MB: 2 MB of communication, 1 MB sent per node (each message is
+    counted at both ends), 4 messages of 262,144 bytes per node to its ring neighbour."""
+    nodes = ["cn0", "cn1", "cn2"]
+    machine(lake, {"ion0": nodes})
+    jobs(lake, {"5": (T0, T0 + dt.timedelta(seconds=STEP), nodes)})
+    rows = [
+        {
+            "node": n,
+            "ts": T0,
+            "write_bytes": 1 << 20,
+            "net_rx_bytes": 1 << 20,
+            "net_tx_bytes": 2 << 20,
+        }
+        for n in nodes
+    ]
+    node_io(lake, rows)
+    work = {"window": WINDOW, "pattern": "ring", "message_bytes": 262144}
+    demand = lw.demand(scenario(tmp_path, work).workload, *_machine_and_lake(tmp_path, work, lake))
+    mpi = demand.windows[0].jobs[0].mpi.traffic
+    assert len(mpi) == 12 and set(mpi.size) == {262144}
+    assert dict(zip(mpi.src.tolist(), mpi.dst.tolist(), strict=False)) == {0: 1, 1: 2, 2: 0}
+    got = scores_of(sn.run(scenario(tmp_path, work), lake))
+    assert got["w0.network_counters"] == 1 and got["w0.5.messages"] == 12
+    # a message alone on its sender's 6 GB/s link (no interference: the I/O goes elsewhere
+    # at other times or shares only the ION)
+    assert got["w0.5.mpi_latency_max"] >= 262144 / 6e9 * (1 - 1e-9)
+    assert got["w0.5.mpi_latency_p99"] <= got["w0.5.mpi_latency_max"]
+
+
+def test_all_to_all_and_random_pairs_partners():
+    rng = np.random.default_rng(0)
+    pairs = lw.partners("random-pairs", 6, rng)
+    assert sorted(pairs.tolist()) == list(range(6))
+    assert all(pairs[pairs[r]] == r for r in range(6))
+    assert lw.partners("all-to-all", 4, rng) is None
+    assert lw.partners("ring", 4, rng).tolist() == [1, 2, 3, 0]
+
+
+def test_interference_between_two_jobs_on_one_ion(lake, tmp_path):
+    """Two jobs writing 15 MB each at once through one ION: each takes 20 ms alone, 20 ms
+    shared (both finish at 20 ms: slowdown 2)."""
+    machine(lake, {"ion0": ["cn0", "cn1"]})
+    end = T0 + dt.timedelta(seconds=STEP)
+    jobs(lake, {"a": (T0, end, ["cn0"]), "b": (T0, end, ["cn1"])})
+    node_io(lake, [{"node": n, "ts": T0, "write_bytes": 15_000_000} for n in ("cn0", "cn1")])
+    work = {"window": WINDOW, "request_bytes": 15_000_000}
+    got = scores_of(sn.run(scenario(tmp_path, work), lake))
+    assert got["w0.a.io_time_alone"] == pytest.approx(15e6 / ION)
+    assert got["w0.a.io_time"] == pytest.approx(30e6 / ION)
+    assert got["w0.a.io_slowdown"] == pytest.approx(2.0)
+    assert got["w0.a.interference_factor"] == pytest.approx(2.0)
+    assert got["w0.interference_factor_sum"] == pytest.approx(4.0)
+
+
+def test_policies_apply_unchanged(lake, tmp_path):
+    """A placement policy moves the jobs, the cyclic mapping their IONs: every policy scores."""
+    nodes = [f"cn{i}" for i in range(8)]
+    machine(lake, {"ion0": nodes[:4], "ion1": nodes[4:]})
+    end = T0 + dt.timedelta(seconds=STEP)
+    jobs(lake, {"a": (T0, end, nodes[:2]), "b": (T0, end, nodes[2:4])})
+    node_io(lake, [{"node": n, "ts": T0, "write_bytes": 15_000_000} for n in nodes[:4]])
+    work = {"window": WINDOW, "request_bytes": 15_000_000}
+    table = sn.run(scenario(tmp_path, work, policies=("given", "cyclic", "random-node")), lake)
+    given, cyclic = scores_of(table, "given"), scores_of(table, "cyclic")
+    # given: 4 writers on ion0 (60 MB / 1.5 GB/s); cyclic: cn0, cn2 on ion0, cn1, cn3 on ion1
+    assert given["w0.a.io_time"] == pytest.approx(60e6 / ION)
+    assert cyclic["w0.a.io_time"] == pytest.approx(30e6 / ION)
+    assert scores_of(table, "random-node")["w0.a.io_bytes"] == 30e6
+
+
+def test_striping_sends_extents_to_servers_by_file_and_offset():
+    """Stripe 1 MiB over 2 of 4 servers: file 5 starts on server 1; 3 MiB from offset 0.5 MiB
+    touch units 0..3 (0.5, 1, 1 and 0.5 MiB): units 0, 2 on server 1, units 1, 3 on server 2."""
+    mib = 1 << 20
+    at, server, share = lw.stripe_shares(
+        np.array([5]), np.array([mib // 2]), np.array([3.0 * mib]), 4, mib, 2
+    )
+    assert at.tolist() == [0, 0]
+    assert server.tolist() == [1, 2]
+    assert share.tolist() == [1.5 * mib, 1.5 * mib]
+    at, server, share = lw.stripe_shares(np.array([-3, 9]), np.zeros(2), np.ones(2), 4, mib, 1)
+    assert server.tolist() == [1, 1] and share.tolist() == [1, 1]
+
+
+def test_a_fattree_by_name_order_with_striped_servers(lake, tmp_path):
+    """On cab1296 the lake's nodes are its compute nodes in name order; the I/O goes to the
+    servers by striping (one file per rank, 1 MiB stripes)."""
+    nodes = [f"n{i}" for i in range(4)]
+    machine(lake, {"ion0": nodes})
+    jobs(lake, {"9": (T0, T0 + dt.timedelta(seconds=STEP), nodes)})
+    node_io(lake, [{"node": n, "ts": T0, "write_bytes": 4 << 20} for n in nodes])
+    work = {"window": WINDOW}
+    table = sn.run(scenario(tmp_path, work, topo="cab1296"), lake)
+    got = scores_of(table)
+    assert got["w0.9.io_bytes"] == 16 << 20
+    assert got["w0.9.io_time"] > 0
+
+
+# --- bad input: one line naming the key or record, before any simulation -------------------
+
+
+def refused(tmp_path, lake, work, match, **kw):
+    with pytest.raises(ValueError, match=match) as err:
+        sn.run(scenario(tmp_path, work, **kw), lake)
+    assert "\n" not in str(err.value)
+
+
+def test_a_window_without_jobs_is_refused(lake, tmp_path):
+    bottleneck_lake(lake)
+    later = {"start": "2019-01-01T00:00:00", "end": "2019-01-01T00:00:10"}
+    refused(tmp_path, lake, {"window": later}, r"windows\[0\].*no job runs in this window")
+
+
+def test_a_job_on_nodes_outside_the_topology_is_refused(lake, tmp_path):
+    machine(lake, {"ion0": ["cn0", "cn1"]})
+    jobs(lake, {"3": (T0, T0 + dt.timedelta(seconds=STEP), ["cn0", "zz9"])})
+    refused(tmp_path, lake, {"window": WINDOW}, r"job 3: node zz9 .* not in topology lake")
+
+
+def test_a_job_past_the_topology_in_name_order_is_refused(lake, tmp_path):
+    nodes = [f"x{i}" for i in range(1300)]
+    machine(lake, {"ion0": nodes})
+    jobs(lake, {"4": (T0, T0 + dt.timedelta(seconds=STEP), nodes[-2:])})
+    refused(
+        tmp_path,
+        lake,
+        {"window": WINDOW},
+        r"job 4: node x1298 .* not in topology cab1296",
+        topo="cab1296",
+    )
+
+
+@pytest.mark.parametrize(
+    ("work", "match"),
+    [
+        ({"window": WINDOW, "pattern": "butterfly"}, r"pattern must be one of"),
+        ({"window": WINDOW, "storage": "nfs"}, r"storage must be one of"),
+        ({"window": WINDOW, "stripe": {"size": 0}}, r"stripe size must be"),
+        ({"window": WINDOW, "stripe": {"width": 2}}, r"stripe: unknown keys \['width'\]"),
+        ({"window": WINDOW, "request_bytes": 0}, r"request_bytes must be a number > 0"),
+        ({"window": WINDOW, "busiest": {"k": 1, "length_s": 10}}, r"give one of window"),
+        ({}, r"give one of window, windows or busiest, got none"),
+        ({"window": {"start": "2018-01-02"}}, r"window: give start and end"),
+        ({"window": {"start": "yesterday", "end": "now"}}, r"window: Invalid isoformat"),
+        ({"windows": []}, r"windows must be a non-empty list"),
+        ({"busiest": {"k": 0, "length_s": 10}}, r"busiest: k must be an integer >= 1"),
+        ({"busiest": {"length_s": 10, "by": "links"}}, r"by must be one of \['backlog', 'ion'\]"),
+        ({"busiest": {"k": 2}}, r"length_s must be a number > 0"),
+        ({"window": WINDOW, "colour": 1}, r"unknown keys \['colour'\]"),
+    ],
+)
+def test_bad_settings_are_refused_at_load(tmp_path, work, match):
+    with pytest.raises(ValueError, match=match) as err:
+        scenario(tmp_path, work)
+    assert "\n" not in str(err.value)
+
+
+def test_an_unknown_family_is_refused(tmp_path):
+    with pytest.raises(ValueError, match=r"unknown topology 'hypercube'"):
+        scenario(tmp_path, {"window": WINDOW}, topo="hypercube")
+
+
+def test_a_window_over_the_bound_is_refused_with_its_estimate(lake, tmp_path, caplog):
+    bottleneck_lake(lake)
+    work = {"window": WINDOW, "request_bytes": 4096, "max_memory_bytes": 1e6}
+    with caplog.at_level("INFO", logger=lw.__name__):
+        refused(
+            tmp_path,
+            lake,
+            work,
+            r"windows\[0\] .* needs about .* GB \(14,652 requests, 14,652 packets\); "
+            r"max_memory_bytes is 0.001 GB",
+            model="packet",
+        )
+    assert "14652 requests, about 14652 packets" in caplog.text
+
+
+def test_dxt_segments_become_requests_and_stray_hosts_are_quarantined(lake, tmp_path, dxt_table):
+    """Two segments on the job's host, one on a host outside its allocation (quarantined and
+    counted); the node_io bytes of a job with DXT are not replayed again."""
+    machine(lake, {"ion0": ["cn0", "cn1", "cn2"]})
+    jobs(lake, {"42": (T0, T0 + dt.timedelta(seconds=STEP), ["cn0", "cn1"])})
+    node_io(lake, [{"node": "cn0", "ts": T0, "write_bytes": 99_000_000}])
+    base = round(T0.timestamp() * 1e9)
+    segments = [
+        ("cn0", 0, 0, 3_000_000, 1_000_000_000),
+        ("cn1", 1, 0, 3_000_000, 1_000_000_000),  # together with the first: they share the ION
+        ("cn2", 2, 0, 5_000_000, 2_000_000_000),  # not in job 42's allocation
+    ]
+    rows = [
+        {
+            "log_id": "log42", "job_id": "42", "module": "DXT_POSIX", "rank": rank,
+            "hostname": host, "record_id": 77, "op": "write", "offset": off, "length": size,
+            "start": T0 + dt.timedelta(seconds=at / 1e9), "end": T0 + dt.timedelta(seconds=2),
+            "start_ns": base + at, "end_ns": base + 2 * 10**9,
+        }
+        for host, rank, off, size, at in segments
+    ]  # fmt: skip
+    write_table(lake, dxt_table, pa.Table.from_pylist(rows), "log42")
+    got = scores_of(sn.run(scenario(tmp_path, {"window": WINDOW}), lake))
+    assert got["w0.dxt_quarantined"] == 1
+    assert got["w0.42.io_from_dxt"] == 1 and got["w0.42.io_bytes"] == 6e6
+    assert got["w0.42.io_time"] == pytest.approx(6e6 / ION)
+
+
+def test_busiest_windows_are_picked_by_the_flow_model_and_say_why(lake, tmp_path):
+    """Three 10-s windows: the second one's 30 GB exceed what the ION serves in 10 s (15 GB):
+    it backlogs; the busiest by backlog is it, and its scores say why it was picked."""
+    machine(lake, {"ion0": ["cn0", "cn1"]})
+    end = T0 + dt.timedelta(seconds=3 * STEP)
+    jobs(lake, {"1": (T0, end, ["cn0", "cn1"])})
+    at = [T0 + dt.timedelta(seconds=k * STEP) for k in range(3)]
+    node_io(
+        lake,
+        [
+            {"node": "cn0", "ts": at[0], "write_bytes": 1_000_000_000},
+            {"node": "cn0", "ts": at[1], "write_bytes": 15_000_000_000},
+            {"node": "cn1", "ts": at[1], "write_bytes": 15_000_000_000},
+            {"node": "cn1", "ts": at[2], "write_bytes": 2_000_000_000},
+        ],
+    )
+    from burstlake.lake import cluster_of
+    from burstlake.replay import topologies
+    from burstlake.replay.windows import busiest
+
+    topology = topologies.build({"name": "lake"}, lake)
+    picked = busiest(cluster_of(lake), topology, 2, STEP, "backlog")
+    assert picked[0].start == at[1] and picked[0].value == pytest.approx(15e9)
+    assert picked[0].reason == "busiest_backlog"
+    by_ion = busiest(cluster_of(lake), topology, 1, STEP, "ion")
+    assert by_ion[0].start == at[1] and by_ion[0].value == pytest.approx(15e9)
+    work = {"busiest": {"k": 1, "length_s": STEP, "by": "backlog"}, "request_bytes": 1e9}
+    got = scores_of(sn.run(scenario(tmp_path, work), lake))
+    assert got["w0.picked.busiest_backlog"] == pytest.approx(15e9)
+    assert got["w0.start"] == at[1].timestamp()
+    assert got["w0.1.io_time"] == pytest.approx(30e9 / ION)
+
+
+def test_workers_write_the_rows_of_a_serial_run(lake, tmp_path):
+    machine(lake, {"ion0": ["cn0", "cn1"]})
+    end = T0 + dt.timedelta(seconds=3 * STEP)
+    jobs(lake, {"a": (T0, end, ["cn0"]), "b": (T0, end, ["cn1"])})
+    node_io(
+        lake,
+        [{"node": n, "ts": T0 + dt.timedelta(seconds=k * STEP), "write_bytes": 10**7 * (k + 1)}
+         for k in range(3) for n in ("cn0", "cn1")],
+    )  # fmt: skip
+    windows = [
+        {"start": (T0 + dt.timedelta(seconds=k * STEP)).isoformat(),
+         "end": (T0 + dt.timedelta(seconds=(k + 1) * STEP)).isoformat()}
+        for k in range(3)
+    ]  # fmt: skip
+    keep = ["policy", "metric", "value", "unit"]
+    serial = sn.run(scenario(tmp_path, {"windows": windows}), lake).select(keep)
+    fanned = sn.run(scenario(tmp_path, {"windows": windows, "workers": 2}), lake).select(keep)
+    assert fanned.to_pylist() == serial.to_pylist()
+    assert len({m.split(".")[0] for m in serial["metric"].to_pylist()}) == 3
