@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from dataclasses import replace
 
@@ -33,6 +34,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--progress", action="store_true", help="show a progress bar even when not on a TTY"
     )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        help="replay the windows of a lake_window workload in N local processes (the same "
+        "rows as a serial run; overrides the workload's workers)",
+    )
     add_lake_argument(parser)
     parser.set_defaults(handler=run)
 
@@ -45,11 +52,32 @@ def run(args: argparse.Namespace) -> int:
     from burstlake.replay.scenario import run as run_scenario
 
     scenario = load(args.scenario)
+    if args.workers is not None:
+        scenario = with_workers(scenario, args.workers)
     if args.cluster is not None:
         scenario = replace(scenario, cluster=check_cluster(args.cluster))
     show = args.progress or sys.stderr.isatty()
+    estimates = logging.StreamHandler(sys.stderr)  # each window's estimate, before it runs
+    estimates.setFormatter(logging.Formatter("%(message)s"))
+    window_log = logging.getLogger("burstlake.replay.workloads.lake_window")
+    window_log.addHandler(estimates)
+    window_log.setLevel(logging.INFO)
     with tqdm(desc=f"replay {scenario.name}", unit="step", disable=not show) as bar:
         table = run_scenario(scenario, args.lake, progress=bar.update)
+    window_log.removeHandler(estimates)
     columns, rows = comparison(table)
     print(format_table(columns, rows, len(rows)))
     return 0
+
+
+def with_workers(scenario, workers: int):
+    """The scenario with ``--workers`` set on a workload that takes ``workers``; a one-line
+    error otherwise, or for a count below 1."""
+    from burstlake.replay import workloads
+
+    source = scenario.workload.get("source")
+    if "workers" not in workloads.kind(source).keys:
+        raise ValueError(f"--workers: workload {source} runs in one process (lake_window fans out)")
+    if workers < 1:
+        raise ValueError(f"--workers must be at least 1, got {workers}")
+    return replace(scenario, workload={**scenario.workload, "workers": workers})

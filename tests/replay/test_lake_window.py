@@ -435,3 +435,29 @@ def test_workers_write_the_rows_of_a_serial_run(lake, tmp_path):
     fanned = sn.run(scenario(tmp_path, {"windows": windows, "workers": 2}), lake).select(keep)
     assert fanned.to_pylist() == serial.to_pylist()
     assert len({m.split(".")[0] for m in serial["metric"].to_pylist()}) == 3
+
+
+def test_the_command_line_prints_the_estimate_and_fans_out(lake, tmp_path, capsys):
+    from burstlake.cli import main
+
+    bottleneck_lake(lake)
+    path = scenario(tmp_path, {"window": WINDOW, "request_bytes": 15_000_000}).name
+    args = ["replay", "--lake", str(lake), "--scenario", str(tmp_path / f"{path}.yaml")]
+    assert main([*args, "--workers", "2"]) == 0
+    out = capsys.readouterr()
+    assert "window 0 (2018-01-01T00:00:00+00:00 to 2018-01-01T00:00:10+00:00, explicit): " in (
+        out.err
+    )
+    assert "1 jobs, 4 requests, about 14652 packets" in out.err
+    assert "w0.7.io_time" in out.out
+    assert main([*args, "--workers", "0"]) != 0
+    assert "--workers must be at least 1, got 0" in capsys.readouterr().err
+
+
+def test_workers_on_a_workload_that_does_not_fan_out_is_refused(tmp_path, capsys):
+    from burstlake.cli import main
+    from burstlake.replay.scenario import SCENARIOS
+
+    args = ["replay", "--lake", str(tmp_path), "--scenario", str(SCENARIOS / "ior_cs19.yaml")]
+    assert main([*args, "--workers", "2"]) != 0
+    assert "--workers: workload ior runs in one process" in capsys.readouterr().err
