@@ -153,5 +153,6 @@ def _load() -> None:
     from burstlake.replay.topologies import (  # noqa: F401 - register their families
         fattree,
         forwarding,
+        lake_fattree,
         torus,
     )

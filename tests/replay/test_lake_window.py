@@ -94,7 +94,10 @@ def jobs(lake: Path, runs: dict[str, tuple[dt.datetime, dt.datetime, list[str]]]
 
 
 def node_io(lake: Path, rows: list[dict]) -> None:
-    table = pa.Table.from_pylist([{"interval_s": STEP, **r} for r in rows])
+    from burstlake.schemas import spec
+
+    schema = spec("node_io").schema  # from_pylist would take the columns of the first row
+    table = pa.Table.from_pylist([{"interval_s": STEP, **r} for r in rows], schema=schema)
     write_table(lake, "node_io", table, "io")
 
 
@@ -461,3 +464,67 @@ def test_workers_on_a_workload_that_does_not_fan_out_is_refused(tmp_path, capsys
     args = ["replay", "--lake", str(tmp_path), "--scenario", str(SCENARIOS / "ior_cs19.yaml")]
     assert main([*args, "--workers", "2"]) != 0
     assert "--workers: workload ior runs in one process" in capsys.readouterr().err
+
+
+def switched_lake(lake: Path) -> list[str]:
+    """Two leaf switches of three nodes (s1: cn0-cn2, s2: cn3-cn5, listed out of order)."""
+    rows = [
+        {"node": f"cn{i}", "cabinet": "c0", "switch": "s2" if i >= 3 else "s1"}
+        for i in (5, 0, 3, 1, 4, 2)
+    ]
+    write_table(lake, "topology", pa.Table.from_pylist(rows), "topo")
+    return [f"cn{i}" for i in range(6)]
+
+
+def test_the_lake_switches_as_fattree_leaves(lake):
+    from burstlake.lake import cluster_of
+    from burstlake.replay import topologies
+
+    switched_lake(lake)
+    isolated = topologies.build({"name": "lake_fattree", "servers": 2}, cluster_of(lake))
+    # leaves 0, 1: the lake's switches; leaf 2: the two servers and a free port
+    assert isolated.nodes == ("cn0", "cn1", "cn2", "cn3", "cn4", "cn5", "free-h8")
+    assert isolated.groups().tolist() == [0, 0, 0, 1, 1, 1, 2]
+    assert len(isolated.ions) == 2
+    spread = topologies.build(
+        {"name": "lake_fattree", "servers": 2, "server_placement": "spread"}, cluster_of(lake)
+    )
+    assert spread.nodes == ("cn0", "cn1", "cn2", "cn3", "cn4", "cn5")
+    assert spread.router.server_host.tolist() == [3, 7]  # each leaf's last port
+    with pytest.raises(ValueError, match=r"3 spread servers need as many leaves; .* 2 switches"):
+        topologies.build(
+            {"name": "lake_fattree", "servers": 3, "server_placement": "spread"}, cluster_of(lake)
+        )
+    with pytest.raises(ValueError, match=r"server_placement must be one of"):
+        topologies.check({"name": "lake_fattree", "server_placement": "rack"})
+
+
+def test_a_node_without_a_switch_is_refused(lake):
+    from burstlake.lake import cluster_of
+    from burstlake.replay import topologies
+
+    rows = [{"node": "cn0", "cabinet": "c0", "switch": "s1"}, {"node": "cn1", "cabinet": "c0"}]
+    write_table(lake, "topology", pa.Table.from_pylist(rows), "topo")
+    with pytest.raises(ValueError, match=r"1 nodes have no switch \(e.g. cn1\)"):
+        topologies.build({"name": "lake_fattree"}, cluster_of(lake))
+
+
+def test_messages_and_io_on_the_lake_fattree(lake, tmp_path):
+    """A job on cn0, cn1 (one leaf) writing 125 MB from cn0 to a server (12.5 GB/s links and
+    server, no latency: 10 ms) and sending ring messages within the leaf."""
+    nodes = switched_lake(lake)
+    jobs(lake, {"2": (T0, T0 + dt.timedelta(seconds=STEP), nodes[:2])})
+    node_io(
+        lake,
+        [
+            {"node": "cn0", "ts": T0, "write_bytes": 125_000_000},
+            {"node": "cn1", "ts": T0, "net_rx_bytes": 1 << 20, "net_tx_bytes": 1 << 20},
+        ],
+    )
+    topo = {"name": "lake_fattree", "servers": 2, "link_latency": 0}
+    work = {"window": WINDOW, "request_bytes": 125_000_000, "pattern": "ring"}
+    for model in ("flow", "packet"):
+        got = scores_of(sn.run(scenario(tmp_path, work, topo=topo, model=model), lake))
+        assert got["w0.2.io_time"] == pytest.approx(125e6 / 12.5e9, rel=0.05), model
+        assert got["w0.2.messages"] == 16  # 1 MiB sent by cn1 in 65,536-byte messages
+        assert got["w0.2.mpi_latency_max"] >= 65536 / 12.5e9 * (1 - 1e-9)
