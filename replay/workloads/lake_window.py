@@ -272,9 +272,12 @@ def demand(spec: dict, topology: Topology, lake: Cluster) -> WindowDemand:
     a window over the bound) comes here, before any simulation."""
     given = settings(spec)
     windows, wanted = chosen_windows(spec)
-    if wanted is not None:
-        windows = win.busiest(lake, topology, *wanted)
     nodes = node_map(lake, topology)
+    if wanted is not None:  # the flow model's pass over the span, on the lake's node names
+        names = list(topology.nodes)
+        for name, i in nodes.items():
+            names[i] = name
+        windows = win.busiest(lake, replace(topology, nodes=tuple(names), _cache={}), *wanted)
     built = []
     for i, window in enumerate(windows):
         each = window_jobs(lake, topology, nodes, window, given, f"windows[{i}]")
@@ -380,10 +383,7 @@ def window_jobs(
         rank_of = {n: r for r, n in enumerate(names)}
         begin = max(0.0, (begins[j] - origin_us) / US)
         finish = min(window.length_s, (ends[j] - origin_us) / US)
-        mine = io_rows.filter(pc.is_in(io_rows["node"], pa.array(names)))
-        mine = mine.filter(
-            (pc.field("ts") >= _ts_us(begins[j])) & (pc.field("ts") < _ts_us(ends[j]))
-        )
+        mine = _held(io_rows.filter(pc.is_in(io_rows["node"], pa.array(names))), begins[j], ends[j])
         segments = dxt.get(label)
         if segments is not None and len(segments["rank"]):
             io = _dxt_flow(segments, rank_of, origin_us, given, servers, striping)
@@ -410,8 +410,13 @@ def window_jobs(
     )
 
 
-def _ts_us(value: int) -> pa.Scalar:
-    return pa.scalar(int(value), type=pa.timestamp("us", tz="UTC"))
+def _held(rows: pa.Table, begin_us: int, end_us: int) -> pa.Table:
+    """The ``node_io`` rows of a job's nodes that are the job's: those whose interval's
+    midpoint lies in its run (as the metrics attribute them, jobs/metrics/job_io.py)."""
+    mid = rows["ts"].cast(pa.int64()).to_numpy() + rows["interval_s"].to_numpy().astype(
+        np.int64
+    ) * (US // 2)
+    return rows.filter(pa.array((mid >= begin_us) & (mid < end_us)))
 
 
 def _node_io(lake: Cluster, window: win.Window) -> pa.Table:
@@ -768,11 +773,21 @@ def _ratio(a: float | None, b: float | None) -> float | None:
     return a / b if a is not None and b else None
 
 
-def window_scores(
-    i: int, each: LakeWindow, topology: Topology, alone: bool, progress: Progress
-) -> list[sc.Score]:
-    """One window's scores: why it was picked, its size and, per job, I/O time, message
-    latency (mean, p99, max), slowdown against the job alone and interference factor."""
+def runs_of(each: LakeWindow, alone: bool) -> list[tuple[int, ...]]:
+    """The replays a window's scores need, each the jobs it runs: all together (the
+    interference run), then with ``alone`` each job by itself (its baseline run)."""
+    every = tuple(range(len(each.jobs)))
+    return [every, *([(j,) for j in every] if alone else [])]
+
+
+def run_jobs(topology: Topology, each: LakeWindow, chosen: tuple[int, ...], progress: Progress):
+    return replay(topology, [each.jobs[j] for j in chosen], progress)
+
+
+def window_scores(i: int, each: LakeWindow, runs: list[Run]) -> list[sc.Score]:
+    """One window's scores from its runs (:func:`runs_of`): why it was picked, its size and,
+    per job, I/O time, message latency (mean, p99, max), slowdown against the job alone and
+    interference factor (completion time over completion alone, 001 §II.C)."""
     prefix = f"w{i}"
     window = each.window
     out = [
@@ -784,16 +799,14 @@ def window_scores(
         sc.Score(f"{prefix}.network_counters", float(each.network_counters), "bool"),
         sc.Score(f"{prefix}.dxt_quarantined", float(each.quarantined), "segments"),
     ]
-    jobs = list(each.jobs)
-    shared = replay(topology, jobs, progress)
+    shared, alone = runs[0], runs[1:]
     factors = []
-    for j, job in enumerate(jobs):
+    for j, job in enumerate(each.jobs):
         name = f"{prefix}.{job.name}"
         io_time, latency, completion = _job_view(shared, j)
         base_io, base_latency, base_completion = (None, np.zeros(0), None)
         if alone:
-            base = replay(topology, [job], progress)
-            base_io, base_latency, base_completion = _job_view(base, 0)
+            base_io, base_latency, base_completion = _job_view(alone[j], 0)
         mean = float(latency.mean()) if len(latency) else None
         base_mean = float(base_latency.mean()) if len(base_latency) else None
         factor = _ratio(completion, base_completion)
@@ -822,35 +835,41 @@ def window_scores(
 
 
 def scores(given: Settings, topology: Topology, work: WindowDemand, progress: Progress) -> list:
-    """Every window's scores under one policy (``workers`` > 1: windows in local processes,
-    :func:`fanned_scores`)."""
-    if work.settings.workers > 1 and len(work.windows) > 1:
-        return fanned_scores(given, topology, work)
+    """Every window's scores under one policy. The runs (window × together or alone) are
+    independent: with ``workers`` > 1 they run in local processes (:func:`fanned_runs`),
+    giving the rows of a serial run."""
+    tasks = [
+        (i, chosen)
+        for i, each in enumerate(work.windows)
+        for chosen in runs_of(each, given.job_scores)
+    ]
+    if work.settings.workers > 1 and len(tasks) > 1:
+        done = fanned_runs(topology, work, tasks)
+    else:
+        done = [run_jobs(topology, work.windows[i], chosen, progress) for i, chosen in tasks]
     out = []
     for i, each in enumerate(work.windows):
-        out += window_scores(i, each, topology, given.job_scores, progress)
+        out += window_scores(
+            i, each, [run for (w, _), run in zip(tasks, done, strict=True) if w == i]
+        )
     return out
 
 
-def _one_window(args: tuple) -> list[sc.Score]:
-    i, each, topology, model, alone = args
-    machine = topology.with_contention(models.parse(model))
-    return window_scores(i, each, machine, alone, None)
+def _one_run(args: tuple) -> Run:
+    each, chosen, topology, model = args
+    return run_jobs(topology.with_contention(models.parse(model)), each, chosen, None)
 
 
-def fanned_scores(given: Settings, topology: Topology, work: WindowDemand) -> list:
-    """The windows' replays in ``workers`` local processes (each window's runs are
-    independent of the others'): the same scores, in the same order, as a serial run."""
+def fanned_runs(topology: Topology, work: WindowDemand, tasks: list[tuple]) -> list[Run]:
+    """The runs ``tasks`` names (window, jobs) in ``workers`` local processes, in order."""
     from concurrent.futures import ProcessPoolExecutor
 
     # a contention model holds functions, so it crosses to a worker as its ``model:`` spec
     contention = topology.contention or models.DEFAULT
     plain = topology.with_contention(None)
-    tasks = [
-        (i, each, plain, contention.spec(), given.job_scores) for i, each in enumerate(work.windows)
-    ]
+    args = [(work.windows[i], chosen, plain, contention.spec()) for i, chosen in tasks]
     with ProcessPoolExecutor(max_workers=work.settings.workers) as pool:
-        return [score for part in pool.map(_one_window, tasks) for score in part]
+        return list(pool.map(_one_run, args))
 
 
 def window_span(spec: dict) -> tuple[datetime | None, datetime | None]:

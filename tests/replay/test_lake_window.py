@@ -417,6 +417,13 @@ def test_busiest_windows_are_picked_by_the_flow_model_and_say_why(lake, tmp_path
     assert got["w0.picked.busiest_backlog"] == pytest.approx(15e9)
     assert got["w0.start"] == at[1].timestamp()
     assert got["w0.1.io_time"] == pytest.approx(30e9 / ION)
+    # on a family the lake's nodes meet in name order (cab1296: no backlog at 12.5 GB/s a
+    # link and server), the busiest by the load of the busiest server: cn0 and cn1 are its
+    # compute nodes 0 and 1, both served by server 0 under the block mapping (17 nodes each)
+    work["busiest"]["by"] = "ion"
+    got = scores_of(sn.run(scenario(tmp_path, work, topo="cab1296"), lake))
+    assert got["w0.start"] == at[1].timestamp()
+    assert got["w0.picked.busiest_ion"] == pytest.approx(30e9)
 
 
 def test_workers_write_the_rows_of_a_serial_run(lake, tmp_path):
