@@ -12,7 +12,8 @@ span into windows of ``length_s`` on a grid from the first row; each window is m
 
 Link utilisation is not a measure here: the interval replay routes only I/O (node to target),
 so it knows no interconnect link's load. The k windows with the highest measure are picked,
-highest first, and each keeps why it was picked (:class:`Window`).
+highest first (fewer when fewer windows measure above 0; none is refused), and each keeps
+why it was picked (:class:`Window`).
 """
 
 from __future__ import annotations
@@ -99,6 +100,13 @@ def busiest(lake: Any, topology: Topology, k: int, length_s: float, by: str) -> 
     score[slots - 1] = max(score[slots - 1], score[slots])
     score = score[:slots]
     order = np.argsort(-score, kind="stable")[:k]
+    order = order[score[order] > 0]  # a window where nothing was measured is not busy
+    if not len(order):
+        raise ValueError(
+            f"workload lake_window: busiest by {by}: no window of the span has any (the flow "
+            f"model serves every interval in full); pick by {'ion' if by == 'backlog' else by}"
+            " or give the window"
+        )
     length = timedelta(seconds=per_slot * step)
     return [
         Window(

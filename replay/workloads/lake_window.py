@@ -83,11 +83,12 @@ DEFAULTS: dict[str, Any] = {
     "workers": 1,
 }
 KEYS = frozenset({"window", "windows", "busiest", "stripe", *DEFAULTS})
-# What one request costs a replay, for the estimate (measured on the flow and packet models'
-# arrays: about 30 float/int64 arrays per request, 6 per route entry, plus the routes)
+# What a replay keeps per request and per route entry, for the estimate: counted from the
+# arrays (the flow model's event loop holds 14 eight-byte arrays per request and 4 per route
+# entry, the requests, routes, traffic and timeline about 20 more per request); the packet
+# model holds fewer, and its packets in flight are bounded by its buffers, not the window
 BYTES_PER_REQUEST = 320
 BYTES_PER_ROUTE_ENTRY = 64
-BYTES_PER_PACKET_IN_FLIGHT = 64
 US, NS = 1_000_000, 1_000_000_000
 
 
@@ -679,8 +680,9 @@ def _messages(
 
 def estimate(jobs: tuple[WindowJob, ...], topology: Topology) -> Estimate:
     """Requests, packets, events and memory of a window's replay, before it runs: packets of
-    the packet model's size (its setting, else the model's default), each crossing a route
-    of the machine's longest hops; the flow model's events are each request's start and end."""
+    the packet model's size (its setting, else the model's default), each taken to cross a
+    fat-tree's longest route (an upper bound elsewhere; the packet model's events are about
+    two per packet and hop); the flow model's events are each request's start and end."""
     from burstlake.replay.packet import PacketSettings
 
     settings_ = getattr(topology.contention, "settings", None)
@@ -693,8 +695,6 @@ def estimate(jobs: tuple[WindowJob, ...], topology: Topology) -> Estimate:
     packet_model = getattr(topology.contention, "name", "flow") == "packet"
     events = packets * hops * 2 if packet_model else 2 * requests
     memory = requests * (BYTES_PER_REQUEST + hops * BYTES_PER_ROUTE_ENTRY)
-    if packet_model:
-        memory += packets * BYTES_PER_PACKET_IN_FLIGHT
     return Estimate(requests, packets, int(events), float(memory))
 
 

@@ -412,6 +412,12 @@ def test_busiest_windows_are_picked_by_the_flow_model_and_say_why(lake, tmp_path
     assert picked[0].reason == "busiest_backlog"
     by_ion = busiest(cluster_of(lake), topology, 1, STEP, "ion")
     assert by_ion[0].start == at[1] and by_ion[0].value == pytest.approx(15e9)
+    # the third window carries 15 GB in with its own 2 GB: 2 GB left; the first none: left out
+    five = busiest(cluster_of(lake), topology, 5, STEP, "backlog")
+    assert [w.value for w in five] == pytest.approx([15e9, 2e9])
+    roomy = topologies.build({"name": "lake", "capacities": {"ion": 1e10}}, lake)
+    with pytest.raises(ValueError, match=r"busiest by backlog: no window of the span has any"):
+        busiest(cluster_of(lake), roomy, 1, STEP, "backlog")
     work = {"busiest": {"k": 1, "length_s": STEP, "by": "backlog"}, "request_bytes": 1e9}
     got = scores_of(sn.run(scenario(tmp_path, work), lake))
     assert got["w0.picked.busiest_backlog"] == pytest.approx(15e9)
