@@ -40,6 +40,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="replay the windows of a lake_window workload in N local processes (the same "
         "rows as a serial run; overrides the workload's workers)",
     )
+    parser.add_argument(
+        "--spark-master",
+        help="replay the runs of a lake_window workload as Spark tasks on this master URL "
+        "(the same rows as a local run)",
+    )
     add_lake_argument(parser)
     parser.set_defaults(handler=run)
 
@@ -53,7 +58,9 @@ def run(args: argparse.Namespace) -> int:
 
     scenario = load(args.scenario)
     if args.workers is not None:
-        scenario = with_workers(scenario, args.workers)
+        scenario = with_workers(scenario, "workers", args.workers)
+    if args.spark_master is not None:
+        scenario = with_workers(scenario, "spark_master", args.spark_master)
     if args.cluster is not None:
         scenario = replace(scenario, cluster=check_cluster(args.cluster))
     show = args.progress or sys.stderr.isatty()
@@ -70,14 +77,15 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def with_workers(scenario, workers: int):
-    """The scenario with ``--workers`` set on a workload that takes ``workers``; a one-line
-    error otherwise, or for a count below 1."""
+def with_workers(scenario, key: str, value):
+    """The scenario with ``--workers`` or ``--spark-master`` (``key``) set on a workload that
+    fans out; a one-line error otherwise, or for a worker count below 1."""
     from burstlake.replay import workloads
 
     source = scenario.workload.get("source")
-    if "workers" not in workloads.kind(source).keys:
-        raise ValueError(f"--workers: workload {source} runs in one process (lake_window fans out)")
-    if workers < 1:
-        raise ValueError(f"--workers must be at least 1, got {workers}")
-    return replace(scenario, workload={**scenario.workload, "workers": workers})
+    option = "--" + key.replace("_", "-")
+    if key not in workloads.kind(source).keys:
+        raise ValueError(f"{option}: workload {source} runs in one process (lake_window fans out)")
+    if key == "workers" and value < 1:
+        raise ValueError(f"--workers must be at least 1, got {value}")
+    return replace(scenario, workload={**scenario.workload, key: value})

@@ -81,6 +81,7 @@ DEFAULTS: dict[str, Any] = {
     "seed": 0,
     "max_memory_bytes": 4.0e9,  # what a window's replay may need
     "workers": 1,
+    "spark_master": None,  # run the replays as Spark tasks on this master (the metrics' session)
 }
 KEYS = frozenset({"window", "windows", "busiest", "stripe", *DEFAULTS})
 # What a replay keeps per request and per route entry, for the estimate: counted from the
@@ -108,6 +109,7 @@ class WindowSettings:
     seed: int
     max_memory_bytes: float
     workers: int
+    spark_master: str | None = None
 
 
 def settings(spec: dict) -> WindowSettings:
@@ -136,7 +138,14 @@ def settings(spec: dict) -> WindowSettings:
             f"{where}: max_memory_bytes", given["max_memory_bytes"], low=0, strict=True
         ),
         workers=int(number(f"{where}: workers", given["workers"], low=1, integer=True)),
+        spark_master=_master(where, given["spark_master"]),
     )
+
+
+def _master(where: str, master: Any) -> str | None:
+    if master is not None and (not isinstance(master, str) or not master.strip()):
+        raise ValueError(f"{where}: spark_master must be a Spark master URL, got {master!r}")
+    return master
 
 
 def chosen_windows(spec: dict) -> tuple[list[win.Window], tuple[int, float, str] | None]:
@@ -843,7 +852,9 @@ def scores(given: Settings, topology: Topology, work: WindowDemand, progress: Pr
         for i, each in enumerate(work.windows)
         for chosen in runs_of(each, given.job_scores)
     ]
-    if work.settings.workers > 1 and len(tasks) > 1:
+    if work.settings.spark_master is not None:
+        done = spark_runs(topology, work, tasks)
+    elif work.settings.workers > 1 and len(tasks) > 1:
         done = fanned_runs(topology, work, tasks)
     else:
         done = [run_jobs(topology, work.windows[i], chosen, progress) for i, chosen in tasks]
@@ -860,16 +871,29 @@ def _one_run(args: tuple) -> Run:
     return run_jobs(topology.with_contention(models.parse(model)), each, chosen, None)
 
 
+def _run_args(topology: Topology, work: WindowDemand, tasks: list[tuple]) -> list[tuple]:
+    # a contention model holds functions, so it crosses to a worker as its ``model:`` spec
+    contention = topology.contention or models.DEFAULT
+    plain = topology.with_contention(None)
+    return [(work.windows[i], chosen, plain, contention.spec()) for i, chosen in tasks]
+
+
 def fanned_runs(topology: Topology, work: WindowDemand, tasks: list[tuple]) -> list[Run]:
     """The runs ``tasks`` names (window, jobs) in ``workers`` local processes, in order."""
     from concurrent.futures import ProcessPoolExecutor
 
-    # a contention model holds functions, so it crosses to a worker as its ``model:`` spec
-    contention = topology.contention or models.DEFAULT
-    plain = topology.with_contention(None)
-    args = [(work.windows[i], chosen, plain, contention.spec()) for i, chosen in tasks]
     with ProcessPoolExecutor(max_workers=work.settings.workers) as pool:
-        return list(pool.map(_one_run, args))
+        return list(pool.map(_one_run, _run_args(topology, work, tasks)))
+
+
+def spark_runs(topology: Topology, work: WindowDemand, tasks: list[tuple]) -> list[Run]:
+    """The runs as Spark tasks, one each, on ``spark_master`` through the session the metrics
+    use (:func:`burstlake.spark.session`), collected in order: the rows of a local run."""
+    from burstlake.spark import session
+
+    spark = session(work.settings.spark_master, app_name="burstlake-replay")
+    args = _run_args(topology, work, tasks)
+    return spark.sparkContext.parallelize(args, len(args)).map(_one_run).collect()
 
 
 def window_span(spec: dict) -> tuple[datetime | None, datetime | None]:

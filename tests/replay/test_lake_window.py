@@ -432,7 +432,7 @@ def test_busiest_windows_are_picked_by_the_flow_model_and_say_why(lake, tmp_path
     assert got["w0.picked.busiest_ion"] == pytest.approx(30e9)
 
 
-def test_workers_write_the_rows_of_a_serial_run(lake, tmp_path):
+def three_windows(lake: Path) -> list[dict]:
     machine(lake, {"ion0": ["cn0", "cn1"]})
     end = T0 + dt.timedelta(seconds=3 * STEP)
     jobs(lake, {"a": (T0, end, ["cn0"]), "b": (T0, end, ["cn1"])})
@@ -446,7 +446,15 @@ def test_workers_write_the_rows_of_a_serial_run(lake, tmp_path):
          "end": (T0 + dt.timedelta(seconds=(k + 1) * STEP)).isoformat()}
         for k in range(3)
     ]  # fmt: skip
-    keep = ["policy", "metric", "value", "unit"]
+    return windows
+
+
+KEEP = ["policy", "metric", "value", "unit"]
+
+
+def test_workers_write_the_rows_of_a_serial_run(lake, tmp_path):
+    windows = three_windows(lake)
+    keep = KEEP
     serial = sn.run(scenario(tmp_path, {"windows": windows}), lake).select(keep)
     fanned = sn.run(scenario(tmp_path, {"windows": windows, "workers": 2}), lake).select(keep)
     assert fanned.to_pylist() == serial.to_pylist()
@@ -477,6 +485,8 @@ def test_workers_on_a_workload_that_does_not_fan_out_is_refused(tmp_path, capsys
     args = ["replay", "--lake", str(tmp_path), "--scenario", str(SCENARIOS / "ior_cs19.yaml")]
     assert main([*args, "--workers", "2"]) != 0
     assert "--workers: workload ior runs in one process" in capsys.readouterr().err
+    assert main([*args, "--spark-master", "local[2]"]) != 0
+    assert "--spark-master: workload ior runs in one process" in capsys.readouterr().err
 
 
 def switched_lake(lake: Path) -> list[str]:
@@ -541,3 +551,16 @@ def test_messages_and_io_on_the_lake_fattree(lake, tmp_path):
         assert got["w0.2.io_time"] == pytest.approx(125e6 / 12.5e9, rel=0.05), model
         assert got["w0.2.messages"] == 16  # 1 MiB sent by cn1 in 65,536-byte messages
         assert got["w0.2.mpi_latency_max"] >= 65536 / 12.5e9 * (1 - 1e-9)
+
+
+@pytest.mark.slow
+def test_spark_tasks_write_the_rows_of_a_local_run(lake, tmp_path, spark):
+    """The 9 runs (3 windows × together and each of 2 jobs alone) as Spark tasks on the test
+    run's session (local[2]: the session builder returns it)."""
+    windows = three_windows(lake)
+    local = sn.run(scenario(tmp_path, {"windows": windows}), lake).select(KEEP)
+    work = {"windows": windows, "spark_master": "local[2]"}
+    on_spark = sn.run(scenario(tmp_path, work), lake).select(KEEP)
+    assert on_spark.to_pylist() == local.to_pylist()
+    with pytest.raises(ValueError, match=r"spark_master must be a Spark master URL, got ''"):
+        scenario(tmp_path, {"windows": windows, "spark_master": ""})
