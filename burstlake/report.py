@@ -10,7 +10,8 @@ reference, so that it can be mailed to a colleague. It reads only lake tables:
 - ``cabinet_load`` and ``ion_load`` (004 Fig. 7);
 - ``job_io_metrics``: the I/O NUD of all-rank jobs (004 Fig. 2);
 - ``replay_scores``: each scenario's policies side by side (004 §7.4, Fig. 15; papers 000, 001),
-  and papers 002's and 003's what-ifs beside their tables (:mod:`burstlake.report_papers`).
+  and papers 002's and 003's what-ifs beside their tables (:mod:`burstlake.report_papers`);
+  the lake's windows under both contention models (:mod:`burstlake.report_windows`).
 
 A section whose table is empty says which command fills it instead of drawing an empty axis.
 A lake holding several machines gets these sections once per machine (docs/design.md, "Several
@@ -40,6 +41,7 @@ from burstlake import lake as lake_io
 from burstlake import paths
 from burstlake.report_papers import paper_sections
 from burstlake.report_parts import Section, figure_png, table_row
+from burstlake.report_windows import windows_section
 
 log = logging.getLogger(__name__)
 
@@ -472,6 +474,7 @@ def sections_of(root: Path) -> list[Section]:
         answers_section(scores, busy, idle, traffic),
         *figures[0],
         *models_section(scores),
+        *windows_section(scores),
         *scenario_sections(scores),
         *paper_sections(scores),
         *(s for sections in figures[1:] for s in sections),

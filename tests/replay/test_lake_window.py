@@ -150,11 +150,19 @@ def test_equal_flows_through_one_bottleneck_take_bytes_over_capacity(lake, tmp_p
 
 
 def test_flow_and_packet_windows_agree_where_max_min_is_the_answer(lake, tmp_path):
+    """... and the report shows them side by side: "flow says x, packet says y"."""
+    from burstlake.lake import read_table
+    from burstlake.report_windows import windows_section
+
     bottleneck_lake(lake)
     work = {"window": WINDOW, "request_bytes": 15_000_000}
     flow = scores_of(sn.run(scenario(tmp_path, work, model="flow"), lake))
     packet = scores_of(sn.run(scenario(tmp_path, work, model="packet"), lake))
     assert packet["w0.7.io_time"] == pytest.approx(flow["w0.7.io_time"], rel=0.05)
+    (section,) = windows_section(read_table(lake, "replay_scores").to_pandas())
+    said = f"flow says {flow['w0.7.io_time']:.4g}, packet says {packet['w0.7.io_time']:.4g}"
+    assert said in section.table_html and "2018-01-01 00:00:00" in section.table_html
+    assert windows_section(read_table(lake, "replay_scores").to_pandas().head(0)) == []
 
 
 def test_node_io_spread_over_the_interval_in_requests(lake, tmp_path):
