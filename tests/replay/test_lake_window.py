@@ -147,6 +147,13 @@ def test_equal_flows_through_one_bottleneck_take_bytes_over_capacity(lake, tmp_p
     assert got["w0.network_counters"] == 0 and got["w0.7.messages"] == 0
     assert got["w0.7.mpi_latency_mean"] is None
     assert got["w0.picked.explicit"] is None and got["w0.jobs"] == 1
+    # the estimate before the run: 14,652 packets over 3-hop routes (packet), a start and an
+    # end per request (flow); the interference run's own count beside it
+    assert got["w0.estimated_events"] == (14652 * 3 if model == "packet" else 8)
+    if model == "packet":
+        assert got["w0.events"] == pytest.approx(got["w0.estimated_events"], rel=0.5)
+    else:  # starts (and ends) at one instant are one event: 2 here
+        assert 0 < got["w0.events"] <= got["w0.estimated_events"]
 
 
 def test_flow_and_packet_windows_agree_where_max_min_is_the_answer(lake, tmp_path):
