@@ -39,6 +39,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -161,7 +162,12 @@ def chosen_windows(spec: dict) -> tuple[list[win.Window], tuple[int, float, str]
     given = spec["windows"]
     if not isinstance(given, list) or not given:
         raise ValueError(f"{where}: windows must be a non-empty list of {{start, end}}")
-    return [win.explicit(f"{where}: windows[{i}]", w) for i, w in enumerate(given)], None
+    windows = [win.explicit(f"{where}: windows[{i}]", w) for i, w in enumerate(given)]
+    order = sorted(range(len(windows)), key=lambda i: windows[i].start)
+    for a, b in pairwise(order):
+        if windows[b].start < windows[a].end:  # a job in both would need its nodes twice
+            raise ValueError(f"{where}: windows[{b}] overlaps windows[{a}]; windows must not")
+    return windows, None
 
 
 def check(spec: dict, _limits: ScenarioLimits) -> None:
@@ -395,7 +401,8 @@ def window_jobs(
         finish = min(window.length_s, (ends[j] - origin_us) / US)
         mine = _held(io_rows.filter(pc.is_in(io_rows["node"], pa.array(names))), begins[j], ends[j])
         segments = dxt.get(label)
-        if segments is not None and len(segments["rank"]):
+        traced = segments is not None and len(segments["rank"]) > 0
+        if traced:
             io = _dxt_flow(segments, rank_of, origin_us, given, servers, striping)
         else:
             io = _spread_io(mine, rank_of, origin_us, given, servers, striping, j)
@@ -408,7 +415,7 @@ def window_jobs(
                 finish,
                 io,
                 mpi,
-                segments is not None,
+                traced,
             )
         )
     return LakeWindow(

@@ -341,6 +341,8 @@ def test_a_job_past_the_topology_in_name_order_is_refused(lake, tmp_path):
         ({"window": {"start": "2018-01-02"}}, r"window: give start and end"),
         ({"window": {"start": "yesterday", "end": "now"}}, r"window: Invalid isoformat"),
         ({"windows": []}, r"windows must be a non-empty list"),
+        ({"windows": [WINDOW, dict(WINDOW)]}, r"windows\[1\] overlaps windows\[0\]"),
+        ({"windows": [WINDOW, "noon"]}, r"windows\[1\] must be a mapping \{start, end\}"),
         ({"busiest": {"k": 0, "length_s": 10}}, r"busiest: k must be an integer >= 1"),
         ({"busiest": {"length_s": 10, "by": "links"}}, r"by must be one of \['backlog', 'ion'\]"),
         ({"busiest": {"k": 2}}, r"length_s must be a number > 0"),
