@@ -82,6 +82,9 @@ DEFAULTS: dict[str, Any] = {
     "seed": 0,
     "max_memory_bytes": 4.0e9,  # what a window's replay may need
     "workers": 1,
+    # messages of an interval: None spreads them evenly over it; a number of seconds sends
+    # them from its start, each that long after the previous one completed (000 §3.2's MPI job)
+    "message_interval_s": None,
     "spark_master": None,  # run the replays as Spark tasks on this master (the metrics' session)
 }
 KEYS = frozenset({"window", "windows", "busiest", "stripe", *DEFAULTS})
@@ -111,6 +114,7 @@ class WindowSettings:
     max_memory_bytes: float
     workers: int
     spark_master: str | None = None
+    message_interval_s: float | None = None
 
 
 def settings(spec: dict) -> WindowSettings:
@@ -140,6 +144,9 @@ def settings(spec: dict) -> WindowSettings:
         ),
         workers=int(number(f"{where}: workers", given["workers"], low=1, integer=True)),
         spark_master=_master(where, given["spark_master"]),
+        message_interval_s=None
+        if given["message_interval_s"] is None
+        else number(f"{where}: message_interval_s", given["message_interval_s"], low=0),
     )
 
 
@@ -537,18 +544,22 @@ def _flow(
     size: np.ndarray,
     release: np.ndarray,
     to_servers: bool,
+    think: float = 0.0,
 ) -> Flow:
-    """Requests grouped into streams (``stream_key``), each stream in release order."""
+    """Requests grouped into streams (``stream_key``), each stream in release order; each
+    issued no sooner than ``think`` seconds after the previous one of its stream completed."""
     order = np.lexsort((release, stream_key))
     _, stream = np.unique(stream_key[order], return_inverse=True)
     n = len(order)
+    gap = np.full(n, float(think))
+    gap[np.r_[True, stream[1:] != stream[:-1]] if n else []] = 0.0  # a stream's first: release
     traffic = tr.Traffic(
         kind,
         stream.astype(np.int64),
         src[order].astype(np.int64),
         dst[order].astype(np.int64),
         size[order].astype(np.float64),
-        np.zeros(n),
+        gap,
         np.zeros(n, dtype=bool),
         to_servers,
     )
@@ -686,12 +697,16 @@ def _messages(
     interval = rows["interval_s"].to_numpy().astype(np.float64)[keep]
     row, position, size = _spread(sent[keep], given.message_bytes)
     pieces = np.ceil(sent[keep] / given.message_bytes)
-    release = at[row] + interval[row] * position / pieces[row]
+    if given.message_interval_s is None:  # spread evenly over the interval
+        release = at[row] + interval[row] * position / pieces[row]
+    else:  # from the interval's start, each message an interval after the previous completes
+        release = at[row]
     partner = partners(given.pattern, ranks, rng)
     src = rank[row]
     # all-to-all: a rank's messages go round robin to the other ranks
     dst = (src + 1 + position % (ranks - 1)) % ranks if partner is None else partner[src]
-    return _flow("mpi", src, src, dst, size, release, False)
+    think = given.message_interval_s or 0.0
+    return _flow("mpi", src, src, dst, size, release, False, think)
 
 
 def estimate(jobs: tuple[WindowJob, ...], topology: Topology) -> Estimate:

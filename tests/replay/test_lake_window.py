@@ -217,6 +217,15 @@ def test_communication_is_network_less_storage_bytes_by_pattern(lake, tmp_path):
     mpi = demand.windows[0].jobs[0].mpi.traffic
     assert len(mpi) == 12 and set(mpi.size) == {262144}
     assert dict(zip(mpi.src.tolist(), mpi.dst.tolist(), strict=False)) == {0: 1, 1: 2, 2: 0}
+    assert mpi.gap.tolist() == [0.0] * 12 and len(set(demand.windows[0].jobs[0].mpi.release)) == 4
+    # message_interval_s: from the interval's start, each one that long after the previous
+    paced = {**work, "message_interval_s": 1e-3}
+    machine_, lake_ = _machine_and_lake(tmp_path, paced, lake)
+    flow = lw.demand(scenario(tmp_path, paced).workload, machine_, lake_).windows[0].jobs[0].mpi
+    assert flow.release.tolist() == [0.0] * 12
+    assert flow.traffic.gap.tolist() == ([0.0] + [1e-3] * 3) * 3  # a rank's first: at release
+    with pytest.raises(ValueError, match=r"message_interval_s must be a number >= 0"):
+        scenario(tmp_path, {**work, "message_interval_s": -1})
     got = scores_of(sn.run(scenario(tmp_path, work), lake))
     assert got["w0.network_counters"] == 1 and got["w0.5.messages"] == 12
     # a message alone on its sender's 6 GB/s link (no interference: the I/O goes elsewhere
