@@ -20,7 +20,7 @@ from burstlake.replay import models
 from burstlake.replay.solver import Paths
 
 if TYPE_CHECKING:
-    from burstlake.replay.events import Requests
+    from burstlake.replay.requests import Requests
 
 LINK_KINDS = ("node_link", "switch_link")  # resources that are network links (one hop each)
 

@@ -1,7 +1,7 @@
 """Contention models (docs/design.md, "Contention models"): how the requests a workload issues
-share a topology's resources. Both run the same :class:`~burstlake.replay.events.Requests`
+share a topology's resources. Both run the same :class:`~burstlake.replay.requests.Requests`
 (route, size, start, release, window) and give the same
-:class:`~burstlake.replay.events.Timeline`, so every workload and policy runs under either.
+:class:`~burstlake.replay.requests.Timeline`, so every workload and policy runs under either.
 
 - ``flow`` (the default): max-min fluid sharing, as SimGrid's flow model
   (:mod:`burstlake.replay.events`). Fast over months of ``node_io``; right for ION- and
@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from burstlake.replay import events, packet
+from burstlake.replay.requests import Network, Requests, Timeline
 
 Progress = Callable[[int], None] | None
 
@@ -43,8 +44,8 @@ class Model:
     name: str
     settings: Callable[[Mapping[str, Any], str], Any]
     run: Callable[
-        [events.Requests, np.ndarray, Any, np.ndarray | None, np.ndarray | None, Progress],
-        events.Timeline,
+        [Requests, np.ndarray, Any, np.ndarray | None, np.ndarray | None, Progress],
+        Timeline,
     ]
     doc: str = ""
     virtual_channels: bool = False
@@ -67,11 +68,10 @@ class Contention:
         return {"name": self.name} | (asdict(self.settings) if is_dataclass(self.settings) else {})
 
     def simulate(
-        self, topology: Any, requests: events.Requests, progress: Progress = None
-    ) -> events.Timeline:
-        """Replay ``requests`` on ``topology`` (a :class:`~burstlake.replay.graph.Topology`,
-        which imports this module, so it is not named here), on its router's virtual
-        channels and switch ports."""
+        self, topology: Network, requests: Requests, progress: Progress = None
+    ) -> Timeline:
+        """Replay ``requests`` on ``topology`` (a :class:`~burstlake.replay.graph.Topology`),
+        on its router's virtual channels and switch ports."""
         vcs = topology.route_vcs(requests.paths) if self.model.virtual_channels else None
         resources = topology.resources
         return self.model.run(
@@ -79,8 +79,8 @@ class Contention:
         )
 
     def simulate_links(
-        self, requests: events.Requests, capacity: np.ndarray, progress: Progress = None
-    ) -> events.Timeline:
+        self, requests: Requests, capacity: np.ndarray, progress: Progress = None
+    ) -> Timeline:
         """Replay ``requests`` on bare resources of ``capacity`` bytes/s, with no topology
         and so no router: every hop on virtual channel 0, and every resource a route enters
         after another one taken as a switch's port (``burstlake flows``)."""

@@ -11,9 +11,9 @@ from numba import njit
 
 from burstlake.jobs.metrics.nud import nud_of
 from burstlake.jobs.metrics.settings import MetricSettings, top_count
-from burstlake.replay.events import Timeline
 from burstlake.replay.graph import Topology
 from burstlake.replay.intervals import Rows, Solved
+from burstlake.replay.requests import Timeline
 from burstlake.replay.topologies.forwarding import ForwardingRouter
 
 THRESHOLDS = MetricSettings()  # top 10 % of IONs (004 §7.4.1), busiest 1 % of nodes (§4.1)

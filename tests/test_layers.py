@@ -150,3 +150,12 @@ def test_replay_modules_import_without_circles() -> None:
         return found
 
     assert [c for module in sorted(graph) for c in visit(module, ())] == []
+
+
+def test_the_contention_models_meet_only_in_the_contract() -> None:
+    """The packet model and the flow model share ``burstlake.replay.requests`` (docs/design.md,
+    "Contention models"); neither imports the other."""
+    graph = _replay_imports(top_level_only=False)
+    assert "burstlake.replay.requests" in graph["burstlake.replay.packet"]
+    assert "burstlake.replay.events" not in graph["burstlake.replay.packet"]
+    assert "burstlake.replay.packet" not in graph["burstlake.replay.events"]

@@ -16,9 +16,10 @@ import pytest
 from bench.engine_vs_simgrid import generate, run_simgrid, simgrid_available
 from burstlake.cli import main
 from burstlake.replay import models
-from burstlake.replay.events import Requests, simulate
+from burstlake.replay.events import simulate
 from burstlake.replay.flows import finish_times, parse
 from burstlake.replay.packet import PacketSettings
+from burstlake.replay.requests import Requests
 
 
 def flows_cli(tmp_path, document, capsys) -> tuple[int, dict | None, str]:

@@ -11,7 +11,7 @@ import pytest
 
 from burstlake.catalog import sql
 from burstlake.replay import models
-from burstlake.replay.events import Requests
+from burstlake.replay.requests import Requests
 from burstlake.replay.scenario import load, run
 from burstlake.replay.solver import Paths
 from burstlake.replay.topologies import build

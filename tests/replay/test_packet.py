@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from burstlake.replay import models
-from burstlake.replay.events import Requests
 from burstlake.replay.events import simulate as flow_simulate
 from burstlake.replay.packet import PacketSettings, simulate
+from burstlake.replay.requests import Requests
 from burstlake.replay.solver import Paths
 from burstlake.replay.topologies import fattree
 
