@@ -83,6 +83,7 @@ import numba.core.cpu
 import numpy as np
 from numba import njit
 
+from burstlake.replay.registry import refuse_unknown
 from burstlake.replay.requests import Requests, Timeline, issue_time
 
 EVENTS_PER_CALL = 2_000_000  # compiled events between two progress reports
@@ -104,10 +105,8 @@ class PacketSettings:
     def from_mapping(cls, given: Mapping[str, Any] | None, where: str = "packet") -> PacketSettings:
         """Settings from a scenario's ``packet:`` mapping; a one-line error names the key."""
         given = dict(given or {})
-        allowed = [f.name for f in fields(cls)]
-        unknown = sorted(set(given) - set(allowed))
-        if unknown:
-            raise ValueError(f"{where}: unknown settings {unknown}; allowed: {allowed}")
+        refuse_unknown(where, "settings", set(given) - {f.name for f in fields(cls)},
+                       [f.name for f in fields(cls)])  # fmt: skip
         values: dict[str, Any] = {}
         types = {f.name: f.type for f in fields(cls)}
         for key, value in given.items():

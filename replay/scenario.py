@@ -96,7 +96,7 @@ def load(path: str | os.PathLike, limits: ScenarioLimits = LIMITS) -> Scenario:
         raise ValueError(f"{path}: not valid YAML: {' '.join(str(err).split())}") from err
     if not isinstance(spec, dict):
         raise ValueError(f"{path}: a scenario is a YAML mapping with keys {sorted(KEYS)}")
-    workloads.known_keys(str(path), spec, KEYS)
+    workloads.known_keys(str(path), spec, KEYS, what="keys")
     for key in ("name", "workload", "topology", "policies"):
         if key not in spec:
             raise ValueError(f"{path}: missing key {key!r}")
@@ -106,10 +106,8 @@ def load(path: str | os.PathLike, limits: ScenarioLimits = LIMITS) -> Scenario:
     if not isinstance(spec["workload"], dict):
         raise ValueError(f"{path}: workload is a mapping with a source, e.g. {{source: lake}}")
     workload = dict(spec["workload"])
-    source = workload.get("source")
     try:
-        kind = workloads.kind(source)
-        workloads.known_keys(f"workload {source}", set(workload) - {"source"}, kind.keys)
+        _, kind, _ = workloads.parse(workload)
         kind.check(workload, limits)
     except ValueError as err:
         raise ValueError(f"{path}: {err}") from None

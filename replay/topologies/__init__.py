@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from burstlake.replay.graph import Topology
+from burstlake.replay.registry import Registry, refuse_unknown
 
 COMMON = frozenset({"capacities", "link_latency"})  # settings every topology takes
 
@@ -46,13 +47,20 @@ class Family:
     reads_lake: bool = False
 
 
-_FAMILIES: dict[str, Family] = {}
+def _load() -> None:
+    from burstlake.replay.topologies import (  # noqa: F401 - register their families
+        fattree,
+        forwarding,
+        torus,
+    )
+
+
+FAMILIES: Registry[Family] = Registry("topology", lambda family: family.settings | COMMON, _load)
 _PRESETS: dict[str, tuple[str, dict[str, Any]]] = {}
 
 
 def register(name: str, family: Family) -> Family:
-    _FAMILIES[name] = family
-    return family
+    return FAMILIES.register(name, family)
 
 
 def preset(name: str, family: str, **settings: Any) -> None:
@@ -62,30 +70,24 @@ def preset(name: str, family: str, **settings: Any) -> None:
 
 def names() -> list[str]:
     """Every name a scenario's ``topology:`` may give: families and presets."""
-    _load()
-    return sorted({*_FAMILIES, *_PRESETS})
+    return sorted({*FAMILIES.names(), *_PRESETS})
 
 
 def resolve(settings: Mapping[str, Any]) -> tuple[str, Family, dict[str, Any]]:
     """The name, family and settings (a preset's, then the scenario's) of a ``topology:``
     mapping, refusing an unknown name or setting (a misspelled ``ionn`` is an error, not
     ignored)."""
-    _load()
     given = dict(settings)
     name = given.pop("name", None)
+    FAMILIES.names()  # the shipped families and their presets are registered
     if name in _PRESETS:
         family_name, base = _PRESETS[name]
-    elif name in _FAMILIES:
+    elif name in FAMILIES:
         family_name, base = name, {}
     else:
-        raise ValueError(f"unknown topology {name!r}; choose one of {', '.join(names())}")
-    family = _FAMILIES[family_name]
-    allowed = family.settings | COMMON
-    unknown = set(given) - allowed
-    if unknown:
-        raise ValueError(
-            f"topology {name}: unknown settings {sorted(unknown)}; allowed: {sorted(allowed)}"
-        )
+        refuse_unknown("topology", "topology", [name], names())
+    family = FAMILIES.get(family_name, "topology")
+    given = FAMILIES.settings(f"topology {name}", family, given)
     return name, family, {**base, **given}
 
 
@@ -94,12 +96,8 @@ def check(settings: Mapping[str, Any]) -> None:
     capacity key, a capacity that is not a positive number, a bad parameter of the family."""
     name, family, given = resolve(settings)
     caps = _capacities(given.get("capacities")) or {}
-    unknown = set(caps) - set(family.capacities)
-    if unknown:
-        raise ValueError(
-            f"topology {name}: unknown capacities {sorted(unknown)}; "
-            f"allowed: {sorted(family.capacities)}"
-        )
+    refuse_unknown(f"topology {name}", "capacities", set(caps) - set(family.capacities),
+                   family.capacities)  # fmt: skip
     bad = {k: v for k, v in caps.items() if not 0 < v < math.inf}
     if bad:
         raise ValueError(f"topology {name}: each capacity must be positive bytes/s, got {bad}")
@@ -147,11 +145,3 @@ def _capacities(given: Mapping[str, Any] | None) -> dict[str, float] | None:
         return {str(k): float(v) for k, v in dict(given).items()}
     except (TypeError, ValueError) as err:
         raise ValueError(f"topology capacities must be numbers in bytes/s: {err}") from err
-
-
-def _load() -> None:
-    from burstlake.replay.topologies import (  # noqa: F401 - register their families
-        fattree,
-        forwarding,
-        torus,
-    )

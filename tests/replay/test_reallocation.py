@@ -132,7 +132,7 @@ def test_even_traffic_groups_by_predicted_shares() -> None:
         ({"min_nodes_per_ion": 0}, "min_nodes_per_ion must be an integer ≥ 1"),
         ({"min_nodes_per_ion": 2.5}, "min_nodes_per_ion must be an integer"),
         ({"seed": -1}, "seed must be an integer >= 0"),
-        ({"reserve": 0.5}, "policy even-node: bad settings"),
+        ({"reserve": 0.5}, "policy even-node: unknown settings"),
     ],
 )
 def test_reallocation_settings_are_checked(settings, message) -> None:
