@@ -4,11 +4,11 @@ parameter set of a family (``cab1296``, ``quartz186``, ``mira512``, ``tianhe1a``
 ``tiny``).
 
 A family module registers a :class:`Family` with :func:`register` (its settings, capacities,
-default link latency, check and build) and its presets with :func:`preset`: the fat-tree
-(:mod:`.fattree`), the torus (:mod:`.torus`), the I/O forwarding machines and the lake's own
-``topology`` table (:mod:`.forwarding`). Every topology also takes ``capacities`` (the family's
-capacity keys, bytes/s) and ``link_latency`` (seconds per link crossed). The scenario runner
-and the engine never change when a family is added.
+link kinds and default link latency, check and build) and its presets with :func:`preset`: the
+fat-tree (:mod:`.fattree`), the torus (:mod:`.torus`), the I/O forwarding machines and the
+lake's own ``topology`` table (:mod:`.forwarding`). Every topology also takes ``capacities``
+(the family's capacity keys, bytes/s) and ``link_latency`` (seconds per link crossed). The
+scenario runner and the engine never change when a family is added.
 """
 
 from __future__ import annotations
@@ -34,6 +34,9 @@ class Family:
       before any work (what it returns is ignored);
     - ``build(name, settings, capacities, lake)``: the topology (``capacities`` None: the
       family's own; ``lake``: the one machine of the lake replayed, for ``reads_lake``);
+    - ``link_kinds``: the resource kinds that are network links, each paying
+      ``link_latency`` when a route crosses it (a dragonfly's ``global_link`` too), declared
+      by every family (no default: a link kind left out would be silently free);
     - ``link_latency``: seconds per link crossed where a scenario leaves it out;
     - ``reads_lake``: built from the lake's own tables, so a lake holding several machines is
       replayed one machine at a time.
@@ -43,6 +46,7 @@ class Family:
     capacities: tuple[str, ...]
     check: Callable[[str, Mapping[str, Any]], Any]
     build: Callable[[str, dict[str, Any], dict[str, float] | None, Any], Topology]
+    link_kinds: tuple[str, ...]
     link_latency: float = 0.0
     reads_lake: bool = False
 
@@ -134,7 +138,8 @@ def build(settings: Mapping[str, Any], lake: Any = None) -> Topology:
     latency = _link_latency(name, family, given)
     params = {k: v for k, v in given.items() if k not in COMMON}
     topology = family.build(name, params, _capacities(given.get("capacities")), lake)
-    return replace(topology, settings={**topology.settings, "link_latency": latency}, _cache={})
+    settings = {**topology.settings, "link_latency": latency}
+    return replace(topology, settings=settings, link_kinds=tuple(family.link_kinds), _cache={})
 
 
 def _capacities(given: Mapping[str, Any] | None) -> dict[str, float] | None:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from burstlake.replay import topologies
-from burstlake.replay.graph import ResourceSet, Topology
+from burstlake.replay.graph import ResourceSet, Router, Topology
 from burstlake.replay.scenario import load
 from burstlake.replay.solver import Paths
 from burstlake.replay.topologies import Family, build, fattree
@@ -161,7 +161,7 @@ def test_a_scenario_names_a_family_with_parameters(tmp_path: Path) -> None:
         load(path)
 
 
-class LineRouter:
+class LineRouter(Router):
     """Nodes 0..n-1 on a line of links, all I/O to one storage at the end."""
 
     def __init__(self, links: list[int], storage: int) -> None:
@@ -193,7 +193,8 @@ def test_a_new_family_needs_only_its_registration(monkeypatch, tmp_path: Path) -
     monkeypatch.setattr(topologies, "FAMILIES", topologies.FAMILIES.copy())
     monkeypatch.setattr(topologies, "_PRESETS", dict(topologies._PRESETS))
     topologies.register(
-        "line", Family(frozenset({"nodes"}), ("link",), lambda n, s: None, line, 1e-6)
+        "line",
+        Family(frozenset({"nodes"}), ("link",), lambda n, s: None, line, ("switch_link",), 1e-6),
     )
     topologies.preset("line4", "line", nodes=4)
     t = build({"name": "line4", "capacities": {"link": 2.0}})
