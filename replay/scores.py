@@ -15,8 +15,6 @@ from burstlake.replay.graph import Topology
 from burstlake.replay.intervals import Rows, Solved
 from burstlake.replay.requests import Timeline
 
-THRESHOLDS = MetricSettings()  # top 10 % of IONs (004 §7.4.1), busiest 1 % of nodes (§4.1)
-
 
 @dataclass(frozen=True)
 class Score:
@@ -43,10 +41,10 @@ def _distribution(name: str, values: np.ndarray, unit: str) -> list[Score]:
 class IonLoad:
     """Bytes each forwarding target served per interval, accumulated over replay chunks."""
 
-    def __init__(self, topology: Topology) -> None:
+    def __init__(self, topology: Topology, thresholds: MetricSettings) -> None:
         self.ion_of = topology.ion_of
         self.ions = len(topology.ions)
-        self.top = top_count(THRESHOLDS.top_ion_fraction, self.ions)
+        self.top = top_count(thresholds.top_ion_fraction, self.ions)  # 10 % (004 §7.4.1)
         self.totals = np.zeros(self.ions)
         self.top_bytes: list[np.ndarray] = []
         self.all_bytes: list[np.ndarray] = []
@@ -88,12 +86,12 @@ class IonLoad:
         ]
 
 
-def busiest_node_ions(rows: Rows, topology: Topology) -> list[Score]:
+def busiest_node_ions(rows: Rows, topology: Topology, thresholds: MetricSettings) -> list[Score]:
     """Per interval, the distinct targets serving the busiest 1 % of all compute nodes
     (004 §4.1, §7.5): mean and distribution over intervals with traffic."""
     keep = rows.bytes > 0
     t, node, traffic = rows.t[keep], rows.node[keep], rows.bytes[keep]
-    k = top_count(THRESHOLDS.top_node_fraction, len(topology.nodes))
+    k = top_count(thresholds.top_node_fraction, len(topology.nodes))
     if np.any(t[1:] < t[:-1]):
         order = np.argsort(t, kind="stable")
         t, node, traffic = t[order], node[order], traffic[order]

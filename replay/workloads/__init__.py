@@ -16,6 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from burstlake.jobs.metrics.settings import MetricSettings
 from burstlake.lake import Cluster
 from burstlake.replay.demands import Progress
 from burstlake.replay.graph import Topology
@@ -85,6 +86,9 @@ class Settings:
     workload: dict  # the scenario's ``workload:`` mapping
     scenario: str = ""  # its name (rows of further tables, e.g. delta_graph)
     job_scores: bool = True  # also replay each job alone, for its slowdown (lake)
+    # the metrics' thresholds the scores use (top ION and node fractions, 004 §4.1, §7.4):
+    # the lake's recorded ones (burstlake.jobs.metrics.settings.recorded) or the defaults
+    thresholds: MetricSettings = field(default_factory=MetricSettings)
 
 
 def _no_window(_spec: dict) -> tuple[datetime | None, datetime | None]:
