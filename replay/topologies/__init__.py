@@ -60,7 +60,7 @@ def _load() -> None:
 
 
 FAMILIES: Registry[Family] = Registry("topology", lambda family: family.settings | COMMON, _load)
-_PRESETS: dict[str, tuple[str, dict[str, Any]]] = {}
+PRESETS: dict[str, tuple[str, dict[str, Any]]] = {}  # name -> (family, its settings)
 
 
 def register(name: str, family: Family) -> Family:
@@ -69,12 +69,12 @@ def register(name: str, family: Family) -> Family:
 
 def preset(name: str, family: str, **settings: Any) -> None:
     """Register ``name`` as ``family`` with ``settings`` (a scenario may override them)."""
-    _PRESETS[name] = (family, settings)
+    PRESETS[name] = (family, settings)
 
 
 def names() -> list[str]:
     """Every name a scenario's ``topology:`` may give: families and presets."""
-    return sorted({*FAMILIES.names(), *_PRESETS})
+    return sorted({*FAMILIES.names(), *PRESETS})
 
 
 def resolve(settings: Mapping[str, Any]) -> tuple[str, Family, dict[str, Any]]:
@@ -84,8 +84,8 @@ def resolve(settings: Mapping[str, Any]) -> tuple[str, Family, dict[str, Any]]:
     given = dict(settings)
     name = given.pop("name", None)
     FAMILIES.names()  # the shipped families and their presets are registered
-    if name in _PRESETS:
-        family_name, base = _PRESETS[name]
+    if name in PRESETS:
+        family_name, base = PRESETS[name]
     elif name in FAMILIES:
         family_name, base = name, {}
     else:

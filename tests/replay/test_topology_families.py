@@ -191,7 +191,7 @@ def test_a_new_family_needs_only_its_registration(monkeypatch, tmp_path: Path) -
     changes (every hop on VC 0 without a ``vcs`` rule)."""
     topologies.names()  # the shipped families are registered before the registry is copied
     monkeypatch.setattr(topologies, "FAMILIES", topologies.FAMILIES.copy())
-    monkeypatch.setattr(topologies, "_PRESETS", dict(topologies._PRESETS))
+    monkeypatch.setattr(topologies, "PRESETS", dict(topologies.PRESETS))
     topologies.register(
         "line",
         Family(frozenset({"nodes"}), ("link",), lambda n, s: None, line, ("switch_link",), 1e-6),
