@@ -80,7 +80,8 @@ print(json.dumps({{
 EVENTS = """
 import json, resource, time
 import numpy as np
-from burstlake.replay.events import Requests, simulate
+from burstlake.replay.events import simulate
+from burstlake.replay.requests import Requests
 from burstlake.replay.solver import Paths
 from burstlake.replay.topologies import build
 

@@ -26,7 +26,7 @@ import numpy as np
 
 from burstlake.replay.graph import Topology
 from burstlake.replay.intervals import IntervalReplay
-from burstlake.replay.workloads import number
+from burstlake.replay.workloads import known_keys, number
 from burstlake.replay.workloads.lake import lake_demand, window_bounds
 
 MEASURES = {"backlog": "bytes", "ion": "bytes"}  # what ``by`` may name, and its unit
@@ -54,11 +54,7 @@ def busiest_spec(where: str, given: Any) -> tuple[int, float, str]:
     (one of :data:`MEASURES`); a one-line error names the key."""
     if not isinstance(given, dict):
         raise ValueError(f"{where} must be a mapping {{k, length_s, by}}, got {given!r}")
-    unknown = set(given) - BUSIEST_KEYS
-    if unknown:
-        raise ValueError(
-            f"{where}: unknown keys {sorted(unknown)}; allowed: {sorted(BUSIEST_KEYS)}"
-        )
+    known_keys(where, given, BUSIEST_KEYS)
     k = int(number(f"{where}: k", given.get("k", 1), low=1, integer=True))
     length = number(f"{where}: length_s", given.get("length_s"), low=0, strict=True)
     by = given.get("by", "backlog")

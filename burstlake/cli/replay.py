@@ -18,18 +18,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Replay a scenario (YAML: workload, topology, policies, window) through the "
         "topology-aware contention simulator, print a metric × policy comparison and write "
         "the scores to the lake's replay_scores table. Example scenarios ship in "
-        "burstlake/replay/scenarios/ (ion_remap.yaml, ior_cs19.yaml, placement_fattree.yaml, "
-        "throttle_fattree.yaml, split_tapered.yaml, split_tapered_cyclic.yaml, split_bully.yaml, "
-        "realloc_lake.yaml, realloc_incremental.yaml, "
-        "realloc_alltoall.yaml, bridges_mira512.yaml, bridges_mira512_all.yaml, "
-        "calciom_pair.yaml, calciom_sizes.yaml, calciom_locality.yaml: I/O "
-        "phases coordinated as in paper 001, whose sweeps also fill the delta_graph table).",
+        'burstlake/replay/scenarios/ (docs/design.md, "Replay"). The scores use the '
+        "thresholds the lake's metrics last ran with (burstlake metrics --set), which --set "
+        "overrides here.",
     )
     parser.add_argument("--scenario", required=True, help="scenario YAML file")
     parser.add_argument(
         "--cluster",
         help="the machine of a lake holding several to replay (overrides the scenario's "
         "cluster; default: each machine in turn)",
+    )
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="override a metrics threshold the scores use, e.g. --set top_ion_fraction=0.2 "
+        "(default: the lake's, as burstlake metrics last ran)",
     )
     parser.add_argument(
         "--progress", action="store_true", help="show a progress bar even when not on a TTY"
@@ -53,6 +59,8 @@ def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from burstlake.formatting import format_table
+    from burstlake.jobs.metrics.settings import recorded
+    from burstlake.lake import lake_path
     from burstlake.replay.scenario import check_cluster, comparison, load
     from burstlake.replay.scenario import run as run_scenario
 
@@ -69,9 +77,12 @@ def run(args: argparse.Namespace) -> int:
     window_log = logging.getLogger("burstlake.replay.workloads.lake_window")
     window_log.addHandler(estimates)
     window_log.setLevel(logging.INFO)
-    with tqdm(desc=f"replay {scenario.name}", unit="step", disable=not show) as bar:
-        table = run_scenario(scenario, args.lake, progress=bar.update)
-    window_log.removeHandler(estimates)
+    try:
+        with tqdm(desc=f"replay {scenario.name}", unit="step", disable=not show) as bar:
+            thresholds = recorded(lake_path(args.lake)).with_overrides(args.overrides)
+            table = run_scenario(scenario, args.lake, progress=bar.update, thresholds=thresholds)
+    finally:
+        window_log.removeHandler(estimates)
     columns, rows = comparison(table)
     print(format_table(columns, rows, len(rows)))
     return 0

@@ -25,6 +25,7 @@ from burstlake.replay.graph import Topology
 from burstlake.replay.topologies import Family, register
 from burstlake.replay.topologies.fattree import (
     CAPACITY_KEYS,
+    FAMILY,
     LINK_LATENCY,
     FatTreeShape,
     build,
@@ -120,6 +121,7 @@ register(
         capacities=CAPACITY_KEYS,
         check=_check,
         build=_build,
+        link_kinds=FAMILY.link_kinds,  # the fat-tree's links
         link_latency=LINK_LATENCY,
         reads_lake=True,
     ),

@@ -20,7 +20,8 @@ segment a request from its rank's node at its own start), else each node's ``nod
 of an interval spread evenly over it as requests of ``request_bytes``; each request goes to
 its storage target by the machine's route: the node's forwarding target (the ION on a
 forwarding machine, 004 §2.1) or a server by Lustre's striping rule on file and offset
-(``storage: auto`` takes striping on a machine whose targets are I/O servers, a fat-tree).
+(``storage: auto`` takes striping where the router says its targets are striped storage
+servers, :attr:`burstlake.replay.graph.Router.striped`: a fat-tree's I/O servers).
 Communication is each node's network bytes less its storage bytes in the interval (004 §6.2,
 as :mod:`burstlake.jobs.metrics.job_io` defines it), halved (every message is counted by its
 sender's tx and its receiver's rx), sent as messages of ``message_bytes`` to partners within
@@ -52,9 +53,8 @@ from burstlake.replay import models
 from burstlake.replay import scores as sc
 from burstlake.replay import traffic as tr
 from burstlake.replay import windows as win
-from burstlake.replay.events import Requests
 from burstlake.replay.graph import Topology
-from burstlake.replay.topologies.fattree import FatTreeRouter
+from burstlake.replay.requests import Requests
 from burstlake.replay.topologies.forwarding import natural_key
 from burstlake.replay.workloads import (
     Kind,
@@ -119,7 +119,6 @@ class WindowSettings:
 
 def settings(spec: dict) -> WindowSettings:
     where = f"workload {SOURCE}"
-    known_keys(where, set(spec) - {"source"}, KEYS)
     given = DEFAULTS | {k: v for k, v in spec.items() if k in DEFAULTS}
     pattern, storage = given["pattern"], given["storage"]
     if pattern not in PATTERNS:
@@ -397,9 +396,7 @@ def window_jobs(
     begins = jobs["start"].cast(pa.int64()).to_numpy()
     ends = jobs["end"].cast(pa.int64()).fill_null(int(end.value)).to_numpy()
     servers = len(topology.ions)
-    striping = given.storage == "striping" or (
-        given.storage == "auto" and isinstance(topology.router, FatTreeRouter)
-    )
+    striping = given.storage == "striping" or (given.storage == "auto" and topology.router.striped)
     for j, label in enumerate(labels):
         ranked = sorted(by_job[label])
         names = [n for _, n in ranked]
