@@ -593,3 +593,28 @@ def test_spark_tasks_write_the_rows_of_a_local_run(lake, tmp_path, spark):
     assert on_spark.to_pylist() == local.to_pylist()
     with pytest.raises(ValueError, match=r"spark_master must be a Spark master URL, got ''"):
         scenario(tmp_path, {"windows": windows, "spark_master": ""})
+
+
+def test_auto_storage_stripes_where_the_router_says_its_targets_are_striped(lake, tmp_path):
+    """``storage: auto`` asks the router (``Router.striped``): the fat-tree's I/O servers are
+    striped over, a forwarding machine's IONs serve their own nodes."""
+    from burstlake.replay.graph import Router
+    from burstlake.replay.topologies import build
+
+    assert Router.striped is False
+    assert build({"name": "cab1296"}).router.striped
+    assert not build({"name": "tiny"}).router.striped
+    nodes = [f"n{i}" for i in range(4)]
+    machine(lake, {"ion0": nodes[:2], "ion1": nodes[2:]})
+    jobs(lake, {"9": (T0, T0 + dt.timedelta(seconds=STEP), nodes)})
+    node_io(lake, [{"node": n, "ts": T0, "write_bytes": 4 << 20} for n in nodes])
+
+    def io_scores(storage: str, topo: str) -> dict[str, float | None]:
+        work = {"window": WINDOW, "storage": storage, "stripe": {"size": 1 << 20, "count": 4}}
+        got = scores_of(sn.run(scenario(tmp_path, work, topo=topo), lake))
+        return {k: v for k, v in got.items() if ".io_" in k}
+
+    striped = io_scores("striping", "cab1296")
+    assert io_scores("auto", "cab1296") == striped
+    assert io_scores("ion", "cab1296") != striped
+    assert io_scores("auto", "lake") == io_scores("ion", "lake")
