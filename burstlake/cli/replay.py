@@ -45,6 +45,8 @@ def run(args: argparse.Namespace) -> int:
     from burstlake.replay.scenario import run as run_scenario
 
     scenario = load(args.scenario)
+    for note in scenario.notes:
+        print(f"note: {note}", file=sys.stderr)
     if args.cluster is not None:
         scenario = replace(scenario, cluster=check_cluster(args.cluster))
     show = args.progress or sys.stderr.isatty()
