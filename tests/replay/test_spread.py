@@ -217,3 +217,35 @@ def test_the_interval_is_bootstrapped_where_skewed() -> None:
 def test_a_paired_difference_uses_only_the_seeds_both_have() -> None:
     got = spread.paired({0: 1.0, 1: 2.0, 2: None}, {0: 2.0, 1: 4.0, 3: 9.0})
     assert got.runs == 2 and got.mean == pytest.approx(1.5)
+
+
+def test_the_report_draws_error_bars_and_marks_what_is_within_noise(lake, tmp_path) -> None:
+    from burstlake import report
+
+    run(load(small(tmp_path)), lake)
+    text = report.render(lake)
+    section = text[text.index('<section id="replay-seeds_small">') :]
+    section = section[: section.index("</section>")]
+    assert 'data-figure="replay-seeds_small"' in section
+    assert "Over 5 seeds: bars are the mean with its 95 % interval" in section
+    # the table: a's mean [interval] as replay_spread holds it, b's difference within noise
+    kept = {
+        (r["policy"], r["metric"], r["against"]): r
+        for r in read_table(lake, "replay_spread").to_pylist()
+    }
+    a = kept["a", "mpi_slowdown", None]
+    assert f"{a['mean']:.4g} [{a['low']:.4g}, {a['high']:.4g}]" in section
+    b = kept["b", "mpi_slowdown", "a"]
+    row = section[section.index("<i>mpi_slowdown: − a</i>") :].split("</tr>")[0]
+    cells = row.split("<td>")[2:]  # b, random-switch
+    assert cells[0].startswith(f"{b['mean']:.4g} [{b['low']:.4g}, {b['high']:.4g}]")
+    assert "<b>within noise</b>" in cells[0] and "<b>significant</b>" in cells[1]
+    # the answers say it in words, on the scenario's first score
+    first = read_table(lake, "replay_scores")["metric"][0].as_py()
+    answers = text[: text.index("</section>")]
+    for policy in ("b", "random-switch"):
+        got = kept[policy, first, "a"]
+        verdict = "within noise" if got["within_noise"] else "significant"
+        assert f"{policy} against a, {first}" in answers
+        line = answers[answers.index(f"{policy} against a, {first}") :].split("</li>")[0]
+        assert "mean over 5 seeds; difference" in line and f"(95 %, t): {verdict} (" in line
