@@ -23,6 +23,7 @@ import pandas as pd
 
 from burstlake.jobs.metrics.nud import nud_of
 from burstlake.jobs.metrics.settings import MetricSettings, top_count
+from burstlake.jobs.synth.trace import Trace, traffic_days
 from burstlake.lake import read_table
 
 
@@ -160,4 +161,68 @@ def calibration_figures(
         "low_comm_jobs": float(labels.low_comm.mean()),
         "optimizable_jobs": float(labels.optimizable.mean()),
         **spatial_shares(lake, settings),
+    }
+
+
+def _top_per_interval(interval: np.ndarray, key: np.ndarray, weight: np.ndarray, k: int) -> float:
+    """Bytes of the busiest ``k`` keys (nodes, IONs) of each interval, summed over the
+    intervals (``weight`` summed per interval and key first)."""
+    width = int(key.max(initial=0)) + 1
+    pairs, inverse = np.unique(interval.astype(np.int64) * width + key, return_inverse=True)
+    per_pair = np.bincount(inverse, weights=weight)
+    owner = pairs // width
+    order = np.lexsort((-per_pair, owner))
+    owner, per_pair = owner[order], per_pair[order]
+    first = np.searchsorted(owner, owner, side="left")
+    return float(per_pair[np.arange(len(owner)) - first < k].sum())
+
+
+def _ions_of_busiest(interval: np.ndarray, weight: np.ndarray, ion: np.ndarray, k: int) -> float:
+    """Σ over intervals of the distinct IONs serving the interval's ``k`` busiest nodes (one
+    row per interval and node)."""
+    order = np.lexsort((-weight, interval))
+    interval, ion = interval[order], ion[order]
+    first = np.searchsorted(interval, interval, side="left")
+    top = np.arange(len(interval)) - first < k
+    width = int(ion.max(initial=0)) + 1
+    return float(len(np.unique(interval[top].astype(np.int64) * width + ion[top])))
+
+
+def trace_shares(trace: Trace, settings: MetricSettings | None = None) -> dict[str, float]:
+    """The spatial figures of a trace in memory, without a lake (to calibrate over many
+    seeds): the traffic-weighted share of the busiest 1 % of nodes (§4.1, as
+    :func:`spatial_shares`), of the busiest 10 % of IONs under block mapping (ION
+    ``i // nodes_per_ion``, the lake's; §7.4.1) and under cyclic mapping (``i mod IONs``,
+    §5.2) — the offered traffic, before any ION's capacity — and the mean over intervals with
+    traffic of the distinct IONs serving the busiest 1 % of nodes under each (§7.5, Fig. 17a;
+    as the replay's ``busiest1pct_nodes_ions``)."""
+    settings = settings or MetricSettings()
+    machine = trace.machine
+    ions = machine.ions
+    top_nodes = top_count(settings.top_node_fraction, machine.nodes)
+    top_ions = top_count(settings.top_ion_fraction, ions)
+    sums = dict.fromkeys(("all", "node", "block", "cyclic", "used_block", "used_cyclic"), 0.0)
+    intervals = 0
+    for rows in traffic_days(trace):
+        weight = (rows["read_bytes"] + rows["write_bytes"]).astype(np.float64)
+        keep = weight > 0
+        pairs, inverse = np.unique(
+            rows["interval"][keep].astype(np.int64) * machine.nodes + rows["node"][keep],
+            return_inverse=True,
+        )
+        weight = np.bincount(inverse, weights=weight[keep])  # one row per interval and node
+        interval, node = pairs // machine.nodes, pairs % machine.nodes
+        intervals += len(np.unique(interval))
+        sums["all"] += weight.sum()
+        sums["node"] += _top_per_interval(interval, node, weight, top_nodes)
+        for name, ion in (("block", node // machine.nodes_per_ion), ("cyclic", node % ions)):
+            sums[name] += _top_per_interval(interval, ion, weight, top_ions)
+            sums[f"used_{name}"] += _ions_of_busiest(interval, weight, ion, top_nodes)
+    total, intervals = sums["all"] or 1.0, intervals or 1
+    return {
+        "top_node_share": sums["node"] / total,
+        "top_ion_share": sums["block"] / total,
+        "top_ion_share_cyclic": sums["cyclic"] / total,
+        "busiest1pct_nodes_ions_block": sums["used_block"] / intervals,
+        "busiest1pct_nodes_ions_cyclic": sums["used_cyclic"] / intervals,
     }

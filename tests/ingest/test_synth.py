@@ -493,3 +493,27 @@ def test_tianhe1a_busiest_ions_share_under_block(tmp_path: Path) -> None:
     synthesize("tianhe1a", lake=tmp_path, days=10, seed=0)
     share = stats.spatial_shares(tmp_path)["top_ion_share"]
     assert abs(share - 0.586) <= 0.03, share
+
+
+def test_trace_shares_match_the_lake_path_and_count_by_hand(tiny_lake: Path) -> None:
+    """The shares of a trace in memory (to calibrate over many seeds without a lake) equal
+    the lake's (an independent path: pandas over node_io), and the per-interval top-k and
+    distinct-ION counts are the ones counted by hand."""
+    lake_figures = stats.spatial_shares(tiny_lake)
+    trace = build_trace("tiny", seed=7)  # the tiny_lake fixture's trace
+    got = stats.trace_shares(trace)
+    for key in ("top_node_share", "top_ion_share"):
+        assert got[key] == pytest.approx(lake_figures[key], rel=1e-12)
+    assert got["top_ion_share_cyclic"] < got["top_ion_share"]  # cyclic spreads the bursts
+    assert got["busiest1pct_nodes_ions_cyclic"] >= got["busiest1pct_nodes_ions_block"] >= 1
+    # by hand: interval 0 has keys 1 (5 + 1 = 6 bytes), 2 (4), 3 (1); interval 7 has 3 (9), 1 (2)
+    interval = np.array([0, 0, 0, 0, 7, 7])
+    key = np.array([1, 2, 3, 1, 3, 1])
+    weight = np.array([5.0, 4.0, 1.0, 1.0, 9.0, 2.0])
+    assert stats._top_per_interval(interval, key, weight, 1) == 6.0 + 9.0
+    assert stats._top_per_interval(interval, key, weight, 2) == 6.0 + 4.0 + 9.0 + 2.0
+    # one row per interval and node: nodes 0-3 served by IONs 0, 0, 1, 1
+    interval, node = np.array([0, 0, 0, 5, 5]), np.array([0, 1, 2, 1, 3])
+    weight = np.array([9.0, 8.0, 1.0, 3.0, 4.0])
+    ion = node // 2
+    assert stats._ions_of_busiest(interval, weight, ion, 2) == 1 + 2  # {0}; {0, 1}
