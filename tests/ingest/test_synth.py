@@ -504,6 +504,12 @@ def test_trace_shares_match_the_lake_path_and_count_by_hand(tiny_lake: Path) -> 
     got = stats.trace_shares(trace)
     for key in ("top_node_share", "top_ion_share"):
         assert got[key] == pytest.approx(lake_figures[key], rel=1e-12)
+    measured = stats.calibration_figures(tiny_lake, 16)  # Table 3 from the bytes
+    for key in ("data_intensive_jobs", "low_comm_jobs", "optimizable_jobs"):
+        assert got[key] == pytest.approx(measured[key], rel=1e-12), key
+    assert got["data_intensive_traffic"] == pytest.approx(measured["data_intensive_traffic"])
+    labels = stats.job_labels(stats.job_bytes(tiny_lake))
+    assert got["all_rank_jobs"] == pytest.approx((labels.rank0 == False).mean())  # noqa: E712
     assert got["top_ion_share_cyclic"] < got["top_ion_share"]  # cyclic spreads the bursts
     assert got["busiest1pct_nodes_ions_cyclic"] >= got["busiest1pct_nodes_ions_block"] >= 1
     # by hand: interval 0 has keys 1 (5 + 1 = 6 bytes), 2 (4), 3 (1); interval 7 has 3 (9), 1 (2)
