@@ -188,6 +188,23 @@ def _ions_of_busiest(interval: np.ndarray, weight: np.ndarray, ion: np.ndarray, 
     return float(len(np.unique(interval[top].astype(np.int64) * width + ion[top])))
 
 
+def label_shares(trace: Trace) -> dict[str, float]:
+    """Table 3's job shares (§6.2) and the data-intensive share of the bytes, of the trace's
+    own labels (``synth_truth``; the metrics measure the same from the bytes). The bytes are
+    the ones :func:`~burstlake.jobs.synth.trace.traffic_days` recounted: call it after the
+    trace is written or its shares taken."""
+    b, multi = trace.behaviour, trace.jobs.nnodes > 1
+    return {
+        "data_intensive_jobs": float(b.data_intensive.mean()),
+        "all_rank_jobs": float((multi & ~b.rank0).mean()),
+        "low_comm_jobs": float(b.low_comm.mean()),
+        "optimizable_jobs": float((b.data_intensive & multi & ~b.rank0 & b.low_comm).mean()),
+        "data_intensive_traffic": float(
+            trace.io_bytes[b.data_intensive].sum() / max(trace.io_bytes.sum(), 1)
+        ),
+    }
+
+
 def trace_shares(trace: Trace, settings: MetricSettings | None = None) -> dict[str, float]:
     """The spatial figures of a trace in memory, without a lake (to calibrate over many
     seeds): the traffic-weighted share of the busiest 1 % of nodes (§4.1, as
@@ -195,8 +212,7 @@ def trace_shares(trace: Trace, settings: MetricSettings | None = None) -> dict[s
     ``i // nodes_per_ion``, the lake's; §7.4.1) and under cyclic mapping (``i mod IONs``,
     §5.2) — the offered traffic, before any ION's capacity — and the mean over intervals with
     traffic of the distinct IONs serving the busiest 1 % of nodes under each (§7.5, Fig. 17a;
-    as the replay's ``busiest1pct_nodes_ions``); and Table 3's job shares (§6.2) of the
-    trace's labels."""
+    as the replay's ``busiest1pct_nodes_ions``); with :func:`label_shares`."""
     settings = settings or MetricSettings()
     machine = trace.machine
     ions = machine.ions
@@ -220,14 +236,8 @@ def trace_shares(trace: Trace, settings: MetricSettings | None = None) -> dict[s
             sums[name] += _top_per_interval(interval, ion, weight, top_ions)
             sums[f"used_{name}"] += _ions_of_busiest(interval, weight, ion, top_nodes)
     total, intervals = sums["all"] or 1.0, intervals or 1
-    b, multi = trace.behaviour, trace.jobs.nnodes > 1
     return {
-        # Table 3 (§6.2) of the trace's own labels (synth_truth; the metrics agree with them)
-        "data_intensive_jobs": float(b.data_intensive.mean()),
-        "all_rank_jobs": float((multi & ~b.rank0).mean()),
-        "low_comm_jobs": float(b.low_comm.mean()),
-        "optimizable_jobs": float((b.data_intensive & multi & ~b.rank0 & b.low_comm).mean()),
-        "data_intensive_traffic": float(trace.io_bytes[b.data_intensive].sum() / total),
+        **label_shares(trace),
         "top_node_share": sums["node"] / total,
         "top_ion_share": sums["block"] / total,
         "top_ion_share_cyclic": sums["cyclic"] / total,
