@@ -20,6 +20,7 @@ import os
 
 import numpy as np
 import pandas as pd
+from numba import njit
 
 from burstlake.jobs.metrics.nud import nud_of
 from burstlake.jobs.metrics.settings import MetricSettings, top_count
@@ -166,7 +167,8 @@ def calibration_figures(
 
 def _top_per_interval(interval: np.ndarray, key: np.ndarray, weight: np.ndarray, k: int) -> float:
     """Bytes of the busiest ``k`` keys (nodes, IONs) of each interval, summed over the
-    intervals (``weight`` summed per interval and key first)."""
+    intervals (``weight`` summed per interval and key first): the plain NumPy reading that
+    :func:`_interval_figures` is checked against."""
     width = int(key.max(initial=0)) + 1
     pairs, inverse = np.unique(interval.astype(np.int64) * width + key, return_inverse=True)
     per_pair = np.bincount(inverse, weights=weight)
@@ -179,13 +181,43 @@ def _top_per_interval(interval: np.ndarray, key: np.ndarray, weight: np.ndarray,
 
 def _ions_of_busiest(interval: np.ndarray, weight: np.ndarray, ion: np.ndarray, k: int) -> float:
     """Σ over intervals of the distinct IONs serving the interval's ``k`` busiest nodes (one
-    row per interval and node)."""
+    row per interval and node; ties: the earlier row)."""
     order = np.lexsort((-weight, interval))
     interval, ion = interval[order], ion[order]
     first = np.searchsorted(interval, interval, side="left")
     top = np.arange(len(interval)) - first < k
     width = int(ion.max(initial=0)) + 1
     return float(len(np.unique(interval[top].astype(np.int64) * width + ion[top])))
+
+
+@njit(cache=True)
+def _interval_figures(starts, weight, block, cyclic, ions, k_nodes, k_ions):  # pragma: no cover
+    """One pass over rows sorted by interval (``starts``: where each interval's rows begin,
+    one row per node): Σ over intervals of the busiest ``k_nodes`` nodes' bytes, of the
+    busiest ``k_ions`` IONs' bytes under ``block`` and ``cyclic``, and of the distinct IONs
+    serving the busiest nodes under each."""
+    out = np.zeros(5)
+    load = np.zeros((2, ions))
+    seen = np.full((2, ions), -1, np.int64)
+    for i in range(len(starts) - 1):
+        a, b = starts[i], starts[i + 1]
+        order = np.argsort(-weight[a:b], kind="mergesort")[:k_nodes] + a
+        used = np.zeros(2)
+        for r in order:
+            out[0] += weight[r]
+            for m, ion in enumerate((block[r], cyclic[r])):
+                if seen[m, ion] != i:
+                    seen[m, ion] = i
+                    used[m] += 1
+        out[3] += used[0]
+        out[4] += used[1]
+        load[:] = 0.0
+        for r in range(a, b):
+            load[0, block[r]] += weight[r]
+            load[1, cyclic[r]] += weight[r]
+        for m in range(2):
+            out[1 + m] += np.sort(load[m])[ions - k_ions :].sum()
+    return out
 
 
 def label_shares(trace: Trace) -> dict[str, float]:
@@ -218,23 +250,26 @@ def trace_shares(trace: Trace, settings: MetricSettings | None = None) -> dict[s
     ions = machine.ions
     top_nodes = top_count(settings.top_node_fraction, machine.nodes)
     top_ions = top_count(settings.top_ion_fraction, ions)
-    sums = dict.fromkeys(("all", "node", "block", "cyclic", "used_block", "used_cyclic"), 0.0)
+    names = ("node", "block", "cyclic", "used_block", "used_cyclic")
+    sums = dict.fromkeys(("all", *names), 0.0)
     intervals = 0
-    for rows in traffic_days(trace):
+    for rows in traffic_days(trace):  # sorted by interval and node
         weight = (rows["read_bytes"] + rows["write_bytes"]).astype(np.float64)
         keep = weight > 0
-        pairs, inverse = np.unique(
-            rows["interval"][keep].astype(np.int64) * machine.nodes + rows["node"][keep],
-            return_inverse=True,
-        )
-        weight = np.bincount(inverse, weights=weight[keep])  # one row per interval and node
-        interval, node = pairs // machine.nodes, pairs % machine.nodes
-        intervals += len(np.unique(interval))
+        key = rows["interval"][keep].astype(np.int64) * machine.nodes + rows["node"][keep]
+        if not len(key):
+            continue
+        first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+        weight = np.add.reduceat(weight[keep], first)  # one row per interval and node
+        interval, node = key[first] // machine.nodes, key[first] % machine.nodes
+        starts = np.flatnonzero(np.r_[True, interval[1:] != interval[:-1], True])
+        intervals += len(starts) - 1
         sums["all"] += weight.sum()
-        sums["node"] += _top_per_interval(interval, node, weight, top_nodes)
-        for name, ion in (("block", node // machine.nodes_per_ion), ("cyclic", node % ions)):
-            sums[name] += _top_per_interval(interval, ion, weight, top_ions)
-            sums[f"used_{name}"] += _ions_of_busiest(interval, weight, ion, top_nodes)
+        got = _interval_figures(
+            starts, weight, node // machine.nodes_per_ion, node % ions, ions, top_nodes, top_ions
+        )
+        for name, value in zip(names, got, strict=True):
+            sums[name] += value
     total, intervals = sums["all"] or 1.0, intervals or 1
     return {
         **label_shares(trace),

@@ -523,3 +523,21 @@ def test_trace_shares_match_the_lake_path_and_count_by_hand(tiny_lake: Path) -> 
     weight = np.array([9.0, 8.0, 1.0, 3.0, 4.0])
     ion = node // 2
     assert stats._ions_of_busiest(interval, weight, ion, 2) == 1 + 2  # {0}; {0, 1}
+
+
+def test_the_compiled_interval_pass_equals_the_numpy_reading() -> None:
+    rng = np.random.default_rng(5)
+    pairs = np.unique(rng.integers(0, 40 * 300, 5000))  # (interval, node), sorted, distinct
+    interval, node = pairs // 300, pairs % 300
+    weight = rng.lognormal(0.0, 2.0, len(pairs)).round(1)  # ties too
+    block, cyclic = node // 20, node % 15
+    starts = np.flatnonzero(np.r_[True, interval[1:] != interval[:-1], True])
+    got = stats._interval_figures(starts, weight, block, cyclic, 15, 7, 2)
+    want = (
+        stats._top_per_interval(interval, node, weight, 7),
+        stats._top_per_interval(interval, block, weight, 2),
+        stats._top_per_interval(interval, cyclic, weight, 2),
+        stats._ions_of_busiest(interval, weight, block, 7),
+        stats._ions_of_busiest(interval, weight, cyclic, 7),
+    )
+    assert got == pytest.approx(want, rel=1e-12)
