@@ -125,7 +125,10 @@ def main(preset: str | None = None, days: float | None = None, seeds: int | None
             path = write_result(f"ion_remap_{name}", result)
             continue
         started = time.perf_counter()
-        runs = [one_seed(name, span, seed) for seed in range(seeds)]
+        runs = []
+        for seed in range(seeds):  # each seed's figures saved as they come (a long run)
+            runs.append(one_seed(name, span, seed))
+            write_result(f"ion_remap_{name}_seeds_partial", {"preset": name, "runs": runs})
         summary = {}
         for key in SPREAD_OF_RUN:
             got = interval(run[key] for run in runs)

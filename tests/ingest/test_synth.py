@@ -483,16 +483,19 @@ def test_reduced_preset_statistics_near_the_paper(preset: str, tmp_path: Path) -
 
 
 @pytest.mark.slow
-def test_tianhe1a_busiest_ions_share_under_block(tmp_path: Path) -> None:
+def test_tianhe1a_busiest_ions_share_under_block() -> None:
     """The busiest 10 % of Tianhe-1A's hypothetical IONs (one per 64-node cabinet) carry 58.6 %
-    of the traffic per interval under block mapping (004 §7.4.1, Fig. 15c): within 3 points.
-    Ten days (seed 0) stand for the month: they give 59.1 % where the full 24 days give 59.2 %
-    (bench/ion_remap.py; replayed through the 1.5 GB/s IONs, block serves 58.5 %). The share
-    moves with which heavy jobs happen to run together: three days (seed 1) give 51-55 %,
-    hence the longer run."""
-    synthesize("tianhe1a", lake=tmp_path, days=10, seed=0)
-    share = stats.spatial_shares(tmp_path)["top_ion_share"]
-    assert abs(share - 0.586) <= 0.03, share
+    of the traffic per interval under block mapping (004 §7.4.1, Fig. 15c): the mean over
+    seeds 0-4 of ten days within 3 points, and the busiest 1 % of nodes' 90.8 % (§4.1) within
+    3 points too. The share moves with which heavy jobs happen to run together: 53.5-64.9 %
+    seed by seed (standard deviation 4.9 points), hence a mean over seeds, not one draw; the
+    full 24 days per seed: ``python -m bench.ion_remap tianhe1a 24 5``."""
+    figures = [stats.trace_shares(build_trace("tianhe1a", days=10, seed=s)) for s in range(5)]
+    block = [f["top_ion_share"] for f in figures]
+    nodes = [f["top_node_share"] for f in figures]
+    assert abs(np.mean(block) - 0.586) <= 0.03, block
+    assert abs(np.mean(nodes) - 0.908) <= 0.03, nodes
+    assert np.std(block, ddof=1) > 0.02  # the spread is real: one seed is not the answer
 
 
 def test_trace_shares_match_the_lake_path_and_count_by_hand(tiny_lake: Path) -> None:
