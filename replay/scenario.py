@@ -401,7 +401,7 @@ def comparison(table: pa.Table) -> tuple[list[str], list[tuple]]:
     the mean ± the half-width of its 95 % interval (:func:`spread.interval`)."""
     policies = list(dict.fromkeys(table["policy"].to_pylist()))
     several = len(set(table["cluster"].to_pylist())) > 1
-    seeded = "seed" in table.column_names
+    over_seeds = "seed" in table.column_names
     grid: dict[tuple, dict[str, list[float | None]]] = {}
     units: dict[str, str] = {}
     for row in table.select(["cluster", "policy", "metric", "value", "unit"]).to_pylist():
@@ -413,15 +413,15 @@ def comparison(table: pa.Table) -> tuple[list[str], list[tuple]]:
             *([cluster or "(unnamed)"] if several else []),
             metric,
             units[metric],
-            *(_fmt(grid[cluster, metric].get(p, [None]), seeded) for p in policies),
+            *(_fmt(grid[cluster, metric].get(p, [None]), over_seeds) for p in policies),
         )
         for cluster, metric in grid
     ]
     return [*(["cluster"] if several else []), "metric", "unit", *policies], lines
 
 
-def _fmt(values: list[float | None], seeded: bool) -> str:
-    if not seeded:
+def _fmt(values: list[float | None], over_seeds: bool) -> str:
+    if not over_seeds:
         return "NULL" if values[-1] is None else f"{values[-1]:.6g}"
     got = spread.interval(values)
     if got.mean is None:
