@@ -186,7 +186,9 @@ def test_bad_seeds_are_refused_in_one_line(tmp_path, text, message) -> None:
     assert "\n" not in str(err.value) and "seeds_small.yaml" in str(err.value)
 
 
-def test_seeds_on_a_workload_with_nothing_random_replay_once_with_a_note(tmp_path) -> None:
+def test_seeds_on_a_workload_with_nothing_random_replay_once_with_a_note(
+    tmp_path, lake, capsys
+) -> None:
     path = tmp_path / "ior.yaml"
     path.write_text(
         "name: ior_seeds\nworkload: {source: ior, nodes: [4], bytes_per_node: 1.0e9}\n"
@@ -198,6 +200,10 @@ def test_seeds_on_a_workload_with_nothing_random_replay_once_with_a_note(tmp_pat
     (note,) = scenario.notes
     assert "seeds: nothing in this scenario draws random numbers" in note
     assert "the runs are identical" in note
+    assert main(["replay", "--scenario", str(path), "--lake", str(lake)]) == 0
+    assert f"note: {note}" in capsys.readouterr().err
+    assert set(read_table(lake, "replay_scores")["seed"].to_pylist()) == {0}
+    assert set(read_table(lake, "replay_spread")["interval"].to_pylist()) == {"none"}
 
 
 def test_the_interval_is_bootstrapped_where_skewed() -> None:
