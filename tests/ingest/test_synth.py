@@ -474,7 +474,8 @@ def test_reduced_preset_statistics_near_the_paper(preset: str, tmp_path: Path) -
     after the first day ±7 (Tianhe-1A: 70.4 % minimal cabinets, 50.7 % uneven), top-1 % nodes
     ±7 and top-20 % cabinets ±10 (≈ 80 %, read off Fig. 8): which data-intensive jobs run
     together moves both by several points from one short run to the next. The full presets
-    give 92.5 % and 82.4 % (Tianhe-1A, 24 days) and 98.3 % and 75.8 % (CS19, 29 days),
+    give 91.8 % top-1 % nodes on average over five Tianhe-1A months (24 days, seeds 0-4,
+    ``python -m bench.ion_remap tianhe1a 24 5``) and 98.3 % and 75.8 % (CS19, 29 days),
     ``make bench``; the old burst-only model gave 94-99 % for the cabinets."""
     days, per_cabinet, targets = REDUCED_PRESETS[preset]
     synthesize(preset, lake=tmp_path, days=days, seed=1)
