@@ -161,8 +161,8 @@ def load(path: str | os.PathLike, limits: ScenarioLimits = LIMITS) -> Scenario:
     if seeds is not None and not drawn(scenario):
         note = (
             f"{path}: seeds: nothing in this scenario draws random numbers (workload "
-            f"{source}, policies {labels}, {model.name} model): the runs are identical, so it "
-            "is replayed once"
+            f"{workload['source']}, policies {labels}, {model.name} model): the runs are "
+            "identical, so it is replayed once"
         )
         log.warning(note)
         scenario = replace(scenario, seeds=seeds[:1], notes=(note,))
