@@ -147,6 +147,13 @@ class Batch:
     # _record -> metric -> amount landing with that record's rows.
     traffic: dict[str, dict[str, int]] = field(default_factory=dict)
     record_traffic: dict[int, dict[str, int]] = field(default_factory=dict)
+    # Byte accounting of batches too large for ``record_traffic`` (a record per DXT segment):
+    # metric -> amount in given tables; the rows that pass screening land it, the others
+    # count as quarantined.
+    measure: Callable[[Mapping[str, pa.Table]], dict[str, int]] | None = None
+    # The record of an earlier batch that every record of this one belongs to (a Darshan
+    # log's header): when that record was quarantined, the whole batch is too.
+    belongs_to: int | None = None
     # Rows of the source's state tables (``Source.state_tables``), landed unvalidated in the
     # file's contribution with the rest of the file.
     state: dict[str, pa.Table] = field(default_factory=dict)
@@ -242,7 +249,9 @@ class Source:
         return f"{self.name} traffic", summed
 
 
-def _account_traffic(report: FileReport, batch: Batch, failed: set[int]) -> None:
+def _account_traffic(
+    report: FileReport, batch: Batch, failed: set[int], good: Mapping[str, pa.Table]
+) -> None:
     """Add a batch's byte accounting to the report: a record's traffic lands with its rows, or
     counts as quarantined when the record failed validation."""
     for metric, parts in batch.traffic.items():
@@ -253,6 +262,11 @@ def _account_traffic(report: FileReport, batch: Batch, failed: set[int]) -> None
             add_traffic(
                 report.traffic, metric, "quarantined" if record in failed else "landed", amount
             )
+    if batch.measure is not None:
+        landed = batch.measure(good)
+        for metric, amount in batch.measure(batch.tables).items():
+            add_traffic(report.traffic, metric, "landed", landed.get(metric, 0))
+            add_traffic(report.traffic, metric, "quarantined", amount - landed.get(metric, 0))
 
 
 def _check_sums(report: FileReport) -> None:
@@ -342,6 +356,22 @@ def _screen(
     good = {t: r.drop_columns([RECORD]) if RECORD in r.column_names else r for t, r in good.items()}
     failed = len(rejects) + sum(batch.weights.get(r, 1) - 1 for r in bad_records)
     return good, rejects, failed, set(bad_records)
+
+
+def _orphaned(batch: Batch, where: str) -> tuple[dict[str, pa.Table], list[Reject], int, set[int]]:
+    """:func:`_screen`'s answer for a batch whose record it belongs to (at ``where``) was
+    quarantined: one quarantine row stands for all its records the parser did not reject."""
+    records = [
+        r for rows in batch.tables.values() if RECORD in rows.column_names
+        for r in pc.unique(rows.column(RECORD)).to_pylist()
+    ]  # fmt: skip
+    count = batch.records - len(batch.rejects)
+    span = f"records {min(records)}-{max(records)}" if records else "no rows"
+    reason = f"{count} records belong to the {where}, which was quarantined"
+    rejects = [Reject(span, None, reason)] if count else []
+    empty = {t: rows.slice(0, 0).drop_columns([RECORD]) if RECORD in rows.column_names
+             else rows.slice(0, 0) for t, rows in batch.tables.items()}  # fmt: skip
+    return empty, rejects, count, set(records)
 
 
 def _topology_nodes(lake: Path | str | None, source: Source) -> list[str] | None:
@@ -545,10 +575,17 @@ class _Landing:
         report's counts are this parse's alone (a second parse starts them again)."""
         self.report.records_in = self.report.quarantined = 0
         self.report.traffic, self.report.keep = {}, frozenset()
+        quarantined: dict[int, str] = {}  # location of earlier batches' (Batch.belongs_to)
         for batch in self.source.parse(self.file, self.context):
             checkpoint("ingest-parse")
-            good, rejects, failed, bad_records = _screen(batch, self.topology_nodes)
-            _account_traffic(self.report, batch, bad_records)
+            if batch.belongs_to in quarantined:
+                good, rejects, failed, bad_records = _orphaned(batch, quarantined[batch.belongs_to])
+            else:
+                good, rejects, failed, bad_records = _screen(batch, self.topology_nodes)
+            if batch.belongs_to is None:  # records later batches may belong to
+                for record in bad_records:
+                    quarantined[record] = batch.origins.get(record, (f"record {record}", None))[0]
+            _account_traffic(self.report, batch, bad_records, good)
             _check_sums(self.report)
             for table, rows in good.items():
                 _write(writers[table], rows)
