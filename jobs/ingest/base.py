@@ -266,7 +266,8 @@ def _account_traffic(
         landed = batch.measure(good)
         for metric, amount in batch.measure(batch.tables).items():
             add_traffic(report.traffic, metric, "landed", landed.get(metric, 0))
-            add_traffic(report.traffic, metric, "quarantined", amount - landed.get(metric, 0))
+            if amount > landed.get(metric, 0):
+                add_traffic(report.traffic, metric, "quarantined", amount - landed.get(metric, 0))
 
 
 def _check_sums(report: FileReport) -> None:

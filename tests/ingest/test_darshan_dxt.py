@@ -263,3 +263,28 @@ def test_dxt_bytes_balance_the_module_counters(shared_data, tmp_path):
     assert four_ranks["dxt_mpiio_bytes_read"]["seen"] == 4 * 3 * 100 * 65536
     logged = read_table(lake, "ingest_log", ["traffic"], filter=pc.field("landed") > 0)
     assert any(t["metric"] == "dxt_mpiio_bytes_read" for t in logged.column(0)[0].as_py())
+
+
+def _cut_first_record(raw: bytearray) -> None:
+    """Rank 0's record keeps its first 90 of 100 writes, as when DXT's memory ran out."""
+    header = RECORD_HEADER.unpack_from(raw, 0)
+    RECORD_HEADER.pack_into(raw, 0, *header[:4], 90, header[5])
+    cut = RECORD_HEADER.size + 90 * SEGMENT.size
+    del raw[cut : cut + 10 * SEGMENT.size]
+
+
+def test_a_partial_trace_is_a_gap_not_a_loss(shared_data, tmp_path):
+    """Darshan marks a module partial in the header's partial flags (a bit per module at byte
+    24; DXT_POSIX is module 10): the bytes its counters saw beyond the trace are its gap."""
+    data = bytearray(_edit_dxt_posix((shared_data / "darshan" / GENERATED / FPP).read_bytes(),
+                                     _cut_first_record))  # fmt: skip
+    struct.pack_into("<Q", data, 24, 1 << 10)
+    partial = tmp_path / "partial.darshan"
+    partial.write_bytes(bytes(data))
+    lake = tmp_path / "lake"
+    (report,) = ingest(darshan.SOURCE, [partial], lake)
+    assert report.error is None and report.quarantined == 0
+    balance = report.traffic["dxt_posix_bytes_written"]
+    assert balance == {"seen": 400 * 4096, "landed": 390 * 4096, "gap": 10 * 4096}
+    assert sql(lake, "SELECT count(*) AS n FROM darshan_dxt").to_pylist() == [{"n": 390}]
+    assert sql(lake, "SELECT partial FROM darshan_jobs").to_pylist() == [{"partial": True}]
