@@ -234,6 +234,9 @@ class Source:
     pull: Callable[[Mapping[str, Any], Path, Path], Pulled | None] | None = None
     # the byte balance to print after a command: (title, metric -> reason -> bytes);
     balance: Callable[[Path, Mapping[str, Any], list[FileReport]], tuple[str, dict]] | None = None
+    # small files land in groups, one validation and one commit per table for many files
+    # (grouped.py): every row carries _record, no table has a precedence, no state tables.
+    grouped: bool = False
 
     def traffic(
         self, lake: Path, options: Mapping[str, Any], reports: list[FileReport]
@@ -319,6 +322,21 @@ def _screen(
 ) -> tuple[dict[str, pa.Table], list[Reject], int, set[int]]:
     """Validate every table of a batch; drop failing records. Returns good rows, rejects, count
     and the failing ``_record`` values."""
+    good, rejects, bad_records = screen_records(batch, topology_nodes)
+    for record, reason in sorted(bad_records.items()):
+        location, raw = batch.origins.get(record, (f"record {record}", None))
+        rejects.append(Reject(location, raw, reason))
+    good = {t: r.drop_columns([RECORD]) if RECORD in r.column_names else r for t, r in good.items()}
+    failed = len(rejects) + sum(batch.weights.get(r, 1) - 1 for r in bad_records)
+    return good, rejects, failed, set(bad_records)
+
+
+def screen_records(
+    batch: Batch, topology_nodes: list[str] | None
+) -> tuple[dict[str, pa.Table], list[Reject], dict[int, str]]:
+    """Validate every table of a batch, once per table: the rows of records that pass (with
+    their ``_record`` and any other columns), the rejects of rows without ``_record``, and
+    the failing records with their reasons (a record whose parent failed fails too)."""
     bad_records: dict[int, str] = {}
     rejects: list[Reject] = []
     good: dict[str, pa.Table] = {}
@@ -351,12 +369,7 @@ def _screen(
         for table, rows in good.items():
             if RECORD in rows.column_names:
                 good[table] = rows.filter(pc.invert(pc.is_in(rows.column(RECORD), dropped)))
-        for record, reason in sorted(bad_records.items()):
-            location, raw = batch.origins.get(record, (f"record {record}", None))
-            rejects.append(Reject(location, raw, reason))
-    good = {t: r.drop_columns([RECORD]) if RECORD in r.column_names else r for t, r in good.items()}
-    failed = len(rejects) + sum(batch.weights.get(r, 1) - 1 for r in bad_records)
-    return good, rejects, failed, set(bad_records)
+    return good, rejects, bad_records
 
 
 def _orphaned(batch: Batch, where: str) -> tuple[dict[str, pa.Table], list[Reject], int, set[int]]:
@@ -442,6 +455,12 @@ def reconcile(
     skipped = {os.path.abspath(p) for p in skip}
     reports = []
     for record in lakes.intents(root, abandoned=True):
+        if "members" in record:  # a group of files landed as one (grouped.py)
+            from burstlake.jobs.ingest import grouped
+
+            reports += grouped.reconcile(root, record, skipped)
+            shutil.rmtree(record["path"], ignore_errors=True)
+            continue
         file, sid = Path(record["file"]), record["source_id"]
         unchanged = file.is_file() and content_id(file) == sid
         logged = table_files(root, "ingest_log") and sid in set(
@@ -644,6 +663,11 @@ def _abort(writers: dict[str, ContributionWriter]) -> None:
 
 
 def _log(lake: Path, report: FileReport, replaces: list[str]) -> None:
+    write_table(lake, "ingest_log", log_row(report), report.source_id, replaces)
+
+
+def log_row(report: FileReport) -> pa.Table:
+    """A file's ``ingest_log`` row: its content id and its row and byte accounting."""
     row = {
         "source": report.source,
         "file": report.file,
@@ -660,7 +684,7 @@ def _log(lake: Path, report: FileReport, replaces: list[str]) -> None:
         or None,
         "ingested_at": _now(),
     }
-    write_table(lake, "ingest_log", pa.Table.from_pylist([row]), report.source_id, replaces)
+    return pa.Table.from_pylist([row])
 
 
 def expand_paths(paths: Iterable[str | os.PathLike], pattern: str = "*") -> list[Path]:
@@ -681,6 +705,8 @@ def ingest(
     """Ingest files of one source, then refresh the catalog. Returns one report per file."""
     from tqdm import tqdm
 
+    from burstlake.jobs.ingest import grouped
+
     check_cluster((options or {}).get("cluster"), "--cluster")
     source.check_options(dict(options or {}))
     files = list(map(Path, paths))
@@ -695,21 +721,40 @@ def ingest(
     context = ParseContext(options=dict(options or {}), progress=bar.update)
     bar_base = 0
     topology_nodes = _topology_nodes(lake, source)  # a source checking names never writes them
-    for at, file in enumerate(files):
-        report = ingest_file(source, file, lake, context, topology_nodes)
-        reports.append(report)
-        if report.failure:  # the lake cannot take files now: say so for the others
-            skipped = files[at + 1 :]
+    at = 0
+    while at < len(files):
+        run = _group_run(source, files, at)
+        if run:
+            landed = grouped.land(source, run, lake_path(lake), context, topology_nodes)
+        else:
+            run = files[at : at + 1]
+            landed = [ingest_file(source, run[0], lake, context, topology_nodes)]
+        reports += landed
+        at += len(run)
+        if any(r.failure for r in landed):  # the lake cannot take files now: say so for others
+            skipped = files[at:]
             reports += [
                 FileReport(source.name, str(f), "-", failure=NOT_ATTEMPTED) for f in skipped
             ]
             break
-        bar_base += file.stat().st_size if file.is_file() else 0
+        bar_base += sum(f.stat().st_size for f in run if f.is_file())
         bar.n = bar_base
         bar.refresh()
     bar.close()
     _finish(lake, reports)
     return reports
+
+
+def _group_run(source: Source, files: list[Path], at: int) -> list[Path]:
+    """The files from ``at`` on that land as groups (none: land ``files[at]`` alone)."""
+    from burstlake.jobs.ingest import grouped
+
+    if not source.grouped:
+        return []
+    end = at
+    while end < len(files) and grouped.groupable(files[end]):
+        end += 1
+    return files[at:end]
 
 
 def _finish(lake: str | os.PathLike | None, reports: list[FileReport]) -> None:

@@ -352,4 +352,5 @@ SOURCE = Source(
     parse=parse,
     add_arguments=add_arguments,
     file_pattern=FILE_PATTERN,
+    grouped=True,
 )
