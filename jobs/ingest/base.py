@@ -701,8 +701,11 @@ def ingest(
     lake: str | os.PathLike | None = None,
     options: Mapping[str, Any] | None = None,
     progress: bool = False,
+    workers: int = 1,
 ) -> list[FileReport]:
-    """Ingest files of one source, then refresh the catalog. Returns one report per file."""
+    """Ingest files of one source, then refresh the catalog. Returns one report per file.
+
+    ``workers``: processes parsing the files of a grouped source (``Source.grouped``)."""
     from tqdm import tqdm
 
     from burstlake.jobs.ingest import grouped
@@ -725,7 +728,8 @@ def ingest(
     while at < len(files):
         run = _group_run(source, files, at)
         if run:
-            landed = grouped.land(source, run, lake_path(lake), context, topology_nodes)
+            root = lake_path(lake)
+            landed = grouped.land(source, run, root, context, topology_nodes, workers)
         else:
             run = files[at : at + 1]
             landed = [ingest_file(source, run[0], lake, context, topology_nodes)]

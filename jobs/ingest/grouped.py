@@ -27,9 +27,11 @@ from __future__ import annotations
 import bisect
 import hashlib
 import logging
+import multiprocessing
 import os
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
@@ -179,8 +181,9 @@ class _Group:
         self._ids: dict[str, FileReport] = {}
         self._keys: dict[str, set] = {}
 
-    def add(self, file: Path) -> None:
-        """Parse one file into the group (or note it as a no-op, or for later)."""
+    def add(self, file: Path, parsed: tuple[str, list[Batch] | str] | None = None) -> None:
+        """Parse one file into the group (or note it as a no-op, or for later); ``parsed``:
+        what a worker process made of it (:func:`parse_file`)."""
         file = Path(os.path.abspath(file))
         found = paths.kind(file)
         if found != "a regular file":
@@ -195,13 +198,14 @@ class _Group:
             self.reports.append(report)
             return
         member = _Member(report, file)
-        context = replace(self.context, lake=self.root, source_id=report.source_id)
-        try:
-            member.batches = list(self.source.parse(file, context))
-            checkpoint("ingest-parse")
-        except UnusableInput as err:
-            report.error = str(err)
+        if parsed is None or parsed[0] != report.source_id:  # not parsed, or changed since
+            parsed = parse_file(self.source.name, str(file), self.context.options, self.root)
+        checkpoint("ingest-parse")
+        if isinstance(parsed[1], str):
+            report.error = parsed[1]
             report.records_in = report.quarantined = 1
+        else:
+            member.batches = parsed[1]
         member.keys = _keys(self.source, member.batches)
         if any(keys & self._keys.get(t, set()) for t, keys in member.keys.items()):
             self.later.append(file)
@@ -356,20 +360,74 @@ def _has(batch: Batch, record: int) -> bool:
     return False
 
 
+def parse_file(
+    source: str, file: str, options: Mapping, root: Path
+) -> tuple[str, list[Batch] | str]:
+    """Parse one file: its content id and its batches, or the one-line reason it is unusable
+    as a whole. Runs in the ingest process or in a worker process (``--workers``)."""
+    from burstlake.jobs.ingest import source_module
+
+    path = Path(file)
+    source_id = content_id(path)
+    context = ParseContext(options=options, lake=root, source_id=source_id)
+    try:
+        return source_id, list(source_module(source).SOURCE.parse(path, context))
+    except UnusableInput as err:
+        return source_id, str(err)
+
+
+class _Parsers:
+    """Files parsed ahead in ``workers`` processes while the ingest process validates and
+    commits the group before (a parse is CPU in Python and darshan-util)."""
+
+    def __init__(self, source: Source, root: Path, options: Mapping, workers: int) -> None:
+        context = multiprocessing.get_context("spawn")  # the parent runs threads: no fork
+        self._pool = ProcessPoolExecutor(workers, mp_context=context)
+        self._args = (source.name, _json_options(options), root)
+        self._futures: dict[Path, Future] = {}
+
+    def ahead(self, files: list[Path]) -> None:
+        for file in files:
+            if file not in self._futures:
+                self._futures[file] = self._pool.submit(
+                    parse_file, self._args[0], str(file), self._args[1], self._args[2]
+                )
+
+    def take(self, file: Path) -> tuple[str, list[Batch] | str] | None:
+        future = self._futures.pop(file, None)
+        return None if future is None else future.result()
+
+    def close(self) -> None:
+        self._pool.shutdown(cancel_futures=True)
+
+
 def land(
     source: Source,
     files: list[Path],
     root: Path,
     context: ParseContext,
     topology_nodes: list[str] | None,
+    workers: int = 1,
 ) -> list[FileReport]:
-    """Land ``files`` (each :func:`groupable`) in groups of up to :data:`GROUP_FILES`;
-    returns their reports. A lake that fails (full disk) is reported on the group's files."""
+    """Land ``files`` (each :func:`groupable`) in groups of up to :data:`GROUP_FILES`,
+    parsed in ``workers`` processes (1: in this one); returns their reports. A lake that fails
+    (full disk) is reported on the group's files."""
+    parsers = _Parsers(source, root, context.options, workers) if workers > 1 else None
+    try:
+        return _land(source, files, root, context, topology_nodes, parsers)
+    finally:
+        if parsers is not None:
+            parsers.close()
+
+
+def _land(source, files, root, context, topology_nodes, parsers) -> list[FileReport]:
     pending, reports = list(files), []
     while pending:
         group = _Group(source, root, context, topology_nodes)
+        if parsers is not None:
+            parsers.ahead(pending[: 2 * GROUP_FILES])
         for file in pending[:GROUP_FILES]:
-            group.add(file)
+            group.add(file, parsers.take(file) if parsers is not None else None)
         pending = group.later + pending[GROUP_FILES:]
         if group.members:
             group.screen()

@@ -103,3 +103,22 @@ def test_a_group_killed_between_commits_is_finished_or_undone(shared_data, tmp_p
     ingest(darshan.SOURCE, logs[:2], clean)
     assert _state(lake) == _state(clean)
     assert not lakes.intents(lake)
+
+
+@pytest.mark.slow  # starts worker processes
+def test_workers_land_the_same_rows_as_one_process(shared_data, tmp_path, capsys):
+    from burstlake.cli import main
+
+    logs = _copies(shared_data, tmp_path / "logs")
+    shutil.copy(shared_data / "darshan" / "imbalanced-io.darshan", tmp_path / "logs")
+    folder = str(tmp_path / "logs")
+    assert main(["ingest", "darshan", folder, "--lake", str(tmp_path / "one")]) == 0
+    one = capsys.readouterr().out
+    two = ["ingest", "darshan", folder, "--lake", str(tmp_path / "two"), "--workers", "2"]
+    assert main(two) == 0
+    assert capsys.readouterr().out == one.replace(str(tmp_path / "one"), str(tmp_path / "two"))
+    assert _state(tmp_path / "one") == _state(tmp_path / "two")
+    assert len(logs) == 3
+    with pytest.raises(SystemExit):
+        main(["ingest", "darshan", folder, "--lake", str(tmp_path / "x"), "--workers", "0"])
+    assert "--workers: must be 1 or more, not 0" in capsys.readouterr().err
