@@ -288,3 +288,22 @@ def test_a_partial_trace_is_a_gap_not_a_loss(shared_data, tmp_path):
     assert balance == {"seen": 400 * 4096, "landed": 390 * 4096, "gap": 10 * 4096}
     assert sql(lake, "SELECT count(*) AS n FROM darshan_dxt").to_pylist() == [{"n": 390}]
     assert sql(lake, "SELECT partial FROM darshan_jobs").to_pylist() == [{"partial": True}]
+
+
+def test_the_readme_query_finds_jobs_writing_small_requests(shared_data, tmp_path):
+    """The README's 'more than 1 GB in requests under 64 KiB yesterday', on the day of the
+    generated logs and at 1 MB: job 4243 wrote 400 x 4 KiB (1.6 MB); 4242 wrote 64 KiB
+    requests, not under 64 KiB; 4244 1 MiB requests."""
+    lake = tmp_path / "lake"
+    names = ("iogen_job4242_4r_3phases_reads", "iogen_job4243_4r_fpp_posix_random",
+             "iogen_job4244_8r_rank0")  # fmt: skip
+    ingest(darshan.SOURCE, [shared_data / "darshan" / GENERATED / f"{n}.darshan" for n in names],
+           lake)  # fmt: skip
+    day = sql(lake, "SELECT min(start)::DATE AS d FROM darshan_dxt").to_pylist()[0]["d"]
+    query = f"""SELECT job_id, cluster, sum(length) AS bytes_written FROM darshan_dxt
+        WHERE module = 'DXT_POSIX' AND op = 'write' AND length < 64 * 1024
+          AND start >= DATE '{day}' AND start < DATE '{day}' + INTERVAL 1 DAY
+        GROUP BY ALL HAVING sum(length) > 1e6 ORDER BY bytes_written DESC"""
+    assert sql(lake, query).to_pylist() == [
+        {"job_id": "4243", "cluster": None, "bytes_written": 400 * 4096}
+    ]
