@@ -5,7 +5,8 @@ See docs/design.md, 'The lake'.
 Validating a table with Great Expectations and committing it to Delta cost about the same
 for ten rows as for ten thousand, so a source of many small files (a Darshan log per ``srun``)
 spends most of its time on them when each file pays for its own. Here a group of up to
-:data:`GROUP_FILES` files, each at most :data:`GROUP_BYTES`, is parsed file by file, validated
+:data:`GROUP_FILES` files (or :data:`GROUP_ROWS` rows), each at most :data:`GROUP_BYTES`, is
+parsed file by file, validated
 once per table with the group's rows together, and committed once per table, each file's rows
 in its own contribution (its ``source_id``), then one ``ingest_log`` commit with a row per
 file. What stays exactly as for one file (:mod:`.base`):
@@ -66,8 +67,11 @@ from burstlake.lake import ContributionWriter, _lake_error, checkpoint
 from burstlake.schemas import spec
 
 GROUP_FILES = 64
-GROUP_BYTES = 2**20
-"""Files of at most this size are grouped: each is parsed whole into memory first."""
+GROUP_BYTES = 64 * 2**10
+"""Files of at most this size are grouped: each is parsed whole into memory first (a
+compressed Darshan log of 64 KiB holds up to ~10k DXT segments)."""
+GROUP_ROWS = 262_144
+"""A group closes once its files' rows reach this many, whatever their count."""
 MEMBER = "_member"  # the hidden column naming the batch a row came from (index in the group)
 log = logging.getLogger(__name__)
 
@@ -179,6 +183,7 @@ class _Group:
         self.later: list[Path] = []  # files whose keys meet a member's: the next group
         self.alone: list[Path] = []  # files to land by themselves (a 64-bit traffic overflow)
         self._ids: dict[str, FileReport] = {}
+        self.rows = 0  # rows of the members' batches
         self._keys: dict[str, set] = {}
 
     def add(self, file: Path, parsed: tuple[str, list[Batch] | str] | None = None) -> None:
@@ -214,6 +219,7 @@ class _Group:
             self._keys.setdefault(table, set()).update(keys)
         member.offset = sum(m.span for m in self.members)
         member.span = _span(member.batches)
+        self.rows += sum(t.num_rows for b in member.batches for t in b.tables.values())
         self._ids[report.source_id] = report
         self.members.append(member)
         self.reports.append(report)
@@ -426,9 +432,12 @@ def _land(source, files, root, context, topology_nodes, parsers) -> list[FileRep
         group = _Group(source, root, context, topology_nodes)
         if parsers is not None:
             parsers.ahead(pending[: 2 * GROUP_FILES])
-        for file in pending[:GROUP_FILES]:
+        taken = 0
+        while taken < min(GROUP_FILES, len(pending)) and group.rows < GROUP_ROWS:
+            file = pending[taken]
             group.add(file, parsers.take(file) if parsers is not None else None)
-        pending = group.later + pending[GROUP_FILES:]
+            taken += 1
+        pending = group.later + pending[taken:]
         if group.members:
             group.screen()
             try:
