@@ -253,12 +253,12 @@ class _DxtStream:
 
         self.schema = dxt_schema()
         self.trace = DxtTrace(path) if path else None
-        self._writer = pa.ipc.new_file(path, self.schema) if path else None
+        self._writer: pa.ipc.RecordBatchFileWriter | None = None  # opened at the first segment
         self._parts: list[dict[str, np.ndarray]] = []
         self._rows = 0
 
     def add(self, module: int, record: int, rank: int, record_id: int, writes: int, segments):
-        if self._writer is None or not len(segments):
+        if self.trace is None or not len(segments):
             return
         ops = np.repeat(np.array([0, 1], dtype=np.int8), [writes, len(segments) - writes])
         index = np.arange(len(segments), dtype=np.int64)
@@ -291,6 +291,9 @@ class _DxtStream:
 
         if not self._parts:
             return
+        if self._writer is None:
+            self._sink = pa.OSFile(self.trace.path, "wb")
+            self._writer = pa.ipc.new_file(self._sink, self.schema)
         columns = {k: np.concatenate([p[k] for p in self._parts]) for k in self.schema.names}
         self._parts, self._rows = [], 0
         for at in range(0, len(columns["record"]), DXT_BATCH):
@@ -298,9 +301,11 @@ class _DxtStream:
             self._writer.write_batch(pa.RecordBatch.from_arrays(arrays, schema=self.schema))
 
     def close(self) -> DxtTrace | None:
-        if self._writer is not None:
+        if self.trace is not None:
             self._flush()
+        if self._writer is not None:
             self._writer.close()
+            self._sink.close()
         return self.trace
 
 
