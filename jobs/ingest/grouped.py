@@ -53,9 +53,7 @@ from burstlake.jobs.ingest.base import (
     _account_traffic,
     _check_sums,
     _json_options,
-    _landed_as,
     _orphaned,
-    _previous_versions,
     _quarantine_rows,
     _refused_as,
     content_id,
@@ -63,7 +61,7 @@ from burstlake.jobs.ingest.base import (
     log_row,
     screen_records,
 )
-from burstlake.lake import ContributionWriter, _lake_error, checkpoint
+from burstlake.lake import ContributionWriter, _lake_error, checkpoint, read_table, table_files
 from burstlake.schemas import spec
 
 GROUP_FILES = 64
@@ -184,7 +182,28 @@ class _Group:
         self.alone: list[Path] = []  # files to land by themselves (a 64-bit traffic overflow)
         self._ids: dict[str, FileReport] = {}
         self.rows = 0  # rows of the members' batches
+        self._log: dict[str, list[str]] | None = None
         self._keys: dict[str, set] = {}
+
+    def _logged(self) -> dict[str, list[str]]:
+        """source_id -> files of ``ingest_log``, read once for the group (the lake changes
+        only by the group's own commit)."""
+        if self._log is None:
+            rows = []
+            if table_files(self.root, "ingest_log"):
+                rows = read_table(self.root, "ingest_log", ["file", "source_id"]).to_pylist()
+            self._log = {}
+            for row in rows:
+                self._log.setdefault(row["source_id"], []).append(row["file"])
+        return self._log
+
+    def _versions(self) -> dict[str, set[str]]:
+        """file -> the source_ids its contents landed as (base._previous_versions)."""
+        versions: dict[str, set[str]] = {}
+        for source_id, files in self._logged().items():
+            for file in files:
+                versions.setdefault(file, set()).add(source_id)
+        return versions
 
     def add(self, file: Path, parsed: tuple[str, list[Batch] | str] | None = None) -> None:
         """Parse one file into the group (or note it as a no-op, or for later); ``parsed``:
@@ -197,7 +216,10 @@ class _Group:
             return
         report = FileReport(self.source.name, str(file), content_id(file))
         earlier = self._ids.get(report.source_id)
-        report.same_as = earlier.file if earlier else _landed_as(self.root, report)
+        landed = self._logged().get(report.source_id, [])
+        report.same_as = (
+            earlier.file if earlier else next((f for f in landed if f != report.file), None)
+        )  # as base._landed_as, from the group's one read of ingest_log
         if report.same_as:
             report.error = earlier.error if earlier else _refused_as(self.root, report.same_as)
             self.reports.append(report)
@@ -327,7 +349,8 @@ class _Group:
             {
                 old
                 for m in self.members
-                for old in _previous_versions(self.root, m.report.file, m.report.source_id)
+                for old in self._versions().get(m.report.file, ())
+                if old != m.report.source_id
             }
         )
         record = {
@@ -462,7 +485,7 @@ def reconcile(root: Path, record: dict, skip: set[str]) -> list[FileReport]:
     member in ``ingest_log`` only the replaced contributions go; otherwise the group's commits
     are undone and its unchanged files (not in ``skip``) ingested again."""
     from burstlake.jobs.ingest import source_module
-    from burstlake.lake import delete_contribution, read_table, table_files
+    from burstlake.lake import delete_contribution
 
     members = record["members"]
     logged = set()
