@@ -12,7 +12,9 @@ share the machine's load:
 
 The small logs are ``$BURSTLAKE_BENCH_DARSHAN_LOGS`` (a folder of ``*.darshan``), written by
 Darshan's runtime (the ``darshan-gen`` of the issue's peer folder, one log per run of 1-4
-ranks): none ships with the repository. Results: ``bench/results/darshan_ingest.json``.
+ranks): none ships with the repository. ``$BURSTLAKE_BENCH_DARSHAN_HUGE``, if set, is a log of
+at least 5 M DXT segments measured like the 800k one. Results:
+``bench/results/darshan_ingest.json``.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ REPO = Path(__file__).resolve().parents[1]
 SAMPLES = Path(os.environ.get("BURSTLAKE_SAMPLES") or REPO.parent / "shared" / "data")
 BIG = SAMPLES / "darshan" / "generated" / "iogen_job4245_8r_4hosts_800k_dxt.darshan"
 
+COUNT = "SELECT count(*) AS segments FROM darshan_dxt"
 PYDARSHAN_READ = """
 import glob, json, time, darshan
 files = sorted(glob.glob({folder!r} + "/*.darshan"))
@@ -93,13 +96,18 @@ def main() -> Path:
         result["workers_2_speedup"] = round(
             result["ingest_workers_1"]["wall_s"] / result["ingest_workers_2"]["wall_s"], 2
         )
-        if BIG.is_file():
-            big = _ingest([str(BIG)], Path(scratch) / "big", 1)
-            segments = 800_000
-            big["segments"] = segments
+        huge = os.environ.get("BURSTLAKE_BENCH_DARSHAN_HUGE")  # a log of >= 5 M segments
+        for name, path in (("dxt_800k", BIG), ("dxt_huge", Path(huge) if huge else None)):
+            if path is None or not path.is_file():
+                continue
+            lake = Path(scratch) / name
+            big = _ingest([str(path)], lake, 1)
+            count = measure([_cli(), "sql", "--lake", str(lake), COUNT], cwd=REPO).stdout
+            big["segments"] = segments = int(count.split()[-1])
             big["segments_per_s"] = round(segments / big["wall_s"])
             big["segments_per_cpu_s"] = round(segments / big["cpu_s"])
-            result["dxt_800k"] = big
+            result[name] = big
+        if BIG.is_file():
             own = python_step(PYDARSHAN_DXT.format(path=str(BIG)))
             result["pydarshan_dxt_800k"] = {
                 "wall_s": round(own["wall_s"], 2),
@@ -113,6 +121,11 @@ def main() -> Path:
         >= 1e6,
         "dxt_800k peak_rss_mb < 600": result.get("dxt_800k", {}).get("peak_rss_mb", 1e9) < 600,
     }
+    if "dxt_huge" in result and "dxt_800k" in result:
+        peaks = result["dxt_huge"]["peak_rss_mb"], result["dxt_800k"]["peak_rss_mb"]
+        result["goals"]["dxt_huge peak_rss_mb < 1000"] = peaks[0] < 1000
+        result["goals"]["dxt_huge peak within 25% of 800k"] = peaks[0] <= 1.25 * peaks[1]
+    result["load_average_after"] = load_average()
     return write_result("darshan_ingest", result)
 
 
