@@ -4,8 +4,10 @@ See docs/design.md, 'Sources'.
 
 Lands one ``darshan_jobs`` row per log, one ``darshan_rank_io`` row per module and rank
 (rank -1: shared files reduced over all ranks), the per-rank view paper 004 §3.2 reads rank-0
-and uneven I/O from, and the heatmap bins with traffic in ``darshan_heatmap``. Logs are read
-with pydarshan (:mod:`.darshan_log`).
+and uneven I/O from, the heatmap bins with traffic in ``darshan_heatmap``, the log's name
+records in ``darshan_files`` and its DXT segments in ``darshan_dxt`` (:mod:`.darshan_dxt`,
+streamed in bounded batches). Logs are read with pydarshan (:mod:`.darshan_log`); small logs
+land in groups (``Source.grouped``, :mod:`.grouped`).
 
 Identity and joins: ``log_id`` is the id of what the log says (blake2b-64 of everything read
 from it: header, module × rank totals, host names, heatmaps; :func:`log_id`), not of its bytes:
@@ -19,7 +21,8 @@ and a null-cluster log joins the one job of that raw id if exactly one machine h
 
 Input records, for the accounting of docs/design.md, 'The lake': a log's header (its
 ``darshan_jobs`` row), each module × rank total (a ``darshan_rank_io`` row) and each module ×
-rank heatmap (its bins with traffic, ``darshan_heatmap`` rows); a record failing its
+rank heatmap (its bins with traffic, ``darshan_heatmap`` rows), each name record (a
+``darshan_files`` row) and each DXT segment (a ``darshan_dxt`` row); a record failing its
 expectations is quarantined alone, except the header: the log's other records describe its run
 and are quarantined with it. A log whose records Darshan had to drop at run time (memory
 limits) lands with ``partial = true``. A log darshan-util cannot open, can only read part of

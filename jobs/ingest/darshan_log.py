@@ -10,7 +10,9 @@ up bytes, operation counts and times. Modules without byte or operation counters
 striping, BG/Q, APMPI, APXC, HEATMAP) are listed in the log's ``modules`` but have no totals.
 Rank -1 records are shared files that Darshan reduced over all ranks; they stay rank -1.
 DXT records carry the hostname of the rank that wrote them (paper 004 §3 distributes I/O over
-hosts), so ranks with a DXT record get a hostname. HEATMAP records (Darshan >= 3.3) give each
+hosts), so ranks with a DXT record get a hostname; asked for them, the reader also streams the
+DXT segments, a record at a time, into an Arrow IPC file (:class:`DxtTrace`) and lists the
+name records with their mount points. HEATMAP records (Darshan >= 3.3) give each
 rank's bytes per time bin from the job start: the only time-resolved view of a rank's I/O.
 
 darshan-util reports damage (a truncated or corrupt log) only as ``Error:`` lines on the C
