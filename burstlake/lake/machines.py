@@ -15,8 +15,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from burstlake.lake.paths import _quote, lake_path
+from burstlake.lake.layout import lake_path
 from burstlake.lake.read import dataset, read_table
+from burstlake.lake.sql import sql_literal
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +59,7 @@ def machine_sql(name: str | None, unnamed: bool = False) -> str:
     """The rows of machine ``name`` (with ``unnamed``: also those naming none) as an SQL
     condition (DuckDB and Spark SQL alike)."""
     terms = [
-        "cluster IS NULL" if value is None else f"cluster = {_quote(value)}"
+        "cluster IS NULL" if value is None else f"cluster = {sql_literal(value)}"
         for value in _members(name, unnamed)
     ]
     return terms[0] if len(terms) == 1 else f"({' OR '.join(terms)})"

@@ -18,16 +18,9 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from burstlake.lake.paths import (
-    RUNS,
-    TXN,
-    OwnedFolder,
-    _abandoned,
-    _lake_error,
-    _locked,
-    lake_path,
-    table_dir,
-)
+from burstlake.lake.errors import as_lake_error
+from burstlake.lake.layout import RUNS, TXN, lake_path, table_dir
+from burstlake.lake.locks import OwnedFolder, _abandoned, exclusive
 from burstlake.schemas import REGISTRY
 
 log = logging.getLogger(__name__)
@@ -124,13 +117,13 @@ def landing(lake: str | os.PathLike | None, source_id: str, record: dict) -> Ite
     root = lake_path(lake)
     path = root / TXN / f"{source_id}-{uuid.uuid4().hex[:8]}"
     try:
-        with _locked(root, "snapshot"):
+        with exclusive(root, "snapshot"):
             owned = OwnedFolder(path)
             info = {**record, "source_id": source_id, "started": time.time()}
             (owned.path / "intent.json").write_text(json.dumps(info))
     except OSError as err:  # nothing committed yet: no intent left behind either
         shutil.rmtree(path, ignore_errors=True)
-        raise (_lake_error(err, root) or err) from err
+        raise (as_lake_error(err, root) or err) from err
     try:
         yield owned.path
     except BaseException:
@@ -182,7 +175,7 @@ def _consistent_cut(root: Path) -> dict[str, int | None]:
     folder = root / TXN
     if not folder.is_dir() or not any(folder.iterdir()):
         return {}
-    with _locked(root, "snapshot"):
+    with exclusive(root, "snapshot"):
         pending = intents(root)
         if not pending:
             return {}
