@@ -16,9 +16,11 @@ are invisible to every reader. Writers of one table take a per-table file lock a
 commit that conflicts, so concurrent ingests (as Airflow runs DAGs) neither lose nor duplicate
 rows.
 
-Readers see one snapshot: :func:`snapshot` pins one version of each table for the duration of
-a job (metrics, replay), and :func:`run` additionally stamps every commit with the run id and
-the versions read, and *publishes* a multi-table result (the metrics) only when all of its
+Readers see one snapshot: :func:`snapshot` returns a :class:`Snapshot`, one version of each
+table, and a reader given it in place of the lake's path reads exactly those versions (as a
+delta-rs ``DeltaTable`` opened at a version does). A job (metrics, replay) reads through a
+:func:`run`, a snapshot that also stamps the commits of the writers given it with the run id
+and the versions read, and *publishes* a multi-table result (the metrics) only when all of its
 tables are committed: until then readers keep seeing the previous run's tables.
 
 One module per concern, their public names all importable from here (the underscore names are
@@ -78,6 +80,7 @@ from burstlake.lake.read import (
 )
 from burstlake.lake.snapshot import (
     Run,
+    Snapshot,
     commit_metadata,
     intents,
     landing,
@@ -115,6 +118,7 @@ __all__ = [
     "LakeError",
     "OwnedFolder",
     "Run",
+    "Snapshot",
     "as_lake_error",
     "check_cluster",
     "checked_keys",

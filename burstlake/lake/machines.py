@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 
 from burstlake.lake.layout import lake_path
 from burstlake.lake.read import dataset, read_table
+from burstlake.lake.snapshot import Snapshot
 from burstlake.lake.sql import sql_literal
 
 log = logging.getLogger(__name__)
@@ -104,7 +105,7 @@ class Cluster:
     ``name`` None: the rows naming none, of a lake without (or with several) named machines.
     What the metrics, the replay and the report read, one machine at a time."""
 
-    lake: Path
+    lake: Path | Snapshot  # a snapshot: every read of the machine reads it
     name: str | None
     unnamed: bool = False
 
@@ -136,7 +137,7 @@ def clusters(lake: str | os.PathLike | None) -> list[Cluster]:
     for table in CLUSTER_TABLES:
         for batch in dataset(lake, table).to_batches(columns=["cluster"]):
             found.update(pc.unique(batch.column(0)).to_pylist())
-    root = lake_path(lake)
+    root = lake if isinstance(lake, Snapshot) else lake_path(lake)  # a snapshot's machines read it
     named = sorted(name for name in found if name is not None)
     owner = owner_of_unnamed(named) if None in found else None
     if owner is not None:

@@ -36,7 +36,7 @@ from burstlake.lake.layout import (
 )
 from burstlake.lake.locks import OwnedFolder, exclusive
 from burstlake.lake.read import _open
-from burstlake.lake.snapshot import _RUN
+from burstlake.lake.snapshot import Run
 from burstlake.lake.sql import sql_literal
 from burstlake.schemas import REGISTRY, TableSpec, conform, spec
 
@@ -88,6 +88,7 @@ class ContributionWriter:
     ) -> None:
         self.spec = spec(table)
         self.lake = lake_path(lake)
+        self.run = lake if isinstance(lake, Run) else None  # stamps the commit (see Run)
         self.source_id = source_id
         self.replaces = sorted(set(replaces) - {source_id})
         self.contributions: set[str] = set()  # other contributions written (replaced whole)
@@ -152,7 +153,7 @@ class ContributionWriter:
                         if attempt == COMMIT_RETRIES - 1:
                             raise
                         time.sleep(0.05 * (attempt + 1))
-                current = _RUN.get()
+                current = self.run
                 if current is not None and current.lake == self.lake:
                     current.written[self.spec.name] = self.version
                 else:
@@ -215,7 +216,7 @@ def _commit(writer: ContributionWriter) -> int:
     ids = writer.owned()
     predicate = f"{SOURCE} IN ({', '.join(map(sql_literal, ids))})"
     new = ds.dataset([str(f) for f in writer._files], schema=schema, format="parquet")
-    current = _RUN.get()
+    current = writer.run
     metadata = current.metadata() if current is not None and current.lake == writer.lake else {}
     metadata["burstlake.source_id"] = writer.source_id
     partition_by = [DAY] if table_spec.partition_by else None

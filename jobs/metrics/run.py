@@ -150,8 +150,10 @@ class Pipeline:
     def __init__(
         self, spark: SparkSession, lake: str | os.PathLike, settings: MetricSettings
     ) -> None:
-        """Set up the input frames; build it inside a ``lake.run`` so they share one snapshot."""
-        self.spark, self.lake, self.settings = spark, lake_path(lake), settings
+        """Set up the input frames. Given a ``lake.run`` (a snapshot), every input is read at
+        its version and every table is written as the run's."""
+        self.spark, self.settings = spark, settings
+        self.lake = lake if isinstance(lake, lakes.Snapshot) else lake_path(lake)
         self.inputs = {name: frames.read(spark, self.lake, name) for name in INPUTS}
         # without Darshan logs there is nothing to place: no Spark job for them
         self.darshan = frames.stored(self.lake, "darshan_jobs")
@@ -229,9 +231,9 @@ def run(
     root = lake_path(lake)
     spark = spark or session(master, app_name="burstlake-metrics", log=log_file(root))
     show = sys.stderr.isatty() if progress is None else progress
-    with lakes.run(root, "metrics", INPUTS, publish=True):
+    with lakes.run(root, "metrics", INPUTS, publish=True) as current:
         settings = settings or MetricSettings()
-        written = Pipeline(spark, root, settings).run(show)
+        written = Pipeline(spark, current, settings).run(show)
         record(settings, root)  # the replay's scores and the report read the same thresholds
     catalog.refresh(root)
     return written
