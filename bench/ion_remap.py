@@ -49,7 +49,7 @@ print(json.dumps({{f"{{r['metric']}}@{{r['policy']}}": r["value"] for r in table
 
 
 def main(preset: str | None = None, days: float | None = None) -> Path:
-    from burstlake.machines import machine
+    from burstlake.presets import machine
 
     presets = [preset] if preset else ["tianhe1a", "cs19"]
     path = Path()

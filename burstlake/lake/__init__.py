@@ -35,6 +35,19 @@ landing, vacuum, migration).
 
 from __future__ import annotations
 
+from burstlake.lake.clusters import (
+    CLUSTER_SEP,
+    CLUSTER_TABLES,
+    Cluster,
+    check_cluster,
+    checked_keys,
+    cluster_filter,
+    cluster_of,
+    cluster_sql,
+    clusters,
+    node_keys,
+    owner_of_unnamed,
+)
 from burstlake.lake.errors import LakeError, as_lake_error
 from burstlake.lake.layout import (
     DAY,
@@ -54,19 +67,6 @@ from burstlake.lake.layout import (
     table_dir,
 )
 from burstlake.lake.locks import OwnedFolder, clean_leftovers, exclusive
-from burstlake.lake.machines import (
-    CLUSTER_TABLES,
-    MACHINE_SEP,
-    Cluster,
-    check_cluster,
-    checked_keys,
-    cluster_of,
-    clusters,
-    machine_filter,
-    machine_sql,
-    node_keys,
-    owner_of_unnamed,
-)
 from burstlake.lake.maintenance import legacy_tables, migrate, undo_landing, vacuum
 from burstlake.lake.pause import checkpoint
 from burstlake.lake.read import (
@@ -100,12 +100,12 @@ from burstlake.lake.write import (
 )
 
 __all__ = [
+    "CLUSTER_SEP",
     "CLUSTER_TABLES",
     "COMMIT_RETRIES",
     "DAY",
     "DEFAULT_LAKE",
     "LOCKS",
-    "MACHINE_SEP",
     "MIGRATE",
     "PREDICATE",
     "ROWS_PER_FILE",
@@ -124,7 +124,9 @@ __all__ = [
     "checked_keys",
     "checkpoint",
     "clean_leftovers",
+    "cluster_filter",
     "cluster_of",
+    "cluster_sql",
     "clusters",
     "commit_metadata",
     "contribution_ids",
@@ -140,8 +142,6 @@ __all__ = [
     "landing",
     "latest_version",
     "legacy_tables",
-    "machine_filter",
-    "machine_sql",
     "migrate",
     "node_keys",
     "owner_of_unnamed",

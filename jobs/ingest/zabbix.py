@@ -99,10 +99,10 @@ from burstlake.jobs.ingest.zabbix_mapping import (
 )
 from burstlake.jobs.ingest.zabbix_options import add_arguments
 from burstlake.lake import (
+    cluster_filter,
     contribution_keys,
     dataset,
     lake_path,
-    machine_filter,
     read_table,
     sql_literal,
 )
@@ -204,7 +204,7 @@ def region_id(day: int, bucket: int, cluster: str | None = None) -> str:
 
 def same_machine(cluster: str | None) -> pc.Expression:
     """Filter: rows of the machine ``cluster`` (null: the unnamed machine; the lake's rule)."""
-    return machine_filter(cluster)
+    return cluster_filter(cluster)
 
 
 @dataclass(frozen=True)

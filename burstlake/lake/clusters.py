@@ -23,7 +23,7 @@ from burstlake.lake.sql import sql_literal
 log = logging.getLogger(__name__)
 
 CLUSTER_TABLES = ("topology", "node_io", "jobs", "job_nodes")  # which machines a lake holds
-MACHINE_SEP = "\x1f"  # never in a machine name (check_cluster refuses control characters)
+CLUSTER_SEP = "\x1f"  # never in a machine name (check_cluster refuses control characters)
 
 
 def check_cluster(name: object, what: str = "cluster") -> str | None:
@@ -56,7 +56,7 @@ def _members(name: str | None, unnamed: bool) -> list[str | None]:
     return [None] if name is None else [name, None] if unnamed else [name]
 
 
-def machine_sql(name: str | None, unnamed: bool = False) -> str:
+def cluster_sql(name: str | None, unnamed: bool = False) -> str:
     """The rows of machine ``name`` (with ``unnamed``: also those naming none) as an SQL
     condition (DuckDB and Spark SQL alike)."""
     terms = [
@@ -66,8 +66,8 @@ def machine_sql(name: str | None, unnamed: bool = False) -> str:
     return terms[0] if len(terms) == 1 else f"({' OR '.join(terms)})"
 
 
-def machine_filter(name: str | None, unnamed: bool = False) -> pc.Expression:
-    """:func:`machine_sql` as a pyarrow filter."""
+def cluster_filter(name: str | None, unnamed: bool = False) -> pc.Expression:
+    """:func:`cluster_sql` as a pyarrow filter."""
     column = pc.field("cluster")
     terms = [column.is_null() if v is None else column == v for v in _members(name, unnamed)]
     return functools.reduce(operator.or_, terms)
@@ -77,7 +77,7 @@ def node_keys(clusters: pa.Array | pa.ChunkedArray, nodes: pa.Array | pa.Chunked
     """A node of one machine as one string, ``cluster`` + U+001F + ``node`` (the unnamed
     machine: an empty cluster): node names are unique only within a machine, so checks against
     ``topology`` compare (cluster, node), a null cluster matching a null one."""
-    return pc.binary_join_element_wise(pc.fill_null(clusters, ""), nodes, MACHINE_SEP)
+    return pc.binary_join_element_wise(pc.fill_null(clusters, ""), nodes, CLUSTER_SEP)
 
 
 def checked_keys(clusters: pa.Array | pa.ChunkedArray, nodes, topology_nodes: list[str]):
@@ -85,7 +85,7 @@ def checked_keys(clusters: pa.Array | pa.ChunkedArray, nodes, topology_nodes: li
     ``clusters`` × ``nodes``, each row checked against the topology of its machine: a machine
     without a topology of its own against the unnamed topology, and rows naming no machine,
     when there is no unnamed topology, against the one :func:`owner_of_unnamed` names."""
-    named = {key.split(MACHINE_SEP, 1)[0] for key in topology_nodes}
+    named = {key.split(CLUSTER_SEP, 1)[0] for key in topology_nodes}
     unnamed = "" in named
     named.discard("")
     machine = pc.fill_null(clusters, "")
@@ -114,12 +114,12 @@ class Cluster:
         return self.name or "(unnamed)"
 
     def sql(self) -> str:
-        """This machine's rows as an SQL condition (:func:`machine_sql`)."""
-        return machine_sql(self.name, self.unnamed)
+        """This machine's rows as an SQL condition (:func:`cluster_sql`)."""
+        return cluster_sql(self.name, self.unnamed)
 
     def only(self, condition: pc.Expression | None = None) -> pc.Expression:
-        """``condition`` and this machine's rows (a pyarrow filter, :func:`machine_filter`)."""
-        mine = machine_filter(self.name, self.unnamed)
+        """``condition`` and this machine's rows (a pyarrow filter, :func:`cluster_filter`)."""
+        mine = cluster_filter(self.name, self.unnamed)
         return mine if condition is None else mine & condition
 
     def read(
