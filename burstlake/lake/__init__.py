@@ -28,9 +28,9 @@ the package's own): :mod:`.layout` (folders, hidden columns, commit metadata), :
 (the one-line lake error), :mod:`.sql` (the one SQL string literal), :mod:`.locks` (locks,
 scratch folders and their cleanup), :mod:`.pause` (the fault tests' pause hook),
 :mod:`.snapshot` (versions, landings in progress, runs), :mod:`.read` (Arrow and Spark
-readers), :mod:`.machines` (the machines rule and the one check of a machine's name),
-:mod:`.write` (the writer; records win by their content) and :mod:`.maintenance` (undoing a
-landing, vacuum, migration).
+readers), :mod:`.clusters` (the machines of a lake by their ``cluster``, and the one check of
+a name), :mod:`.write` (the writer; records win by their content) and :mod:`.maintenance`
+(undoing a landing, vacuum, migration).
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""The machines of a lake (docs/design.md, "Several machines in one lake"): the one rule saying
-which rows belong to which machine, and the one check of a machine's name.
+"""The machines of a lake, each a :class:`Cluster` named by the ``cluster`` column (docs/design.md,
+"Several machines in one lake"): the one rule saying which rows belong to which machine, and
+the one check of a machine's name.
 """
 
 from __future__ import annotations
