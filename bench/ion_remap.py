@@ -113,7 +113,7 @@ SPREAD_OF_RUN = (
 
 
 def main(preset: str | None = None, days: float | None = None, seeds: int | None = None) -> Path:
-    from burstlake.machines import machine
+    from burstlake.presets import machine
 
     presets = [preset] if preset else ["tianhe1a", "cs19"]
     path = Path()

@@ -25,7 +25,7 @@ def main(preset: str = "tianhe1a", days: float | None = None) -> Path:
     from burstlake.jobs.synth.run import synthesize
     from burstlake.jobs.synth.stats import cabinet_spread, spatial_shares
     from burstlake.lake import read_table
-    from burstlake.machines import machine
+    from burstlake.presets import machine
 
     with tempfile.TemporaryDirectory(prefix="burstlake-synth-") as lake:
         began = time.perf_counter()

@@ -33,6 +33,8 @@ from pathlib import Path
 
 import duckdb
 
+from burstlake.lake.sql import sql_literal
+
 log = logging.getLogger(__name__)
 
 READ = duckdb.StatementType.SELECT
@@ -193,7 +195,7 @@ def lock(
     :func:`memory_limit`) and ``threads`` (default: one per core)."""
     if threads is not None and threads < 1:
         raise ValueError(f"threads must be at least 1, got {threads}")
-    quoted = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
+    quoted = ", ".join(sql_literal(f) for f in files)
     for setting in (
         f"SET memory_limit = '{memory_limit(memory)}'",
         f"SET threads = {int(threads or os.cpu_count() or 1)}",

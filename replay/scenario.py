@@ -35,7 +35,7 @@ import yaml
 
 from burstlake import catalog, paths
 from burstlake.jobs.metrics.settings import MetricSettings, recorded
-from burstlake.lake import Cluster, check_cluster, cluster_of, clusters, lake_path, write_table
+from burstlake.lake import Cluster, check_cluster, cluster_of, clusters, write_table
 from burstlake.lake import run as lake_run
 from burstlake.replay import models, spread, topologies, workloads
 from burstlake.replay.graph import Topology
@@ -258,8 +258,7 @@ def run(
     reads_lake = kind.reads_lake or topologies.reads_lake(scenario.topology)
     tables: list[pa.Table] = []
     written: set[str] = set()
-    with lake_run(lake, f"replay-{scenario.name}", INPUTS):
-        root = lake_path(lake)
+    with lake_run(lake, f"replay-{scenario.name}", INPUTS) as root:  # read and written as one run
         thresholds = thresholds or recorded(root)  # the lake's metrics' (metrics --set)
         held = clusters(root) if reads_lake else []
         if not reads_lake:
@@ -282,7 +281,7 @@ def run(
             if scenario.seeds is not None:
                 extra = {**extra, "replay_spread": [spread.summary(table)]}
             for each, rows in {"replay_scores": table, **extra}.items():
-                write_table(lake, each, rows, source_id=source, replaces=legacy)
+                write_table(root, each, rows, source_id=source, replaces=legacy)
                 written.add(each)
             tables.append(table)
     catalog.refresh(lake, sorted(written))

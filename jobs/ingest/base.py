@@ -60,7 +60,7 @@ from burstlake.jobs.ingest.accounting import (
 from burstlake.lake import (
     ContributionWriter,
     LakeError,
-    _lake_error,
+    as_lake_error,
     check_cluster,
     checkpoint,
     delete_contribution,
@@ -554,7 +554,7 @@ class _Landing:
         try:
             self.commit(self.stage())
         except OSError as err:
-            failure = _lake_error(err, self.root)
+            failure = as_lake_error(err, self.root)
             if failure is None:
                 raise
             done = self.report.failure or "nothing of it was committed"

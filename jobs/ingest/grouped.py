@@ -61,7 +61,7 @@ from burstlake.jobs.ingest.base import (
     log_row,
     screen_records,
 )
-from burstlake.lake import ContributionWriter, _lake_error, checkpoint, read_table, table_files
+from burstlake.lake import ContributionWriter, as_lake_error, checkpoint, read_table, table_files
 from burstlake.schemas import spec
 
 GROUP_FILES = 64
@@ -466,7 +466,7 @@ def _land(source, files, root, context, topology_nodes, parsers) -> list[FileRep
             try:
                 group.commit(group.stage())
             except OSError as err:
-                failure = _lake_error(err, root)
+                failure = as_lake_error(err, root)
                 if failure is None:
                     raise
                 for member in group.members:

@@ -23,7 +23,7 @@ from burstlake.jobs.synth.run import build_trace, synthesize
 from burstlake.jobs.synth.sampling import weighted_pick
 from burstlake.jobs.synth.trace import traffic_days
 from burstlake.lake import read_table, table_files
-from burstlake.machines import Machine
+from burstlake.presets import ForwardingMachine
 from burstlake.schemas.tables import NODE_IO_TRAFFIC
 
 GIB = 1 << 30
@@ -105,7 +105,7 @@ def test_derived_probabilities_meet_table3() -> None:
 
 
 def _allocator(free: str, **policy: float) -> Allocator:
-    machine = Machine("t", nodes=len(free), nodes_per_cabinet=4, nodes_per_ion=4, days=1)
+    machine = ForwardingMachine("t", nodes=len(free), nodes_per_cabinet=4, nodes_per_ion=4, days=1)
     allocator = Allocator(machine, AllocatorPolicy(**policy), np.random.default_rng(0))
     allocator.free[:] = np.array([c == "." for c in free])
     allocator.free_count = int(allocator.free.sum())

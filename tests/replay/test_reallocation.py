@@ -186,7 +186,7 @@ def app_lake(lake, metrics: bool = True) -> None:
     import pyarrow as pa
 
     from burstlake.lake import write_table
-    from burstlake.machines import machine
+    from burstlake.presets import machine
     from burstlake.schemas import spec
 
     t0 = dt.datetime(2018, 1, 1, tzinfo=dt.UTC)

@@ -13,7 +13,7 @@ import pytest
 from burstlake.catalog import sql
 from burstlake.cli import main
 from burstlake.lake import write_table
-from burstlake.machines import machine
+from burstlake.presets import machine
 from burstlake.replay.scenario import load, run
 from burstlake.replay.scenario import scores as policy_scores
 from tests.conftest import REPO

@@ -7,7 +7,7 @@ import pyarrow as pa
 import pytest
 
 from burstlake.lake import write_table
-from burstlake.machines import machine
+from burstlake.presets import machine
 from burstlake.replay.policies import policy
 from burstlake.replay.policies.mapping import block, cyclic, read_mapping
 from burstlake.replay.topologies import build, fattree, torus
