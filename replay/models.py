@@ -71,11 +71,27 @@ class Contention:
     ) -> events.Timeline:
         """Replay ``requests`` on ``topology`` (a :class:`~burstlake.replay.graph.Topology`,
         which imports this module, so it is not named here), on its router's virtual
-        channels and switch ports."""
-        vcs = topology.route_vcs(requests.paths) if self.model.virtual_channels else None
+        channels and switch ports. A router with an ``adaptive(paths)`` hook (the dragonfly's)
+        routes packets per packet under a model with virtual channels: its
+        :class:`~burstlake.replay.packet.Adaptive` goes to the model as ``adaptive=``."""
+        hook = getattr(topology.router, "adaptive", None)
+        extra = {}
+        if self.model.virtual_channels and hook is not None:
+            extra["adaptive"] = hook(requests.paths)
+        vcs = (
+            topology.route_vcs(requests.paths)
+            if self.model.virtual_channels and not extra
+            else None
+        )
         resources = topology.resources
         return self.model.run(
-            requests, resources.capacity, self.settings, vcs, resources.is_switch_port, progress
+            requests,
+            resources.capacity,
+            self.settings,
+            vcs,
+            resources.is_switch_port,
+            progress,
+            **extra,
         )
 
     def simulate_links(
@@ -136,8 +152,14 @@ PACKET = register(
     Model(
         "packet",
         packet.PacketSettings.from_mapping,
-        lambda requests, capacity, settings, vcs, ports, progress: packet.simulate(
-            requests, capacity, settings, vcs, progress=progress, switch_port=ports
+        lambda requests, capacity, settings, vcs, ports, progress, adaptive=None: packet.simulate(
+            requests,
+            capacity,
+            settings,
+            vcs,
+            progress=progress,
+            switch_port=ports,
+            adaptive=adaptive,
         ),
         "lossless packets, buffers and credits (CODES, paper 000 §2.5)",
         virtual_channels=True,

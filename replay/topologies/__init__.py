@@ -5,10 +5,11 @@ parameter set of a family (``cab1296``, ``quartz186``, ``mira512``, ``tianhe1a``
 
 A family module registers a :class:`Family` with :func:`register` (its settings, capacities,
 default link latency, check and build) and its presets with :func:`preset`: the fat-tree
-(:mod:`.fattree`), the torus (:mod:`.torus`), the I/O forwarding machines and the lake's own
-``topology`` table (:mod:`.forwarding`). Every topology also takes ``capacities`` (the family's
-capacity keys, bytes/s) and ``link_latency`` (seconds per link crossed). The scenario runner
-and the engine never change when a family is added.
+(:mod:`.fattree`), the torus (:mod:`.torus`), the dragonfly (:mod:`.dragonfly`), the I/O
+forwarding machines and the lake's own ``topology`` table (:mod:`.forwarding`). Every
+topology also takes ``capacities`` (the family's capacity keys, bytes/s) and ``link_latency``
+(seconds per link crossed). The scenario runner and the engine never change when a family is
+added.
 """
 
 from __future__ import annotations
@@ -151,6 +152,7 @@ def _capacities(given: Mapping[str, Any] | None) -> dict[str, float] | None:
 
 def _load() -> None:
     from burstlake.replay.topologies import (  # noqa: F401 - register their families
+        dragonfly,
         fattree,
         forwarding,
         torus,

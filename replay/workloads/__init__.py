@@ -153,4 +153,5 @@ def _load() -> None:
         jobs,
         lake,
         phases,
+        synthetic,
     )

@@ -1,0 +1,237 @@
+"""Routes of a dragonfly (Kim, Dally, Scott and Abts, "Technology-driven, highly-scalable
+dragonfly topology", ISCA 2008, §4) in the words of CODES' ``dragonfly-dally`` model
+(codes-org/codes, src/networks/model-net/dragonfly-dally.cxx), and the per-packet adaptive
+choices the packet model makes between them (:class:`burstlake.replay.packet.Adaptive`).
+
+- ``minimal`` (ISCA 2008 §4.1; CODES ``dfdally_minimal_routing``): at most one local hop in
+  the source group to a router with a global link to the destination group (the source router
+  itself when it has one), that global link, at most one local hop in the destination group.
+  Where several routers or links lead to the destination group, one is drawn at random.
+- ``valiant`` (CODES ``nonminimal``, ``dfdally_nonminimal_routing``: Valiant *group*
+  routing): minimally to a random intermediate group (neither the source's nor the
+  destination's), then minimally to the destination. Traffic within one group stays minimal
+  (CODES routes it locally before any routing decision).
+- ``ugal`` (UGAL-L, ISCA 2008 §4.2): decided once, at the source router: minimal unless the
+  occupancy of the minimal route's output there exceeds ``factor`` (2) times the non-minimal
+  one's plus ``bias`` bytes.
+- ``par`` (CODES ``prog-adaptive``, ``dfdally_prog_adaptive_routing``, after Jiang, Kim and
+  Dally, ISCA 2009): the same choice at the source router and again at the next router of the
+  source group when the minimal route took a local hop there; from that router the
+  non-minimal route leaves on its own global link to the intermediate group (another of its
+  global links when it has none to it), as CODES' ``get_legal_nonminimal_stops`` does. Once a
+  packet turned non-minimal it stays so.
+
+CODES scores a port by its VC occupancy plus its queued packets (``dfdally_score_connection``,
+"alpha"), doubling the non-minimal score ("delta", the default), and takes minimal when the
+minimal score is at most ``adaptive_threshold`` or the doubled non-minimal one: with a
+threshold of 0 (dfdally_3k) that is the UGAL-L rule with ``bias`` 0 used here.
+
+**Virtual channels** (deadlock freedom, Dally & Seitz 1987; ISCA 2008 §4.3): a hop's VC is the
+number of global links the packet crossed before it. Every route alternates at most one local
+hop and one global hop per group, so channel dependencies only go from (local, v) to
+(global, v) and from (global, v) to (local or terminal, v + 1): no cycle (tested over every
+route of each routing). Valiant routes use three VCs, minimal routes two. CODES keys its four
+VCs on the group the packet is in (source 0/1, intermediate 2, destination 3), an equivalent
+acyclic order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+
+ROUTINGS = ("minimal", "valiant", "par", "ugal")  # CODES: minimal, nonminimal, prog-adaptive
+UGAL_FACTOR = 2.0  # UGAL-L: minimal unless q_min > 2 q_nonmin + bias (ISCA 2008 §4.2)
+
+
+@dataclass(frozen=True)
+class Wiring:
+    """A dragonfly's links as resource ids: ``inj``/``ej`` per host (NIC to router, router to
+    host), ``local[r, j]`` from router r to router j of its group (-1 for r itself), and the
+    global links as arrays (``global_src``, ``global_dst`` routers, ``global_res``)."""
+
+    groups: int
+    routers: int  # per group
+    hosts: int  # per router
+    inj: np.ndarray
+    ej: np.ndarray
+    local: np.ndarray
+    global_src: np.ndarray
+    global_dst: np.ndarray
+    global_res: np.ndarray
+    _memo: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def group(self, router: int) -> int:
+        return router // self.routers
+
+    @cached_property
+    def direct(self) -> dict[tuple[int, int], list[int]]:
+        """(router, group) → indices of the router's global links into that group."""
+        out: dict[tuple[int, int], list[int]] = {}
+        for i, (s, d) in enumerate(
+            zip(self.global_src.tolist(), self.global_dst.tolist(), strict=True)
+        ):
+            out.setdefault((s, d // self.routers), []).append(i)
+        return out
+
+    @cached_property
+    def gateways(self) -> dict[tuple[int, int], list[int]]:
+        """(group, group) → the routers of the first group with a global link to the second."""
+        out: dict[tuple[int, int], list[int]] = {}
+        for s, g in sorted(self.direct):
+            out.setdefault((self.group(s), g), []).append(s)
+        return out
+
+    @cached_property
+    def is_global(self) -> np.ndarray:
+        """Resource id → whether it is a global link (sized to the largest link id)."""
+        top = int(max(self.inj.max(), self.ej.max(), self.local.max(), self.global_res.max()))
+        flags = np.zeros(top + 1, bool)
+        flags[self.global_res] = True
+        return flags
+
+    @cached_property
+    def host_of_inj(self) -> dict[int, int]:
+        return {int(r): h for h, r in enumerate(self.inj.tolist())}
+
+    @cached_property
+    def host_of_ej(self) -> dict[int, int]:
+        return {int(r): h for h, r in enumerate(self.ej.tolist())}
+
+    def to_group(self, router: int, group: int, pick) -> tuple[list[int], int]:
+        """Minimal hops from ``router`` into ``group`` (another group) and the router reached:
+        its own global link there if it has one, else a local hop to a router that has.
+        ``pick(n)`` draws an index below n."""
+        own = self.direct.get((router, group))
+        hops = []
+        here = router
+        if not own:
+            choices = self.gateways.get((self.group(router), group))
+            if not choices:
+                raise ValueError(f"dragonfly: no global link from group {self.group(router)}")
+            here = choices[pick(len(choices))]
+            hops.append(int(self.local[router, here % self.routers]))
+            own = self.direct[(here, group)]
+        link = own[pick(len(own))]
+        hops.append(int(self.global_res[link]))
+        return hops, int(self.global_dst[link])
+
+    def minimal(self, src: int, dst: int, pick) -> list[int]:
+        """Router-to-router hops of a minimal route from router ``src`` to router ``dst``."""
+        if src == dst:
+            return []
+        if self.group(src) == self.group(dst):
+            return [int(self.local[src, dst % self.routers])]
+        hops, here = self.to_group(src, self.group(dst), pick)
+        if here != dst:
+            hops.append(int(self.local[here, dst % self.routers]))
+        return hops
+
+    def valiant(self, src: int, dst: int, middle: int, pick) -> list[int]:
+        """Hops through intermediate group ``middle``: minimally there, then to ``dst``."""
+        hops, here = self.to_group(src, middle, pick)
+        return hops + self.minimal(here, dst, pick)
+
+    def middle(self, src: int, dst: int, pick) -> int | None:
+        """A random intermediate group (neither ``src``'s nor ``dst``'s), None if none."""
+        a, b = self.group(src), self.group(dst)
+        others = [g for g in range(self.groups) if g not in (a, b)]
+        return others[pick(len(others))] if others and a != b else None
+
+    def vcs(self, route: list[int]) -> list[int]:
+        """The VC of each hop: the global links crossed before it (module docstring)."""
+        flags, out, crossed = self.is_global, [], 0
+        for r in route:
+            out.append(crossed)
+            if r < len(flags) and flags[r]:
+                crossed += 1
+        return out
+
+
+def hashed(src: int, dst: int, salt: int):
+    """A deterministic ``pick(n)`` for the pair (src, dst): the flow model's routes stay the
+    same from run to run and spread over the candidates pair by pair."""
+    state = [(src * 2654435761 + dst * 40503 + salt * 97) & 0xFFFFFFFF]
+
+    def pick(n: int) -> int:
+        state[0] = (state[0] * 1103515245 + 12345) & 0x7FFFFFFF
+        return (state[0] >> 8) % n
+
+    return pick
+
+
+def drawn(rng: np.random.Generator):
+    """A random ``pick(n)`` (the packet model: a fresh draw per request, as CODES draws)."""
+
+    def pick(n: int) -> int:
+        return int(rng.integers(n))
+
+    return pick
+
+
+def flow_route(wiring: Wiring, src: int, dst: int, routing: str, share: float, salt: int) -> list:
+    """Router hops between hosts ``src`` and ``dst`` for the flow model: minimal, Valiant for
+    ``valiant``, and for ``par``/``ugal`` Valiant on a fixed ``share`` of the host pairs
+    (hashed), minimal on the rest (docs/design.md, "Dragonfly")."""
+    pick = hashed(src, dst, salt)
+    s, d = src // wiring.hosts, dst // wiring.hosts
+    nonminimal = routing == "valiant" or (
+        routing in ("par", "ugal") and (pick(1_000_000) + 0.5) / 1_000_000 < share
+    )
+    middle = wiring.middle(s, d, pick) if nonminimal else None
+    return wiring.minimal(s, d, pick) if middle is None else wiring.valiant(s, d, middle, pick)
+
+
+def adaptive_rows(
+    wiring: Wiring, route: list[int], routing: str, pick
+) -> tuple[list[int], list[tuple[int, list[int]]]]:
+    """The packet model's primary route for one request and its detours: (position, detour
+    route) pairs, a detour sharing the primary's entries before ``position`` (module docstring).
+    A route that does not run host to host (e.g. to the storage without a server) is kept."""
+    if not route:
+        return route, []
+    src = wiring.host_of_inj.get(route[0])
+    ends = [i for i, r in enumerate(route) if r in wiring.host_of_ej]
+    if src is None or not ends:
+        return route, []
+    last = ends[-1]
+    dst, tail = wiring.host_of_ej[route[last]], route[last + 1 :]
+    s, d = src // wiring.hosts, dst // wiring.hosts
+    head, foot = [route[0]], [route[last], *tail]
+    middle = wiring.middle(s, d, pick) if routing != "minimal" else None
+    if routing == "valiant" and middle is not None:
+        return head + wiring.valiant(s, d, middle, pick) + foot, []
+    primary = head + wiring.minimal(s, d, pick) + foot
+    if middle is None or routing == "minimal":
+        return primary, []
+    detours = []
+    first = head + wiring.valiant(s, d, middle, pick) + foot
+    if first[1] != primary[1]:
+        detours.append((1, first))
+    if routing == "par" and not wiring.is_global[primary[1]] and primary[2] != first[2]:
+        # the next router of the source group re-decides: its own global link out
+        here = _router_after(wiring, s, primary[1])
+        own = wiring.direct.get((here, middle))
+        if not own:
+            own = [
+                i
+                for (r, g), links in wiring.direct.items()
+                if r == here and g not in (wiring.group(s), wiring.group(d))
+                for i in links
+            ]
+        if own:
+            link = own[pick(len(own))]
+            arrival = int(wiring.global_dst[link])
+            second = [*primary[:2], int(wiring.global_res[link])]
+            second += wiring.minimal(arrival, d, pick) + foot
+            if second[2] != primary[2]:
+                detours.append((2, second))
+    return primary, detours
+
+
+def _router_after(wiring: Wiring, router: int, local_link: int) -> int:
+    """The router a local link of ``router`` leads to."""
+    row = wiring.local[router].tolist()
+    return (router // wiring.routers) * wiring.routers + row.index(local_link)

@@ -1,0 +1,211 @@
+"""The dragonfly family (replay/topologies/dragonfly.py): CODES' global-link arrangement, the
+routes of each routing by hand on a tiny dragonfly, the deadlock freedom of every routing's VC
+rule, the refusals of bad shapes, and minimal routing saturating at one global link under
+all-to-next-group traffic where Valiant and UGAL spread it."""
+
+from __future__ import annotations
+
+import subprocess
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from burstlake.replay import models, topologies
+from burstlake.replay.topologies import build
+from burstlake.replay.topologies import dragonfly as df
+from burstlake.replay.topologies import dragonfly_routing as dr
+from burstlake.replay.workloads import synthetic as sy
+
+CODES_GIT = Path("/work/.mirror/codes-org+codes/repo")
+CONF = "src/network-workloads/conf/dragonfly-dally"
+TINY = {"name": "dragonfly", "groups": 3, "routers": 2, "hosts": 1, "global_links": 1}
+SATURATE = {"name": "dragonfly", "groups": 5, "routers": 2, "hosts": 2, "global_links": 2}
+
+
+def names(t, route):
+    return [t.resources.names[r] for r in route]
+
+
+def test_presets_are_codes_shapes() -> None:
+    small, big = build({"name": "dfdally_72"}), build({"name": "dfdally_3k"})
+    assert len(small.nodes) == 72 and len(big.nodes) == 3078
+    assert big.settings["global"] == 25 * 2**30 and big.settings["terminal"] == 6.25 * 2**30
+    assert big.settings["link_latency"] == 90e-9
+    # 36 routers × 2 global ports = 72 global links (one per direction) in dfdally_72
+    assert len(small.resources.of_kind("switch_link")) == 9 * 4 * 3 + 72
+    sling = build({"name": "slingshot"})
+    assert len(sling.nodes) == 18 * 32 * 16
+    assert df.DragonflyShape(18, 32, 16, 17).links_per_pair == 32
+
+
+@pytest.mark.parametrize(
+    ("inter", "shape"),
+    [("dfdally-72-inter", (9, 4, 2, 2)), ("dfdally-3k-inter", (19, 18, 9, 9))],
+)
+def test_global_links_rebuild_codes_connection_files(inter, shape) -> None:
+    """The arrangement is CODES' file, link by link (read from a CODES checkout)."""
+    if not CODES_GIT.exists():
+        pytest.skip("no CODES checkout at /work/.mirror (fetch github:codes-org/codes)")
+    raw = subprocess.run(
+        ["git", f"--git-dir={CODES_GIT}", "show", f"HEAD:{CONF}/{inter}"],
+        capture_output=True,
+        check=True,
+    ).stdout
+    codes = np.frombuffer(raw, np.int32).reshape(-1, 2)
+    assert np.array_equal(codes, df.global_links(df.DragonflyShape(*shape)))
+
+
+def test_the_arrangement_by_hand() -> None:
+    """3 groups of 2 routers, 1 global link each: group g's port i goes to the i-th group
+    after g, from local router i to local router 1 - i."""
+    links = df.global_links(df.DragonflyShape(3, 2, 1, 1)).tolist()
+    assert links == [[0, 3], [1, 4], [2, 5], [3, 0], [4, 1], [5, 2]]
+
+
+def test_minimal_and_valiant_routes_by_hand() -> None:
+    t = build(TINY)
+    r = t.router
+    assert names(t, r.route(0, 1)) == ["nic:0", "local:0-1", "eject:1"]
+    assert names(t, r.route(0, 3)) == ["nic:0", "global:0-3#0", "eject:3"]
+    assert names(t, r.route(0, 5)) == [
+        "nic:0", "local:0-1", "global:1-4#1", "local:4-5", "eject:5"
+    ]  # fmt: skip
+    assert r.hops(0, 0) == 0  # no servers: I/O leaves from the NIC
+    v = build(TINY | {"routing": "valiant"})
+    route = v.router.route(0, 3)  # group 0 → 1 through group 2
+    assert names(v, route) == [
+        "nic:0", "local:0-1", "global:1-4#1", "local:4-5", "global:5-2#5", "local:2-3", "eject:3"
+    ]  # fmt: skip
+    assert v.router.vcs(route) == [0, 0, 0, 1, 1, 2, 2]
+    assert names(v, v.router.route(0, 1)) == ["nic:0", "local:0-1", "eject:1"]  # within a group
+
+
+def test_adaptive_rows_by_hand() -> None:
+    """ugal: the source router chooses between the minimal and the Valiant first hop; par
+    also at the next router of the source group; minimal and valiant have no detour."""
+    t = build(TINY)
+    w = t.router.wiring
+    pick = dr.drawn(np.random.default_rng(0))
+    minimal = t.router.route(0, 5)  # group 0 → 2: the intermediate group can only be 1
+    for routing in ("ugal", "par"):
+        primary, detours = dr.adaptive_rows(w, minimal, routing, pick)
+        assert primary == minimal
+        assert [(at, names(t, d)) for at, d in detours] == [
+            (1, ["nic:0", "global:0-3#0", "local:3-2", "global:2-5#2", "eject:5"])
+        ]  # router 1 (minimal's next router) has no global link but the one to group 2
+    for routing in ("minimal", "valiant"):
+        assert dr.adaptive_rows(w, minimal, routing, pick)[1] == []
+    # 5 groups of 2 routers × 2 global links: router 0 links to groups 1 and 2, router 1 to
+    # groups 3 and 4. Host 0 → group 3 goes minimally through router 1; par re-decides at
+    # router 1, whose other global link (to group 4) is its non-minimal way out
+    five = build(SATURATE | {"hosts": 1})
+    w = five.router.wiring
+    seen = set()
+    for _ in range(12):
+        primary, detours = dr.adaptive_rows(w, five.router.route(0, 6), "par", pick)
+        assert names(five, primary) == ["nic:0", "local:0-1", "global:1-6#2", "eject:6"]
+        at = dict(detours)
+        assert names(five, at[2])[:3] == ["nic:0", "local:0-1", "global:1-8#3"]
+        if 1 in at:  # via group 1 or 2: router 0's own global link
+            assert names(five, at[1])[1] in ("global:0-3#0", "global:0-5#1")
+        seen.add(tuple(sorted(at)))
+    assert seen == {(1, 2), (2,)}
+
+
+def cyclic(edges: dict) -> bool:
+    """Whether the directed graph ``{node: {successors}}`` has a cycle (Kahn's algorithm)."""
+    nodes = set(edges) | {m for succ in edges.values() for m in succ}
+    indegree = dict.fromkeys(nodes, 0)
+    for succ in edges.values():
+        for m in succ:
+            indegree[m] += 1
+    ready = [n for n in nodes if indegree[n] == 0]
+    seen = 0
+    while ready:
+        n = ready.pop()
+        seen += 1
+        for m in edges.get(n, ()):
+            indegree[m] -= 1
+            if indegree[m] == 0:
+                ready.append(m)
+    return seen < len(nodes)
+
+
+@pytest.mark.parametrize("routing", dr.ROUTINGS)
+def test_every_routings_vc_rule_is_deadlock_free(routing) -> None:
+    """Over every route a packet may take (primaries and detours, many draws), the graph of
+    (link, VC) → next (link, VC) has no cycle under the VC rule, and has one when every hop is
+    on one VC (ISCA 2008 §4.3: even minimal routes need a VC per global hop)."""
+    t = build({"name": "dragonfly", "groups": 5, "routers": 2, "hosts": 1, "global_links": 2})
+    w, n = t.router.wiring, len(t.nodes)
+    pick = dr.drawn(np.random.default_rng(1))
+    plain, ruled = defaultdict(set), defaultdict(set)
+    for _ in range(4):
+        for src in range(n):
+            for dst in range(n):
+                primary, detours = dr.adaptive_rows(w, t.router.route(src, dst), routing, pick)
+                for route in [primary] + [d for _, d in detours]:
+                    vcs = w.vcs(route)
+                    for k in range(len(route) - 1):
+                        plain[route[k], 0].add((route[k + 1], 0))
+                        ruled[route[k], vcs[k]].add((route[k + 1], vcs[k + 1]))
+    assert not cyclic(ruled)
+    assert cyclic(plain)  # local → global → local → global back: minimal needs 2 VCs too
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        (TINY | {"groups": 4}, "cannot wire 4 groups evenly"),
+        (TINY | {"global_links": 0}, "global_links must be an integer >= 1"),
+        (TINY | {"routers": 1.5}, "routers must be an integer >= 1"),
+        (TINY | {"groups": 1}, "groups must be an integer >= 2"),
+        (TINY | {"hosts": "2"}, "hosts must be an integer >= 1"),
+        (TINY | {"routing": "adaptive"}, "routing must be one of"),
+        (TINY | {"arrangement": "absolute"}, "arrangement must be one of"),
+        (TINY | {"valiant_share": 1.5}, "valiant_share must be a number in"),
+        (TINY | {"servers": 6}, "servers \\(6\\) must leave compute nodes"),
+        (TINY | {"ugal_bias": -1}, "ugal_bias must be bytes"),
+        ({"name": "dfdally_72", "capacities": {"link": 1e9}}, "unknown capacities"),
+    ],
+)
+def test_bad_shapes_are_refused_in_one_line(settings, message) -> None:
+    with pytest.raises(ValueError, match=message) as err:
+        topologies.check(settings)
+    assert "\n" not in str(err.value)
+
+
+def test_servers_isolated_and_spread() -> None:
+    shape = df.DragonflyShape(3, 2, 2, 1)
+    assert df.server_hosts(shape, 2, "isolated").tolist() == [10, 11]
+    assert df.server_hosts(shape, 4, "spread").tolist() == [3, 7, 11, 2]
+    t = build(TINY | {"hosts": 2, "servers": 2, "server_placement": "spread"})
+    assert t.ions == ("srv00003", "srv00007") and len(t.nodes) == 10
+    route = t.router.io_route(0, 1)  # host 0 to server host 7 (router 3, group 1), storage
+    assert names(t, route) == ["nic:0", "global:0-3#0", "eject:7", "server:7"]
+    assert t.router.hops(0, 1) == 2
+    assert t.groups().tolist() == [0, 0, 0, 1, 1, 1, 2, 2, 2, 2]
+
+
+def accepted(routing: str, model: str) -> float:
+    t = build({"name": "dfdally_72", "routing": routing, "valiant_share": 1.0, "link_latency": 0})
+    if model == "packet":
+        t = t.with_contention(models.parse({"name": "packet", "nic_delay": 0.0}))
+    work = sy.demand({"pattern": "nearest-group", "load": 0.5, "messages": 30}, t)
+    return sy.measure(t, work)["accepted_throughput"]
+
+
+def test_minimal_saturates_at_one_global_link_where_valiant_and_ugal_spread() -> None:
+    """Nearest-group traffic on dfdally_72 (9 groups of 4 routers × 2 hosts, one global link
+    between two groups, every link B = 2 GiB/s) offered at half the injection bandwidth: a
+    group's 8 nodes share the one link to the next group, so minimal routing accepts B / 8
+    per node, 0.125 of injection, in both models. Valiant spreads each group's traffic over
+    the 7 other groups' links, so it accepts at least twice that, and so do ugal and par,
+    which move packets off the full minimal link."""
+    assert accepted("minimal", "flow") == pytest.approx(0.125, rel=0.02)
+    assert accepted("minimal", "packet") == pytest.approx(0.125, rel=0.05)
+    assert accepted("valiant", "flow") > 0.25
+    for routing in ("valiant", "ugal", "par"):
+        assert accepted(routing, "packet") > 0.25, routing
