@@ -55,6 +55,7 @@ def _load() -> None:
         bridges,
         combine,
         coordination,
+        dragonfly,
         mapping,
         placement,
         reallocation,

@@ -45,7 +45,7 @@ node config has 16 KiB local/global and 32 KiB terminal VC buffers and a 100 ns 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -338,6 +338,21 @@ def build(
             **{k: spec[k] for k in DEFAULTS if k not in SHAPE},
         },
     )
+
+
+def with_servers(topology: Topology, placement: str) -> Topology:
+    """The same dragonfly (shape, capacities, latency, routing, model) with its I/O servers
+    placed ``isolated`` or ``spread`` (module docstring); the compute nodes keep their
+    indices, on the hosts the servers left."""
+    given = topology.settings
+    if not given.get("servers"):
+        raise ValueError(f"{topology.name}: no I/O servers to place (set servers: N)")
+    shape = DragonflyShape(*(int(given[k]) for k in SHAPE))
+    rest = {k: given[k] for k in DEFAULTS if k not in SHAPE} | {"server_placement": placement}
+    caps = {k: given[k] for k in CAPACITY_KEYS}
+    moved = build(shape, caps, topology.name, **rest)
+    settings = {**moved.settings, "link_latency": given.get("link_latency", LINK_LATENCY)}
+    return replace(moved, settings=settings, contention=topology.contention, _cache={})
 
 
 def _build(
