@@ -203,15 +203,11 @@ UNITS = {"packet_latency": "s", "mean_hops": "hops", "events": "events"}
 
 def scores(given: Settings, topology: Topology, work: Synthetic, progress: Progress) -> list:
     measured = measure(topology, work, progress)
-    routing = getattr(topology.router, "routing", None)
-    out = [
+    return [
         sc.Score(key, value, next((u for p, u in UNITS.items() if key.startswith(p)), "fraction"))
         for key, value in measured.items()
         if key != "events"
     ]
-    if routing is not None:  # which routing the scores are of (the dragonfly's setting)
-        out.append(sc.Score(f"routing_{routing}", 1.0, "flag"))
-    return out
 
 
 KIND = register(

@@ -62,6 +62,22 @@ def test_one_message_latency_and_hops_by_hand() -> None:
     assert flow["mean_hops"] == 2.0
 
 
+def test_a_synthetic_scenario_scores_and_records_the_routing(tmp_path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        "name: syn\ntopology: {name: dfdally_72, routing: par}\nmodel: packet\n"
+        "workload: {source: synthetic, pattern: nearest-group, load: 0.2, messages: 5}\n"
+        "policies: [given, {name: routing, routing: minimal}]\n"
+    )
+    got = scores(load(path))
+    assert got["given"]["routing_par"] == 1.0 and got["routing"]["routing_minimal"] == 1.0
+    assert set(got["given"]) >= {
+        "packet_latency_mean", "packet_latency_p99", "packet_latency_max", "mean_hops",
+        "accepted_throughput", "offered_load", "accepted_share",
+    }  # fmt: skip
+    assert got["given"]["offered_load"] == pytest.approx(0.2)
+
+
 def test_light_uniform_load_is_all_accepted() -> None:
     t = build({"name": "dfdally_72", "routing": "par"}).with_contention(models.parse("packet"))
     work = sy.demand({"pattern": "uniform", "load": 0.1, "messages": 20, "warmup": 2e-6}, t)
@@ -124,6 +140,7 @@ def test_placement_dragonfly_scenario_runs() -> None:
     under minimal routing is at most random-node's."""
     got = scores(load(REPO / "replay/scenarios/placement_dragonfly.yaml"))
     assert len(got) == 8
+    assert got["given"]["routing_minimal"] == 1.0 and got["given+ugal"]["routing_ugal"] == 1.0
     for table in got.values():
         assert table["mpi_slowdown"] >= 0.95 and table["io_slowdown"] > 0
     assert got["random-group"]["mpi_slowdown"] <= got["given"]["mpi_slowdown"]
