@@ -73,11 +73,15 @@ class Contention:
         which imports this module, so it is not named here), on its router's virtual
         channels and switch ports. A router with an ``adaptive(paths)`` hook (the dragonfly's)
         routes packets per packet under a model with virtual channels: its
-        :class:`~burstlake.replay.packet.Adaptive` goes to the model as ``adaptive=``."""
+        :class:`~burstlake.replay.packet.Adaptive` goes to the model as ``adaptive=``; one with
+        ``link_delays()`` (seconds per resource) gives it each wire's propagation delay."""
         hook = getattr(topology.router, "adaptive", None)
         extra = {}
         if self.model.virtual_channels and hook is not None:
             extra["adaptive"] = hook(requests.paths)
+        delays = getattr(topology.router, "link_delays", None)  # per-resource propagation
+        if self.model.virtual_channels and delays is not None:
+            extra["link_delay"] = delays()
         vcs = (
             topology.route_vcs(requests.paths)
             if self.model.virtual_channels and not extra
@@ -152,14 +156,8 @@ PACKET = register(
     Model(
         "packet",
         packet.PacketSettings.from_mapping,
-        lambda requests, capacity, settings, vcs, ports, progress, adaptive=None: packet.simulate(
-            requests,
-            capacity,
-            settings,
-            vcs,
-            progress=progress,
-            switch_port=ports,
-            adaptive=adaptive,
+        lambda requests, capacity, settings, vcs, ports, progress, **hooks: packet.simulate(
+            requests, capacity, settings, vcs, progress=progress, switch_port=ports, **hooks
         ),
         "lossless packets, buffers and credits (CODES, paper 000 §2.5)",
         virtual_channels=True,

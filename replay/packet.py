@@ -37,7 +37,9 @@ The model, in the terms of CODES' ``src/networks/model-net/fattree.c``:
   2x (README, "Placement what-ifs").
 - **Links.** An admitted packet leaves on its resource in admission order, one packet at a
   time, taking ``bytes / capacity``; it reaches the next device ``router_delay`` later when the
-  resource is a switch's port (``switch_port``, from the topology:
+  resource is a switch's port (plus the resource's propagation delay where the router declares
+  one, ``link_delays()``: the dragonfly's, as CODES' ``dragonfly-dally`` ``cn_delay``,
+  ``local_delay``, ``global_delay``) (``switch_port``, from the topology:
   :class:`~burstlake.replay.graph.ResourceSet`), with no delay when it left a NIC or crossed a
   server (store and forward per hop, as CODES' fat-tree times it: ``switch_packet_send`` adds
   the router delay, ``ft_packet_send``, the NIC, none).
@@ -185,6 +187,7 @@ def simulate(
     progress=None,
     switch_port: np.ndarray | None = None,
     adaptive: Adaptive | None = None,
+    link_delay: np.ndarray | None = None,
 ) -> Timeline:
     """Replay the streams packet by packet; each request's issue and completion time.
 
@@ -194,7 +197,8 @@ def simulate(
     every resource some route enters after another one. ``until`` stops the clock: requests not
     complete by then end at NaN and deliver what they delivered. ``Timeline.events`` counts
     packet hops and message issues. ``adaptive`` routes packets per packet (:class:`Adaptive`;
-    its routes and VCs replace the requests' and ``vcs``)."""
+    its routes and VCs replace the requests' and ``vcs``). ``link_delay`` adds each resource's
+    propagation delay (seconds, the wire's) to the time a packet takes to reach its end."""
     settings = settings or PacketSettings()
     settings.check()
     n = len(requests.stream)
@@ -270,6 +274,10 @@ def simulate(
     elif len(switch_port) != len(capacity):
         raise ValueError("switch_port: one flag per resource")
     delay = np.where(switch_port, settings.router_delay, 0.0)
+    if link_delay is not None:
+        if len(link_delay) != len(capacity) or np.any(np.asarray(link_delay) < 0):
+            raise ValueError("link_delay: one propagation delay >= 0 seconds per resource")
+        delay = delay + np.asarray(link_delay, np.float64)
     used = np.unique(buffer_of_entry)
     streams = int(np.count_nonzero(np.r_[True, stream[1:] != stream[:-1]])) if n else 0
     if len(detour):  # room for the packets of every route: packets may take any of them

@@ -15,7 +15,10 @@ This rebuilds CODES' ``dfdally-72-inter`` and ``dfdally-3k-inter`` files exactly
 
 Resources: each host's NIC link to its router (``terminal``, the NIC sends) and its router's
 link back (a switch port), every local link and every global link in each direction (switch
-ports), each I/O server's storage. Routing is a router setting (``routing``: ``minimal``,
+ports), each I/O server's storage; ``latencies`` gives the propagation delay of a terminal,
+local and global link (seconds; the packet model adds it to every hop, as CODES'
+``cn_delay``, ``local_delay`` and ``global_delay``; presets: CODES' default, one 4 KiB chunk at
+the link's bandwidth). Routing is a router setting (``routing``: ``minimal``,
 ``valiant``, ``par``, ``ugal``; :mod:`.dragonfly_routing`): the packet model decides per
 packet from buffer occupancy (:class:`burstlake.replay.packet.Adaptive`); the flow model routes
 minimally, Valiant, or for ``par``/``ugal`` Valiant on a fixed ``valiant_share`` of the host
@@ -75,7 +78,9 @@ DEFAULTS: dict[str, Any] = {
     "routing_seed": 0,
     "servers": 0,
     "server_placement": "isolated",
+    "latencies": {},  # seconds of propagation per link class (terminal, local, global)
 }
+LATENCY_KEYS = ("terminal", "local", "global")
 
 
 @dataclass(frozen=True)
@@ -157,6 +162,16 @@ def check(name: str, settings: Mapping[str, Any]) -> DragonflyShape:
         value = spec[key]
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ValueError(f"topology {name}: {key} must be an integer >= 0, got {value!r}")
+    delays = spec["latencies"]
+    if not isinstance(delays, Mapping) or set(delays) - set(LATENCY_KEYS):
+        raise ValueError(
+            f"topology {name}: latencies must map {list(LATENCY_KEYS)} to seconds, got {delays!r}"
+        )
+    for key, value in delays.items():
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 1:
+            raise ValueError(
+                f"topology {name}: latencies {key} must be seconds >= 0 (e.g. 1e-7), got {value!r}"
+            )
     if spec["servers"] >= shape.host_count:
         raise ValueError(
             f"topology {name}: servers ({spec['servers']}) must leave compute nodes among the "
@@ -186,6 +201,11 @@ class DragonflyRouter:
     valiant_share: float = 0.5
     ugal_bias: float = 0.0
     routing_seed: int = 0
+    delays: np.ndarray | None = None  # seconds of propagation per resource
+
+    def link_delays(self) -> np.ndarray:
+        """Each resource's propagation delay (the ``latencies`` setting; 0 on servers)."""
+        return self.delays if self.delays is not None else np.zeros(0)
 
     def _hosts_route(self, src: int, dst: int, variant: int = 0) -> list[int]:
         w = self.wiring
@@ -314,6 +334,11 @@ def build(
     wiring = dr.Wiring(
         shape.groups, a, shape.hosts, inj, ej, local, pairs[:, 0].copy(), pairs[:, 1].copy(), res
     )
+    given = {k: float(v) for k, v in dict(spec["latencies"]).items()}
+    delays = np.zeros(len(r.names))
+    delays[np.r_[inj, ej]] = given.get("terminal", 0.0)
+    delays[local[local >= 0]] = given.get("local", 0.0)
+    delays[res] = given.get("global", 0.0)
     router = DragonflyRouter(
         wiring,
         compute,
@@ -323,6 +348,7 @@ def build(
         float(spec["valiant_share"]),
         float(spec["ugal_bias"]),
         int(spec["routing_seed"]),
+        delays,
     )
     ion_of = np.arange(len(compute), dtype=np.int64) * len(ions) // max(len(compute), 1)
     return Topology(
@@ -373,7 +399,24 @@ FAMILY = register(
         link_latency=LINK_LATENCY,
     ),
 )
-preset("dfdally_72", "dragonfly", groups=9, routers=4, hosts=2, global_links=2)
+
+
+def chunk_time(bytes_per_s: float) -> float:
+    """CODES' default propagation delay of a link: one 4,096-byte chunk at its bandwidth
+    (``dragonfly-dally.cxx``: ``cn_delay``, ``local_delay``, ``global_delay`` default to
+    ``bytes_to_ns(chunk_size, bandwidth)``), which its dfdally configs leave unset."""
+    return 4096 / bytes_per_s
+
+
+preset(
+    "dfdally_72",
+    "dragonfly",
+    groups=9,
+    routers=4,
+    hosts=2,
+    global_links=2,
+    latencies=dict.fromkeys(LATENCY_KEYS, chunk_time(2 * GIB)),
+)
 preset(
     "dfdally_3k",
     "dragonfly",
@@ -383,6 +426,11 @@ preset(
     global_links=9,
     link_latency=90e-9,
     capacities={"terminal": 6.25 * GIB, "local": 12.5 * GIB, "global": 25 * GIB},
+    latencies={
+        "terminal": chunk_time(6.25 * GIB),
+        "local": chunk_time(12.5 * GIB),
+        "global": chunk_time(25 * GIB),
+    },
 )
 preset(
     "slingshot",

@@ -22,8 +22,10 @@ Scores: mean, p99 and maximum packet latency (a message's latency, from its hand
 network to its last byte's arrival; one packet when the message fits one, as CODES' 2 KiB
 default does), mean hops (routers a packet leaves, CODES' ``my_N_hop``; per packet under the
 packet model, which routes per packet), the offered load and the accepted throughput, both as
-fractions of the injection bandwidth per node (bytes of the scored messages over the time from
-the first of them sent to the last delivered), and their ratio.
+fractions of the injection bandwidth per node (the accepted throughput: bytes of the scored
+messages over the time from the first of them sent to the last delivered), their ratio, and
+the observed load as CODES' driver measures it (:func:`observed_rate`: the bytes a node received
+over the time from the first to the last delivery of its own messages, averaged over nodes).
 """
 
 from __future__ import annotations
@@ -177,8 +179,11 @@ def measure(topology: Topology, traffic: Synthetic, progress: Progress = None) -
         per = (routed.paths.lengths - 1)[scored].astype(np.float64)
     n = len(topology.nodes)
     done = np.isfinite(latency)
-    span = float(np.nanmax(timeline.end[scored]) - traffic.at[scored].min()) if done.any() else 0.0
+    done_at = timeline.end[scored]
+    first_sent = traffic.at[scored].min() if done.any() else math.nan
+    span = float(np.nanmax(done_at) - first_sent) if done.any() else 0.0
     accepted = traffic.message_bytes * int(done.sum()) / n / span if span > 0 else math.nan
+    observed = observed_rate(traffic, timeline.end, scored, n)
     offered = traffic.message_bytes / traffic.interval
     return {
         "packet_latency_mean": float(np.mean(latency[done])) if done.any() else math.nan,
@@ -188,8 +193,27 @@ def measure(topology: Topology, traffic: Synthetic, progress: Progress = None) -
         "offered_load": offered / traffic.injection,
         "accepted_throughput": accepted / traffic.injection,
         "accepted_share": accepted / offered,
+        "observed_load": observed / traffic.injection,
         "events": float(timeline.events),
     }
+
+
+def observed_rate(traffic: Synthetic, end: np.ndarray, scored: np.ndarray, n: int) -> float:
+    """CODES' synthetic driver's "observed load" per node (bytes/s): the bytes a node
+    received over the time from the first to the last delivery of its own messages, averaged
+    over the nodes (scored messages only)."""
+    delivered = scored & np.isfinite(end)
+    if not delivered.any():
+        return math.nan
+    src, dst, at = traffic.src[delivered], traffic.dst[delivered], end[delivered]
+    first = np.full(n, np.inf)
+    last = np.full(n, -np.inf)
+    np.minimum.at(first, src, at)
+    np.maximum.at(last, src, at)
+    received = np.bincount(dst, minlength=n) * traffic.message_bytes
+    span = last - first
+    rate = np.where(span > 0, received / np.where(span > 0, span, 1.0), np.nan)
+    return float(np.nanmean(rate)) if np.isfinite(rate).any() else math.nan
 
 
 def _packet_bytes(topology: Topology) -> float:
