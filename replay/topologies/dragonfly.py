@@ -49,6 +49,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -64,7 +65,6 @@ CAPACITIES = {"terminal": 2 * GIB, "local": 2 * GIB, "global": 2 * GIB, "server"
 LINK_LATENCY = 100e-9  # seconds per link crossed: CODES dragonfly-dally's default router_delay
 ARRANGEMENTS = ("consecutive",)
 PLACEMENTS = ("isolated", "spread")
-VARIANTS = 16  # hashed route variants per host pair (DragonflyRouter.route_variant)
 SHAPE = ("groups", "routers", "hosts", "global_links")
 DEFAULTS: dict[str, Any] = {
     "groups": 9,
@@ -207,20 +207,13 @@ class DragonflyRouter:
         """Each resource's propagation delay (the ``latencies`` setting; 0 on servers)."""
         return self.delays if self.delays is not None else np.zeros(0)
 
-    def _hosts_route(self, src: int, dst: int, variant: int = 0) -> list[int]:
+    def _hosts_route(self, src: int, dst: int) -> list[int]:
         w = self.wiring
-        salt = self.routing_seed + VARIANTS * variant
-        hops = dr.flow_route(w, src, dst, self.routing, self.valiant_share, salt)
+        hops = dr.flow_route(w, src, dst, self.routing, self.valiant_share, self.routing_seed)
         return [int(w.inj[src]), *hops, int(w.ej[dst])]
 
     def route(self, src: int, dst: int) -> list[int]:
         return self._hosts_route(int(self.host[src]), int(self.host[dst]))
-
-    def route_variant(self, src: int, dst: int, variant: int) -> list[int]:
-        """Route ``variant`` (0 to ``VARIANTS - 1``) of the pair: its own hashed draws of
-        gateways and intermediate group, so a workload sending many messages between one
-        pair spreads them as CODES' per-packet draws do (``route`` is variant 0)."""
-        return self._hosts_route(int(self.host[src]), int(self.host[dst]), variant % VARIANTS)
 
     def io_route(self, node: int, target: int) -> list[int]:
         if not len(self.server):
@@ -246,32 +239,82 @@ class DragonflyRouter:
     def vcs(self, route: list[int]) -> list[int]:
         return self.wiring.vcs(route)
 
+    @cached_property
+    def tables(self) -> dr.Tables:
+        return dr.Tables.of(self.wiring)
+
+    @cached_property
+    def _host_at(self) -> tuple[np.ndarray, np.ndarray]:
+        """Resource id → the host whose NIC link (first) or ejection link (second) it is."""
+        w = self.wiring
+        size = int(max(w.inj.max(), w.ej.max(), self.storage.max())) + 1
+        nic, eject = np.full(size, -1, np.int64), np.full(size, -1, np.int64)
+        nic[w.inj] = np.arange(len(w.inj))
+        eject[w.ej] = np.arange(len(w.ej))
+        return nic, eject
+
+    def route_arrays(self, src: np.ndarray, dst: np.ndarray, seed: int = 0) -> Paths:
+        """The routes of many compute-node pairs at once (the flow model's rule, as
+        :meth:`route`, with the gateways and intermediate groups drawn from ``seed``)."""
+        rng = np.random.default_rng([self.routing_seed, seed])
+        indptr, indices = dr.route_arrays(
+            self.wiring,
+            self.tables,
+            self.host[np.asarray(src, np.int64)],
+            self.host[np.asarray(dst, np.int64)],
+            self.routing,
+            self.valiant_share,
+            rng,
+        )
+        return Paths(indptr, indices)
+
     def adaptive(self, paths: Paths):
         """The packet model's per-packet routing of ``paths`` (one row per request):
-        :class:`burstlake.replay.packet.Adaptive`, drawn with ``routing_seed``."""
+        :class:`burstlake.replay.packet.Adaptive`, drawn with ``routing_seed``. A row that does
+        not run from a NIC to an ejection link (and perhaps a server) is kept as it is."""
         from burstlake.replay.packet import Adaptive
 
+        w, n = self.wiring, paths.flows
         rng = np.random.default_rng(self.routing_seed)
-        pick = dr.drawn(rng)
-        bounds = paths.indptr.tolist()
-        flat = paths.indices.tolist()
-        primaries, extra, links = [], [], []
-        for k in range(paths.flows):
-            route, detours = dr.adaptive_rows(
-                self.wiring, flat[bounds[k] : bounds[k + 1]], self.routing, pick
-            )
-            primaries.append(route)
-            for at, detour in detours:
-                links.append((k, at, paths.flows + len(extra)))
-                extra.append(detour)
-        rows = Paths.from_lists(primaries + extra)
-        detour = np.full(len(rows.indices), -1, np.int64)
-        for row, at, other in links:
-            detour[rows.indptr[row] + at] = rows.indptr[other] + at
-        vcs = [vc for r in primaries + extra for vc in self.wiring.vcs(r)]
-        return Adaptive(
-            rows, np.asarray(vcs, np.int64), detour, dr.UGAL_FACTOR, float(self.ugal_bias)
+        nic, eject = self._host_at
+        lengths, idx = paths.lengths, paths.indices
+        ends = paths.indptr[1:]
+
+        def at(rows: np.ndarray) -> np.ndarray:
+            inside = (rows >= 0) & (rows < len(idx))
+            out = np.full(len(rows), -1, np.int64)
+            got = idx[rows[inside]]
+            out[inside] = np.where(got < len(nic), got, -1)
+            return out
+
+        first, last, before = at(paths.indptr[:-1]), at(ends - 1), at(ends - 2)
+        first = np.where(lengths >= 2, first, -1)
+        src = np.where(first >= 0, nic[np.maximum(first, 0)], -1)
+        to_last = np.where(last >= 0, eject[np.maximum(last, 0)], -1)
+        to_before = np.where((before >= 0) & (lengths >= 3), eject[np.maximum(before, 0)], -1)
+        dst = np.where(to_last >= 0, to_last, to_before)
+        tail = np.where(to_last >= 0, -1, idx[np.maximum(ends - 1, 0)] if len(idx) else -1)
+        sel = np.flatnonzero((src >= 0) & (dst >= 0))
+        indptr, indices, at1, at2 = dr.adaptive_arrays(
+            w, self.tables, src[sel], dst[sel], tail[sel], self.routing, rng
         )
+        m = len(sel)
+        fresh = Paths(indptr, indices)
+        both = Paths(
+            np.concatenate([paths.indptr, indptr[1:] + paths.indptr[-1]]),
+            np.concatenate([idx, indices]),
+        )
+        primary = np.arange(n, dtype=np.int64)
+        primary[sel] = n + np.arange(m)
+        rows = both.take(np.concatenate([primary, n + np.arange(m, fresh.flows)]))
+        detour = np.full(len(rows.indices), -1, np.int64)
+        for hop, table in ((1, at1), (2, at2)):
+            has = table >= 0
+            mine = rows.indptr[sel[has]] + hop
+            theirs = rows.indptr[n + table[has] - m] + hop
+            detour[mine] = theirs
+        vcs = dr.vcs_of(w, rows.indptr, rows.indices)
+        return Adaptive(rows, vcs, detour, dr.UGAL_FACTOR, float(self.ugal_bias))
 
 
 def build(

@@ -235,3 +235,188 @@ def _router_after(wiring: Wiring, router: int, local_link: int) -> int:
     """The router a local link of ``router`` leads to."""
     row = wiring.local[router].tolist()
     return (router // wiring.routers) * wiring.routers + row.index(local_link)
+
+
+# --- the same routes for many requests at once (numpy), for replays of millions of packets ---
+
+
+@dataclass(frozen=True)
+class Tables:
+    """A :class:`Wiring` as padded arrays: ``direct_count[r, g]`` and ``direct[r, g, k]`` (the
+    router's global links into group g), ``gateway_count[g, t]`` and ``gateway[g, t, k]`` (the
+    routers of group g with a link to group t), ``links[r, k]`` (each router's global links)."""
+
+    direct_count: np.ndarray
+    direct: np.ndarray
+    gateway_count: np.ndarray
+    gateway: np.ndarray
+    links: np.ndarray
+
+    @classmethod
+    def of(cls, w: Wiring) -> Tables:
+        routers = w.groups * w.routers
+        widest = max(len(v) for v in w.direct.values())
+        count = np.zeros((routers, w.groups), np.int64)
+        direct = np.zeros((routers, w.groups, widest), np.int64)
+        for (r, g), links in w.direct.items():
+            count[r, g] = len(links)
+            direct[r, g, : len(links)] = links
+        gates = max(len(v) for v in w.gateways.values())
+        gcount = np.zeros((w.groups, w.groups), np.int64)
+        gateway = np.zeros((w.groups, w.groups, gates), np.int64)
+        for (g, t), rs in w.gateways.items():
+            gcount[g, t] = len(rs)
+            gateway[g, t, : len(rs)] = rs
+        links = np.asarray(
+            [[i for i, s in enumerate(w.global_src.tolist()) if s == r] for r in range(routers)],
+            np.int64,
+        )
+        return cls(count, direct, gcount, gateway, links)
+
+
+def _draw(rng: np.random.Generator, count: np.ndarray) -> np.ndarray:
+    """An index below ``count`` for each entry (uniform)."""
+    return np.minimum((rng.random(len(count)) * count).astype(np.int64), count - 1)
+
+
+def _to_group(w: Wiring, t: Tables, router, group, rng):
+    """:meth:`Wiring.to_group` for arrays: (local hop or -1, global hop, router reached)."""
+    own = t.direct_count[router, group] > 0
+    home = router // w.routers
+    gate = t.gateway[home, group, _draw(rng, np.maximum(t.gateway_count[home, group], 1))]
+    gate = np.where(own, router, gate)
+    hop = np.where(own, -1, w.local[router, gate % w.routers])
+    link = t.direct[gate, group, _draw(rng, t.direct_count[gate, group])]
+    return hop, w.global_res[link], w.global_dst[link]
+
+
+def _minimal(w: Wiring, t: Tables, src, dst, rng) -> np.ndarray:
+    """Minimal router hops (n, 3), -1 where there is none (:meth:`Wiring.minimal`)."""
+    out = np.full((len(src), 3), -1, np.int64)
+    same_group = src // w.routers == dst // w.routers
+    inside = same_group & (src != dst)
+    out[inside, 0] = w.local[src[inside], dst[inside] % w.routers]
+    away = ~same_group
+    if away.any():
+        hop, link, here = _to_group(w, t, src[away], dst[away] // w.routers, rng)
+        last = np.where(here != dst[away], w.local[here, dst[away] % w.routers], -1)
+        out[away] = np.stack([hop, link, last], axis=1)
+    return out
+
+
+def _valiant(w: Wiring, t: Tables, src, dst, middle, rng) -> np.ndarray:
+    """Valiant router hops (n, 5) through group ``middle`` (:meth:`Wiring.valiant`)."""
+    hop, link, here = _to_group(w, t, src, middle, rng)
+    return np.concatenate([np.stack([hop, link], axis=1), _minimal(w, t, here, dst, rng)], axis=1)
+
+
+def _middle(w: Wiring, src, dst, rng) -> np.ndarray:
+    """A random group other than both ends' (-1 when the ends share a group or none is left)."""
+    a, b = src // w.routers, dst // w.routers
+    low, high = np.minimum(a, b), np.maximum(a, b)
+    pick = (rng.random(len(src)) * max(w.groups - 2, 1)).astype(np.int64)
+    pick += pick >= low
+    pick += pick >= high
+    return np.where((a != b) & (w.groups > 2), pick, -1)
+
+
+def _rows(parts: list[np.ndarray]):
+    """CSR rows (indptr, indices) of the padded columns ``parts`` side by side (-1: none)."""
+    table = np.concatenate([p.reshape(len(p), -1) for p in parts], axis=1)
+    keep = table >= 0
+    indptr = np.zeros(len(table) + 1, np.int64)
+    np.cumsum(keep.sum(axis=1), out=indptr[1:])
+    return indptr, table[keep]
+
+
+def vcs_of(w: Wiring, indptr: np.ndarray, indices: np.ndarray) -> np.ndarray:
+    """:meth:`Wiring.vcs` of every entry of CSR rows: the global links crossed before it."""
+    flags = np.zeros(len(indices), np.int64)
+    inside = indices < len(w.is_global)
+    flags[inside] = w.is_global[indices[inside]]
+    before = np.cumsum(flags) - flags
+    return before - np.repeat(before[indptr[:-1]], np.diff(indptr)) if len(indices) else before
+
+
+def route_arrays(w: Wiring, t: Tables, src, dst, routing: str, share: float, rng):
+    """Router hops between hosts ``src`` and ``dst`` (arrays) as CSR rows with the NIC and
+    ejection links: the flow model's routes (:func:`flow_route`, drawn from ``rng`` instead of
+    hashed)."""
+    s, d = src // w.hosts, dst // w.hosts
+    middle = _middle(w, s, d, rng)
+    valiant = (middle >= 0) & (
+        (routing == "valiant") | ((routing in ("par", "ugal")) & (rng.random(len(s)) < share))
+    )
+    hops = np.full((len(s), 5), -1, np.int64)
+    hops[:, :3] = _minimal(w, t, s, d, rng)
+    if valiant.any():
+        hops[valiant] = _valiant(w, t, s[valiant], d[valiant], middle[valiant], rng)
+    return _rows([w.inj[src], hops, w.ej[dst]])
+
+
+def adaptive_arrays(w: Wiring, t: Tables, src, dst, tail, routing: str, rng):
+    """:func:`adaptive_rows` for arrays of requests (hosts ``src``, ``dst``; ``tail`` a last
+    resource after the ejection link or -1): the primary rows, then the detour rows, and per
+    request the row and position of its detour at positions 1 and 2 (-1: none)."""
+    n = len(src)
+    s, d = src // w.hosts, dst // w.hosts
+    middle = _middle(w, s, d, rng) if routing != "minimal" else np.full(n, -1)
+    minimal = _minimal(w, t, s, d, rng)
+    primary = np.full((n, 5), -1, np.int64)
+    primary[:, :3] = minimal
+    nonmin = middle >= 0
+    first = np.full((n, 5), -1, np.int64)
+    if nonmin.any():
+        first[nonmin] = _valiant(w, t, s[nonmin], d[nonmin], middle[nonmin], rng)
+    if routing == "valiant":
+        primary[nonmin] = first[nonmin]
+    head = [w.inj[src]]
+    foot = [w.ej[dst], tail]
+    rows = [_rows([*head, primary, *foot])]
+    at1 = at2 = np.full(n, -1)
+    if routing in ("par", "ugal"):
+        lead = lambda hops: np.where(hops[:, 0] >= 0, hops[:, 0], hops[:, 1])  # noqa: E731
+        one = nonmin & (lead(first) != lead(primary))
+        at1 = np.where(one, n + np.cumsum(one) - 1, -1)
+        rows.append(_rows([head[0][one], first[one], foot[0][one], tail[one]]))
+    if routing == "par":
+        # the next router of the source group (after minimal's local hop) re-decides
+        two = nonmin & (minimal[:, 0] >= 0)
+        gate = np.full(n, -1)
+        gate[two] = w.global_src[_link_of(w, minimal[two, 1])]
+        own = np.zeros(n, bool)
+        own[two] = t.direct_count[gate[two], middle[two]] > 0
+        link = np.full(n, -1)
+        k = own
+        link[k] = t.direct[gate[k], middle[k], _draw(rng, t.direct_count[gate[k], middle[k]])]
+        other = two & ~own
+        if other.any():  # its own links to groups other than both ends'
+            mine = t.links[gate[other]]
+            dest = w.global_dst[mine] // w.routers
+            ok = (dest != (s[other] // w.routers)[:, None]) & (
+                dest != (d[other] // w.routers)[:, None]
+            )
+            count = ok.sum(axis=1)
+            pick = _draw(rng, np.maximum(count, 1))
+            order = np.cumsum(ok, axis=1) - 1
+            chosen = np.argmax(ok & (order == pick[:, None]), axis=1)
+            link[other] = np.where(count > 0, mine[np.arange(len(mine)), chosen], -1)
+        two &= link >= 0
+        second = np.full((n, 5), -1, np.int64)
+        if two.any():
+            second[two, 0] = minimal[two, 0]
+            second[two, 1] = w.global_res[link[two]]
+            second[two, 2:] = _minimal(w, t, w.global_dst[link[two]], d[two], rng)
+        base = n + int((at1 >= 0).sum())
+        at2 = np.where(two, base + np.cumsum(two) - 1, -1)
+        rows.append(_rows([head[0][two], second[two], foot[0][two], tail[two]]))
+    indptr = [rows[0][0]]
+    for part in rows[1:]:
+        indptr.append(part[0][1:] + indptr[-1][-1])
+    return np.concatenate(indptr), np.concatenate([r[1] for r in rows]), at1, at2
+
+
+def _link_of(w: Wiring, resources: np.ndarray) -> np.ndarray:
+    """The global link index of global-link resources."""
+    order = np.argsort(w.global_res)
+    return order[np.searchsorted(w.global_res[order], resources)]

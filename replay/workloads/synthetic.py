@@ -140,21 +140,19 @@ def demand(spec: dict, topology: Topology, _lake: Any = None) -> Synthetic:
 
 def requests(topology: Topology, traffic: Synthetic) -> Requests:
     """One stream per message, issued at its time (open loop), routed by the topology: a
-    router with route variants (``route_variant(src, dst, variant)``, the dragonfly's) routes
-    the messages of a pair over them in turn, as CODES draws a route per packet."""
-    width, count = len(topology.nodes), len(traffic.src)
+    router that routes many pairs at once (``route_arrays(src, dst)``, the dragonfly's, which
+    draws gateways and intermediate groups per message as CODES draws them per packet) routes
+    every message; any other routes each pair once."""
+    count = len(traffic.src)
     router = topology.router
-    variants = getattr(router, "route_variant", None)
-    turn = np.arange(count, dtype=np.int64) % (VARIANTS if variants else 1)
-    key = (traffic.src * width + traffic.dst) * VARIANTS + turn
-    unique, inverse = np.unique(key, return_inverse=True)
-
-    def route(k: int) -> list[int]:
-        pair, variant = divmod(k, VARIANTS)
-        src, dst = divmod(pair, width)
-        return variants(src, dst, variant) if variants else router.route(src, dst)
-
-    paths = Paths.from_lists([route(int(k)) for k in unique]).take(inverse)
+    arrays = getattr(router, "route_arrays", None)
+    if arrays is not None:
+        paths = arrays(traffic.src, traffic.dst)
+    else:
+        width = len(topology.nodes)
+        unique, inverse = np.unique(traffic.src * width + traffic.dst, return_inverse=True)
+        routes = [router.route(int(k // width), int(k % width)) for k in unique]
+        paths = Paths.from_lists(routes).take(inverse)
     return Requests(
         stream=np.arange(count, dtype=np.int64),
         size=np.full(count, traffic.message_bytes),
@@ -221,7 +219,6 @@ def _packet_bytes(topology: Topology) -> float:
     return float(getattr(settings, "packet_bytes", math.inf))
 
 
-VARIANTS = 16  # route variants a pair's messages take in turn (when the router has them)
 UNITS = {"packet_latency": "s", "mean_hops": "hops", "events": "events"}
 
 
