@@ -34,6 +34,10 @@ def test_presets_are_codes_shapes() -> None:
     assert len(small.nodes) == 72 and len(big.nodes) == 3078
     assert big.settings["global"] == 25 * 2**30 and big.settings["terminal"] == 6.25 * 2**30
     assert big.settings["link_latency"] == 90e-9
+    # CODES' default propagation delay: one 4 KiB chunk at the link's bandwidth
+    delays = big.router.link_delays()
+    assert delays[big.router.wiring.inj[0]] == pytest.approx(4096 / (6.25 * 2**30))
+    assert delays[big.router.wiring.global_res[0]] == pytest.approx(4096 / (25 * 2**30))
     # 36 routers × 2 global ports = 72 global links (one per direction) in dfdally_72
     assert len(small.resources.of_kind("switch_link")) == 9 * 4 * 3 + 72
     sling = build({"name": "slingshot"})
@@ -169,6 +173,9 @@ def test_every_routings_vc_rule_is_deadlock_free(routing) -> None:
         (TINY | {"valiant_share": 1.5}, "valiant_share must be a number in"),
         (TINY | {"servers": 6}, "servers \\(6\\) must leave compute nodes"),
         (TINY | {"ugal_bias": -1}, "ugal_bias must be bytes"),
+        (TINY | {"latencies": {"wire": 1e-7}}, "latencies must map"),
+        (TINY | {"latencies": {"local": -1}}, "latencies local must be seconds >= 0"),
+        (TINY | {"latencies": [1e-7]}, "latencies must map"),
         ({"name": "dfdally_72", "capacities": {"link": 1e9}}, "unknown capacities"),
     ],
 )

@@ -136,12 +136,14 @@ def test_routing_policy_and_server_placement() -> None:
 
 
 def test_placement_dragonfly_scenario_runs() -> None:
-    """Every placement under both routings gives a score per job. By hand: placing the MPI
-    job on whole groups keeps its traffic off the global links the I/O uses, so its slowdown
-    under minimal routing is at most random-node's."""
+    """Every placement under both routings gives a score per job. By hand: the 32-node MPI
+    job placed on whole groups fills 4 groups the I/O job has no node in and the servers' group
+    is not among them, so under minimal routing it shares no link with the I/O (its local
+    links and the global links between its groups carry only MPI): no slowdown."""
     got = scores(load(REPO / "replay/scenarios/placement_dragonfly.yaml"))
     assert len(got) == 8
     assert got["given"]["routing_minimal"] == 1.0 and got["given+ugal"]["routing_ugal"] == 1.0
     for table in got.values():
         assert table["mpi_slowdown"] >= 0.95 and table["io_slowdown"] > 0
-    assert got["random-group"]["mpi_slowdown"] <= got["given"]["mpi_slowdown"]
+    assert got["random-group"]["mpi_slowdown"] == pytest.approx(1.0, abs=0.02)
+    assert got["given"]["mpi_slowdown"] > 1.1  # random-node: MPI beside I/O on shared links
