@@ -82,11 +82,8 @@ class Contention:
         delays = getattr(topology.router, "link_delays", None)  # per-resource propagation
         if self.model.virtual_channels and delays is not None:
             extra["link_delay"] = delays()
-        vcs = (
-            topology.route_vcs(requests.paths)
-            if self.model.virtual_channels and not extra
-            else None
-        )
+        routed = self.model.virtual_channels and "adaptive" not in extra  # else its own VCs
+        vcs = topology.route_vcs(requests.paths) if routed else None
         resources = topology.resources
         return self.model.run(
             requests,

@@ -37,12 +37,12 @@ The model, in the terms of CODES' ``src/networks/model-net/fattree.c``:
   2x (README, "Placement what-ifs").
 - **Links.** An admitted packet leaves on its resource in admission order, one packet at a
   time, taking ``bytes / capacity``; it reaches the next device ``router_delay`` later when the
-  resource is a switch's port (plus the resource's propagation delay where the router declares
-  one, ``link_delays()``: the dragonfly's, as CODES' ``dragonfly-dally`` ``cn_delay``,
-  ``local_delay``, ``global_delay``) (``switch_port``, from the topology:
+  resource is a switch's port (``switch_port``, from the topology:
   :class:`~burstlake.replay.graph.ResourceSet`), with no delay when it left a NIC or crossed a
   server (store and forward per hop, as CODES' fat-tree times it: ``switch_packet_send`` adds
-  the router delay, ``ft_packet_send``, the NIC, none).
+  the router delay, ``ft_packet_send``, the NIC, none). A router may also declare each
+  resource's propagation delay (``link_delays()``, the dragonfly's: CODES' ``dragonfly-dally``
+  ``cn_delay``, ``local_delay``, ``global_delay``), added to every crossing.
 - **Servers.** An I/O route ends on its server's storage resource (the server's service rate,
   which a scenario may set below its link's). A packet is written there once it has arrived,
   so a request ends one packet time at that rate after its last packet reached the server
