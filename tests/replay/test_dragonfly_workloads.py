@@ -133,6 +133,10 @@ def test_routing_policy_and_server_placement() -> None:
         policy({"name": "routing", "routing": "adaptive"})
     with pytest.raises(ValueError, match="on a dragonfly use isolated-target or spread-target"):
         policy("random-target").apply(t, None)
+    with pytest.raises(ValueError, match="topology tiny has no routing setting"):
+        policy({"name": "routing", "routing": "ugal"}).apply(build({"name": "tiny"}), None)
+    with pytest.raises(ValueError, match="no I/O servers to place"):
+        policy("spread-target").apply(build({"name": "dfdally_72"}), None)
 
 
 def test_placement_dragonfly_scenario_runs() -> None:
