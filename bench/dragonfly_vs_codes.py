@@ -33,7 +33,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench import STEP_TIMEOUT_S, measure, write_result
+from bench import STEP_TIMEOUT_S, Goal, measure, write_result
 
 GIB = 2.0**30
 PAYLOAD = 2048
@@ -231,6 +231,65 @@ def compare(config: str, rows: list[dict], theirs: dict) -> dict:
     return {"cases": table, "summary": summary}
 
 
+def goals(result: dict) -> list[Goal]:
+    """The issue's goals (module docstring) as met or missed, over every config run against
+    CODES: a goal counts as met only where every case meets it."""
+    configs = [c for c in CONFIGS if "codes_process_cpu_s" in result.get(c, {})]
+    if not configs:
+        return []
+    out = []
+
+    def cases(name: str) -> list[tuple[str, dict]]:
+        return [(c, e) for c in configs for e in result[c]["cases"] if f"{name}_within_15pct" in e]
+
+    for name, what in (
+        ("latency", "mean packet latency"),
+        ("hops", "mean hops"),
+        ("load", "observed load"),
+    ):
+        rows = cases(name)
+        key = {"latency": "latency_us", "hops": "hops", "load": "observed_gibps"}[name]
+        bad = [f"{c} {e['pattern']} {e['routing']} at {e['load']:.0%}: "
+               f"{e['burstlake'][key] / e['codes'][key] - 1:+.0%}" for c, e in rows
+               if not e[f"{name}_within_15pct"]]  # fmt: skip
+        figure = f"{len(rows) - len(bad)}/{len(rows)} cases" + (f" (not: {', '.join(bad)})"
+                                                                  if bad else "")  # fmt: skip
+        out.append(Goal(f"{what} within 15 % of CODES' per load", figure, not bad))
+    sat, bad = 0, []
+    for c in configs:
+        for key, both in result[c]["summary"].items():
+            if key.startswith("saturation_"):
+                sat += 1
+                ours, theirs = both["burstlake"], both["codes"]
+                if ours is None or theirs is None or abs(ours - theirs) > 0.1 * theirs:
+                    bad.append(f"{c} {key[len('saturation_') :]}: {ours} vs {theirs}")
+    figure = f"within 10 % in {sat - len(bad)}/{sat}" + (f" (not: {'; '.join(bad)})" if bad else "")
+    out.append(Goal("saturation load within 10 % of CODES'", figure, not bad))
+    worst = 0.0
+    for c in configs:
+        ratio = result[c]["summary"]["par_over_minimal_nearest_group"]
+        for ours, theirs in zip(ratio["burstlake"], ratio["codes"], strict=True):
+            worst = max(worst, abs(ours / theirs - 1))
+    out.append(
+        Goal(
+            "par/minimal accepted throughput on nearest-group within 25 % of CODES' ratio",
+            f"within {worst:.0%} at every load",
+            worst <= 0.25,
+        )
+    )
+    if "speed" in result:
+        speed = result["speed"]
+        out.append(
+            Goal(
+                "10x CODES' wall time on dfdally_3k, whole processes",
+                f"{speed['speedup_wall']:.1f}x ({speed['burstlake']['wall_s']:.1f} s vs "
+                f"{speed['codes']['wall_s']:.1f} s)",
+                speed["speedup_wall"] >= 10,
+            )
+        )
+    return out
+
+
 def main() -> Path:
     prefix = codes_peer()
     messages = int(os.environ.get("BURSTLAKE_DFLY_MESSAGES", "100"))
@@ -264,4 +323,4 @@ def main() -> Path:
             "goal_10x_met": codes["wall_s"] / ours_step["wall_s"] >= 10,
         }
     result["codes_version"] = "ROSS 9b6ccb18, CODES a5958cfa (shared/peers/codes), sequential"
-    return write_result("dragonfly_vs_codes", result)
+    return write_result("dragonfly_vs_codes", result, goals(result))

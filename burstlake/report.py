@@ -10,7 +10,8 @@ reference, so that it can be mailed to a colleague. It reads only lake tables:
 - ``cabinet_load`` and ``ion_load`` (004 Fig. 7);
 - ``job_io_metrics``: the I/O NUD of all-rank jobs (004 Fig. 2);
 - ``replay_scores``: each scenario's policies side by side (004 §7.4, Fig. 15; papers 000, 001),
-  and papers 002's and 003's what-ifs beside their tables (:mod:`burstlake.report_papers`).
+  and papers 002's and 003's what-ifs beside their tables (:mod:`burstlake.report_papers`);
+  the lake's windows under both contention models (:mod:`burstlake.report_windows`).
 
 A section whose table is empty says which command fills it instead of drawing an empty axis.
 A lake holding several machines gets these sections once per machine (docs/design.md, "Several
@@ -38,8 +39,10 @@ import pandas as pd
 
 from burstlake import lake as lake_io
 from burstlake import paths
+from burstlake.jobs.metrics.settings import recorded
 from burstlake.report_papers import paper_sections
 from burstlake.report_parts import Section, figure_png, table_row
+from burstlake.report_windows import windows_section
 
 log = logging.getLogger(__name__)
 
@@ -213,9 +216,10 @@ def loads_section(lake: lake_io.Cluster) -> Section:
 def nud_section(lake: lake_io.Cluster) -> Section:
     """Distribution of the I/O NUD of all-rank jobs (004 Fig. 2)."""
     title = "I/O distribution of all-rank jobs"
+    uneven = recorded(lake.lake).uneven_nud  # the threshold the lake's metrics ran with
     caption = (
         "Histogram of the I/O traffic NUD of multi-node all-rank jobs; jobs right of the dashed "
-        "line (NUD > 0.05) have uneven I/O (paper 004 §3.2.2, Fig. 2)."
+        f"line (NUD > {uneven:g}) have uneven I/O (paper 004 §3.2.2, Fig. 2)."
     )
     jobs = _read(lake, "job_io_metrics")
     nuds = jobs.loc[jobs.all_rank.fillna(False), "io_nud"].dropna() if not jobs.empty else []
@@ -223,7 +227,7 @@ def nud_section(lake: lake_io.Cluster) -> Section:
         return Section("nud", title, caption, empty="no all-rank jobs with traffic in the lake")
     fig, ax = plt.subplots(figsize=(10, 3.2))
     ax.hist(nuds, bins=np.linspace(0, 1, 41))
-    ax.axvline(0.05, ls="--", color="k", lw=1)
+    ax.axvline(uneven, ls="--", color="k", lw=1)
     ax.set_xlabel("I/O NUD")
     ax.set_ylabel("jobs")
     return Section("nud", title, caption, png=figure_png(fig))
@@ -377,13 +381,9 @@ def verdicts(scores: pd.DataFrame) -> list[str]:
 
 
 # Paper 000's full setting (§3.1, §5.1: 612 MPI + 612 I/O clients on a 1,296-node fat-tree,
-# random-node placement, isolated-target servers): the MPI latencies CODES gives, built from
-# source and run here (`python -m bench packet_vs_codes`, static D-mod-k routing, seed 12345),
-# and the slowdown the paper reports. References beside the lake's own replays.
-MPI_REFERENCES = (
-    ("CODES, paper 000's full setting", 2.08e-6, 25.1e-6, 2.28e-6, 306e-6, 1106e-6, 12.1),
-    ("paper 000 §5.1", None, None, None, None, None, 8.0),
-)
+# random-node placement): the slowdown the paper reports, beside the lake's own replays. CODES'
+# figures are the benchmark's (`python -m bench packet_vs_codes`), not the product's.
+MPI_REFERENCES = (("paper 000 §5.1", None, None, None, None, None, 8.0),)
 MPI_METRICS = ("baseline_latency_mean", "latency_mean", "latency_median", "latency_p99",
                "latency_max", "slowdown")  # fmt: skip
 
@@ -413,8 +413,9 @@ def models_section(scores: pd.DataFrame) -> list[Section]:
             "models",
             "MPI latency under the two contention models",
             "The MPI job's latency (µs) with the I/O job, under the flow model (max-min fluid, no "
-            "buffers) and the packet model (lossless buffers and credits, as CODES), beside CODES "
-            "and paper 000 §5.1 at the paper's full size; the lake's scenarios are reduced.",
+            "buffers) and the packet model (lossless buffers and credits, as CODES), beside "
+            "paper 000 §5.1 at the paper's full size; the lake's scenarios are reduced (CODES' "
+            "own figures: python -m bench packet_vs_codes).",
             table_html=f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>",
         )
     ]
@@ -472,6 +473,7 @@ def sections_of(root: Path) -> list[Section]:
         answers_section(scores, busy, idle, traffic),
         *figures[0],
         *models_section(scores),
+        *windows_section(scores),
         *scenario_sections(scores),
         *paper_sections(scores),
         *(s for sections in figures[1:] for s in sections),

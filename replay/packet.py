@@ -7,7 +7,7 @@ InfiniBand does. When an I/O server's link is oversubscribed, the buffers upstre
 fill; packets of other traffic that share those buffers wait behind I/O packets (head-of-line
 blocking), and the congestion spreads back across the tree (000 §4.2). A fluid max-min model
 has no buffers, so it cannot show this; this model can, on the same routes and the same
-:class:`~burstlake.replay.events.Requests` as the flow model.
+:class:`~burstlake.replay.requests.Requests` as the flow model.
 
 The model, in the terms of CODES' ``src/networks/model-net/fattree.c``:
 
@@ -34,7 +34,7 @@ The model, in the terms of CODES' ``src/networks/model-net/fattree.c``:
   classes only. The choice matters for paper 000: under ``fcfs`` an MPI packet at an output
   shared with I/O waits behind every I/O packet queued there; under ``round-robin``, for one
   packet of each other input, and the random-node MPI slowdown falls from CODES' 12x to about
-  2x (README, "Placement what-ifs").
+  2x (docs/design.md, "Contention models").
 - **Links.** An admitted packet leaves on its resource in admission order, one packet at a
   time, taking ``bytes / capacity``; it reaches the next device ``router_delay`` later when the
   resource is a switch's port (``switch_port``, from the topology:
@@ -96,7 +96,8 @@ import numba.core.cpu
 import numpy as np
 from numba import njit
 
-from burstlake.replay.events import Requests, Timeline
+from burstlake.replay.registry import refuse_unknown
+from burstlake.replay.requests import Requests, Timeline, issue_time
 from burstlake.replay.solver import Paths
 
 EVENTS_PER_CALL = 2_000_000  # compiled events between two progress reports
@@ -134,10 +135,8 @@ class PacketSettings:
     def from_mapping(cls, given: Mapping[str, Any] | None, where: str = "packet") -> PacketSettings:
         """Settings from a scenario's ``packet:`` mapping; a one-line error names the key."""
         given = dict(given or {})
-        allowed = [f.name for f in fields(cls)]
-        unknown = sorted(set(given) - set(allowed))
-        if unknown:
-            raise ValueError(f"{where}: unknown settings {unknown}; allowed: {allowed}")
+        refuse_unknown(where, "settings", set(given) - {f.name for f in fields(cls)},
+                       [f.name for f in fields(cls)])  # fmt: skip
         values: dict[str, Any] = {}
         types = {f.name: f.type for f in fields(cls)}
         for key, value in given.items():
@@ -294,9 +293,8 @@ def simulate(
     state = _State.empty(n, buffers, capacity, delay, settings.packet_bytes, pool, inputs)
     state.ties[0] = np.random.SeedSequence(int(settings.tie_seed)).generate_state(1, np.uint64)[0]
     state.ties[0] |= np.uint64(1)  # xorshift needs a state other than 0
-    first = np.flatnonzero(np.r_[True, stream[1:] != stream[:-1]]) if n else np.zeros(0, np.int64)
-    for k in first:
-        issue = max(gap[k], release[k])
+    for k in requests.first():
+        issue = issue_time(0.0, gap[k], release[k], -np.inf, window[k])
         state.start[k] = issue
         _push(state.heap, state.counters, issue + settings.nic_delay, _event(state.ties, 2 * k + 1))
     while True:
@@ -747,10 +745,6 @@ def _next_request(k, now, fixed, state):  # pragma: no cover - compiled
     nxt = k + 1
     if nxt >= len(fixed.stream) or fixed.stream[nxt] != fixed.stream[k]:
         return
-    issue = now + fixed.gap[nxt]
-    if fixed.release[nxt] > issue:
-        issue = fixed.release[nxt]
-    if fixed.window[nxt] > 0 and state.start[k] + fixed.window[nxt] > issue:
-        issue = state.start[k] + fixed.window[nxt]
+    issue = issue_time(now, fixed.gap[nxt], fixed.release[nxt], state.start[k], fixed.window[nxt])
     state.start[nxt] = issue
     _push(state.heap, state.counters, issue + fixed.nic_delay, _event(state.ties, 2 * nxt + 1))

@@ -27,6 +27,7 @@ import pyarrow as pa
 import yaml
 
 from burstlake import catalog, paths
+from burstlake.jobs.metrics.settings import MetricSettings, recorded
 from burstlake.lake import Cluster, check_cluster, cluster_of, clusters, lake_path, write_table
 from burstlake.lake import run as lake_run
 from burstlake.replay import models, topologies, workloads
@@ -97,7 +98,7 @@ def load(path: str | os.PathLike, limits: ScenarioLimits = LIMITS) -> Scenario:
         raise ValueError(f"{path}: not valid YAML: {' '.join(str(err).split())}") from err
     if not isinstance(spec, dict):
         raise ValueError(f"{path}: a scenario is a YAML mapping with keys {sorted(KEYS)}")
-    workloads.known_keys(str(path), spec, KEYS)
+    workloads.known_keys(str(path), spec, KEYS, what="keys")
     for key in ("name", "workload", "topology", "policies"):
         if key not in spec:
             raise ValueError(f"{path}: missing key {key!r}")
@@ -107,10 +108,8 @@ def load(path: str | os.PathLike, limits: ScenarioLimits = LIMITS) -> Scenario:
     if not isinstance(spec["workload"], dict):
         raise ValueError(f"{path}: workload is a mapping with a source, e.g. {{source: lake}}")
     workload = dict(spec["workload"])
-    source = workload.get("source")
     try:
-        kind = workloads.kind(source)
-        workloads.known_keys(f"workload {source}", set(workload) - {"source"}, kind.keys)
+        _, kind, _ = workloads.parse(workload)
         kind.check(workload, limits)
     except ValueError as err:
         raise ValueError(f"{path}: {err}") from None
@@ -157,7 +156,12 @@ def _files_beside(entry: object, scenario: Path) -> object:
     return {**entry, "path": str(where)}
 
 
-def run(scenario: Scenario, lake: str | os.PathLike | None, progress: Progress = None) -> pa.Table:
+def run(
+    scenario: Scenario,
+    lake: str | os.PathLike | None,
+    progress: Progress = None,
+    thresholds: MetricSettings | None = None,
+) -> pa.Table:
     """Replay the scenario under each policy; write and return its ``replay_scores`` rows.
 
     A scenario that reads the lake's traces (or its topology) replays one machine of the lake
@@ -171,6 +175,7 @@ def run(scenario: Scenario, lake: str | os.PathLike | None, progress: Progress =
     written: set[str] = set()
     with lake_run(lake, f"replay-{scenario.name}", INPUTS):
         root = lake_path(lake)
+        thresholds = thresholds or recorded(root)  # the lake's metrics' (metrics --set)
         held = clusters(root) if reads_lake else []
         if not reads_lake:
             machines = [Cluster(root, None)]
@@ -182,7 +187,7 @@ def run(scenario: Scenario, lake: str | os.PathLike | None, progress: Progress =
         # written before it had machine names do
         unnamed = any(each.name is None for each in held)
         for machine in machines:
-            table, extra = _replay(scenario, kind, machine, progress)
+            table, extra = _replay(scenario, kind, machine, progress, thresholds)
             source = f"scenario-{scenario.name}"
             # a named machine's rows also replace the scenario's rows of a lake written before
             # it had machine names (unless the lake still holds an unnamed machine)
@@ -198,20 +203,24 @@ def run(scenario: Scenario, lake: str | os.PathLike | None, progress: Progress =
 
 
 def _scored(
-    scenario: Scenario, kind: workloads.Kind, lake: Cluster | None, progress: Progress
+    scenario: Scenario,
+    kind: workloads.Kind,
+    lake: Cluster | None,
+    progress: Progress,
+    thresholds: MetricSettings,
 ) -> tuple[Topology, list[tuple[str, workloads.Scored]]]:
     """The machine and each policy's label and scores on it (``lake``: None for a scenario
     that reads no lake), under the scenario's contention model."""
     topology = topologies.build(scenario.topology, lake).with_contention(scenario.model)
     demand = kind.demand(scenario.workload, topology, lake)
-    given = workloads.Settings(scenario.workload, scenario.name, scenario.job_scores)
+    given = workloads.Settings(scenario.workload, scenario.name, scenario.job_scores, thresholds)
     out = []
     for each in scenario.policies:
         machine, work = each.apply(topology, demand)
         machine = machine.with_contention(scenario.model)  # a policy may rebuild the machine
         result = kind.scores(given, machine, work, progress)
         scored = result if isinstance(result, workloads.Scored) else workloads.Scored(result)
-        routing = getattr(machine.router, "routing", None)  # a routing setting (dragonfly)
+        routing = machine.router.routing  # a routing setting (a dragonfly's), recorded
         if routing is not None:
             flag = Score(f"routing_{routing}", 1.0, "flag")
             scored = workloads.Scored([*scored.scores, flag], scored.tables)
@@ -219,7 +228,9 @@ def _scored(
     return topology, out
 
 
-def scores(scenario: Scenario, progress: Progress = None) -> dict[str, dict[str, float | None]]:
+def scores(
+    scenario: Scenario, progress: Progress = None, thresholds: MetricSettings | None = None
+) -> dict[str, dict[str, float | None]]:
     """Each policy's scores (label → metric → value) of a scenario that reads no lake, written
     nowhere: what notebooks, benchmarks and tests compare with a paper's figures."""
     kind = workloads.kind(scenario.workload["source"])
@@ -227,16 +238,22 @@ def scores(scenario: Scenario, progress: Progress = None) -> dict[str, dict[str,
         raise ValueError(f"scenario {scenario.name} reads a lake: replay it with run()")
     return {
         label: {score.metric: score.value for score in scored.scores}
-        for label, scored in _scored(scenario, kind, None, progress)[1]
+        for label, scored in _scored(
+            scenario, kind, None, progress, thresholds or MetricSettings()
+        )[1]
     }
 
 
 def _replay(
-    scenario: Scenario, kind: workloads.Kind, lake: Cluster, progress: Progress
+    scenario: Scenario,
+    kind: workloads.Kind,
+    lake: Cluster,
+    progress: Progress,
+    thresholds: MetricSettings,
 ) -> tuple[pa.Table, dict[str, list[pa.Table]]]:
     """Every policy's scores on one machine of the lake (and rows of further tables)."""
     rows, extra = [], {}
-    topology, scored_policies = _scored(scenario, kind, lake, progress)
+    topology, scored_policies = _scored(scenario, kind, lake, progress, thresholds)
     for label, scored in scored_policies:
         for score in scored.scores:
             rows.append({"policy": label, **score.__dict__})
@@ -280,12 +297,23 @@ def _table(
 
 
 def scenario_files(directory: str | os.PathLike | None = None) -> list[str]:
-    """The scenario files a scheduled replay runs: ``*.yaml`` in ``directory``, else in
+    """The scenario files of a folder: ``*.yaml`` in ``directory``, else in
     ``$BURSTLAKE_SCENARIOS``, else the examples shipped in ``burstlake/replay/scenarios``."""
     folder = Path(directory or os.environ.get("BURSTLAKE_SCENARIOS") or SCENARIOS)
     if not folder.is_dir():
         raise FileNotFoundError(f"scenario directory {folder} does not exist")
     return [str(p) for p in sorted(folder.glob("*.yaml"))]
+
+
+def scheduled(named: tuple[Path, ...]) -> list[str]:
+    """The scenario files the scheduled replay runs: those the deployment file names (its
+    ``replay:`` list, :attr:`burstlake.config.Deployment.scenarios`), else those of the folder
+    ``$BURSTLAKE_SCENARIOS``, else none (the shipped examples run only when named)."""
+    if named:
+        return [str(p) for p in named]
+    if os.environ.get("BURSTLAKE_SCENARIOS"):
+        return scenario_files()
+    return []
 
 
 def comparison(table: pa.Table) -> tuple[list[str], list[tuple]]:

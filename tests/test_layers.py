@@ -150,3 +150,53 @@ def test_replay_modules_import_without_circles() -> None:
         return found
 
     assert [c for module in sorted(graph) for c in visit(module, ())] == []
+
+
+def test_the_contention_models_meet_only_in_the_contract() -> None:
+    """The packet model and the flow model share ``burstlake.replay.requests`` (docs/design.md,
+    "Contention models"); neither imports the other."""
+    graph = _replay_imports(top_level_only=False)
+    assert "burstlake.replay.requests" in graph["burstlake.replay.packet"]
+    assert "burstlake.replay.events" not in graph["burstlake.replay.packet"]
+    assert "burstlake.replay.packet" not in graph["burstlake.replay.events"]
+
+
+def test_no_underscore_name_crosses_the_replay_boundary() -> None:
+    """No library module outside burstlake.replay imports or reads an underscore name of it,
+    and burstlake.replay imports none of another package's: each side uses the other's public
+    names only (docs/design.md, "Layers")."""
+    crossing = []
+    for path in _library_modules():
+        inside = path.is_relative_to(REPLAY)
+        tree = ast.parse(path.read_text(), str(path))
+        replay_names: set[str] = set()
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ImportFrom) or not node.module or node.level:
+                if isinstance(node, ast.Import):
+                    replay_names.update(
+                        (a.asname or a.name.split(".")[0])
+                        for a in node.names
+                        if a.name.startswith("burstlake.replay")
+                    )
+                continue
+            into_replay = node.module.startswith("burstlake.replay")
+            if into_replay:
+                replay_names.update(a.asname or a.name for a in node.names)
+            if inside == into_replay or not node.module.startswith("burstlake"):
+                continue
+            crossing += [
+                f"{path}:{node.lineno}: {node.module}.{a.name}"
+                for a in node.names
+                if a.name.startswith("_")
+            ]
+        if not inside:
+            crossing += [
+                f"{path}:{node.lineno}: {node.value.id}.{node.attr}"
+                for node in ast.walk(tree)
+                if isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in replay_names
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+            ]
+    assert crossing == []

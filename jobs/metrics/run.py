@@ -40,7 +40,7 @@ from .job_io import job_io_metrics
 from .loads import level_load
 from .phases import io_phase_rows
 from .platform import platform_summary
-from .settings import MetricSettings
+from .settings import MetricSettings, record
 
 TABLES = NAMES  # the tables a run writes, in dependency order
 log = logging.getLogger(__name__)
@@ -230,6 +230,8 @@ def run(
     spark = spark or session(master, app_name="burstlake-metrics", log=log_file(root))
     show = sys.stderr.isatty() if progress is None else progress
     with lakes.run(root, "metrics", INPUTS, publish=True):
-        written = Pipeline(spark, root, settings or MetricSettings()).run(show)
+        settings = settings or MetricSettings()
+        written = Pipeline(spark, root, settings).run(show)
+        record(settings, root)  # the replay's scores and the report read the same thresholds
     catalog.refresh(root)
     return written

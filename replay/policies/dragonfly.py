@@ -65,7 +65,7 @@ def routing(routing: str = "minimal") -> Apply:
         )
 
     def apply(topology: Topology, demand: Any) -> tuple[Topology, Any]:
-        if not hasattr(topology.router, "routing"):
+        if topology.router.routing is None:
             raise ValueError(f"policy routing: topology {topology.name} has no routing setting")
         router = replace(topology.router, routing=routing)
         settings = {**topology.settings, "routing": routing}

@@ -14,10 +14,11 @@ This rebuilds CODES' ``dfdally-72-inter`` and ``dfdally-3k-inter`` files exactly
 (tests/replay/test_dragonfly.py reads them when a CODES checkout is at hand).
 
 Resources: each host's NIC link to its router (``terminal``, the NIC sends) and its router's
-link back (a switch port), every local link and every global link in each direction (switch
-ports), each I/O server's storage; ``latencies`` gives the propagation delay of a terminal,
-local and global link (seconds; the packet model adds it to every hop, as CODES'
-``cn_delay``, ``local_delay`` and ``global_delay``; presets: CODES' default, one 4 KiB chunk at
+link back (a switch port), every local link and every global link (kind ``global_link``) in
+each direction (switch ports), each I/O server's storage; ``latencies`` gives the propagation
+delay of a terminal, local and global link (seconds; the router's ``link_delays`` hook: the
+packet model adds it to every hop, as CODES' ``cn_delay``, ``local_delay`` and
+``global_delay``; presets: CODES' default, one 4 KiB chunk at
 the link's bandwidth). Routing is a router setting (``routing``: ``minimal``,
 ``valiant``, ``par``, ``ugal``; :mod:`.dragonfly_routing`): the packet model decides per
 packet from buffer occupancy (:class:`burstlake.replay.packet.Adaptive`); the flow model routes
@@ -54,7 +55,8 @@ from typing import Any
 
 import numpy as np
 
-from burstlake.replay.graph import ResourceSet, Topology
+from burstlake.replay.graph import ResourceSet, Router, Topology
+from burstlake.replay.packet import Adaptive
 from burstlake.replay.solver import Paths
 from burstlake.replay.topologies import Family, preset, register
 from burstlake.replay.topologies import dragonfly_routing as dr
@@ -62,6 +64,7 @@ from burstlake.replay.topologies import dragonfly_routing as dr
 GIB = 2.0**30
 CAPACITY_KEYS = ("terminal", "local", "global", "server")
 CAPACITIES = {"terminal": 2 * GIB, "local": 2 * GIB, "global": 2 * GIB, "server": 2 * GIB}
+LINK_KINDS = ("node_link", "switch_link", "global_link")  # each pays link_latency when crossed
 LINK_LATENCY = 100e-9  # seconds per link crossed: CODES dragonfly-dally's default router_delay
 ARRANGEMENTS = ("consecutive",)
 PLACEMENTS = ("isolated", "spread")
@@ -190,7 +193,7 @@ def server_hosts(shape: DragonflyShape, count: int, placement: str) -> np.ndarra
 
 
 @dataclass(frozen=True)
-class DragonflyRouter:
+class DragonflyRouter(Router):
     """Routes between compute nodes and to their I/O servers, under one routing."""
 
     wiring: dr.Wiring
@@ -203,9 +206,9 @@ class DragonflyRouter:
     routing_seed: int = 0
     delays: np.ndarray | None = None  # seconds of propagation per resource
 
-    def link_delays(self) -> np.ndarray:
+    def link_delays(self) -> np.ndarray | None:
         """Each resource's propagation delay (the ``latencies`` setting; 0 on servers)."""
-        return self.delays if self.delays is not None else np.zeros(0)
+        return self.delays
 
     def _hosts_route(self, src: int, dst: int) -> list[int]:
         w = self.wiring
@@ -268,12 +271,10 @@ class DragonflyRouter:
         )
         return Paths(indptr, indices)
 
-    def adaptive(self, paths: Paths):
+    def adaptive(self, paths: Paths) -> Adaptive:
         """The packet model's per-packet routing of ``paths`` (one row per request):
         :class:`burstlake.replay.packet.Adaptive`, drawn with ``routing_seed``. A row that does
         not run from a NIC to an ejection link (and perhaps a server) is kept as it is."""
-        from burstlake.replay.packet import Adaptive
-
         w, n = self.wiring, paths.flows
         rng = np.random.default_rng(self.routing_seed)
         nic, eject = self._host_at
@@ -359,7 +360,7 @@ def build(
                 )
     res = np.array(
         [
-            r.add(f"global:{s}-{d}#{i}", "switch_link", caps["global"], switch_port=True)
+            r.add(f"global:{s}-{d}#{i}", "global_link", caps["global"], switch_port=True)
             for i, (s, d) in enumerate(pairs.tolist())
         ],
         np.int64,
@@ -421,7 +422,13 @@ def with_servers(topology: Topology, placement: str) -> Topology:
     caps = {k: given[k] for k in CAPACITY_KEYS}
     moved = build(shape, caps, topology.name, **rest)
     settings = {**moved.settings, "link_latency": given.get("link_latency", LINK_LATENCY)}
-    return replace(moved, settings=settings, contention=topology.contention, _cache={})
+    return replace(
+        moved,
+        settings=settings,
+        contention=topology.contention,
+        link_kinds=topology.link_kinds,
+        _cache={},
+    )
 
 
 def _build(
@@ -439,6 +446,7 @@ FAMILY = register(
         capacities=CAPACITY_KEYS,
         check=check,
         build=_build,
+        link_kinds=LINK_KINDS,
         link_latency=LINK_LATENCY,
     ),
 )

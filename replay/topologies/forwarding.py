@@ -29,7 +29,7 @@ import numpy as np
 import pyarrow as pa
 
 from burstlake.machines import PRESETS, Machine
-from burstlake.replay.graph import ResourceSet, Topology
+from burstlake.replay.graph import ResourceSet, Router, Topology
 from burstlake.replay.topologies import Family, preset, register
 
 # Capacities in bytes/s (settings; a scenario's ``capacities:`` overrides them).
@@ -40,11 +40,15 @@ ION_BOARDS = 6  # CS19: IONs on 6 NRM boards in one row (004 §5.2)
 ION_ROW = 0  # board row holding the ION boards (a setting: the paper does not say which)
 
 CAPACITY_KEYS = ("node_link", "ion", "storage")  # the capacities a scenario may set
+LINK_KINDS = ("node_link",)  # a node's links pay link_latency (0 unless a scenario sets it)
 
 
 @dataclass(frozen=True)
-class ForwardingRouter:
-    """Routes node → ION → storage; board geometry for hop counts when the machine has it."""
+class ForwardingRouter(Router):
+    """Routes node → ION → storage; board geometry for hop counts when the machine has it.
+    The compute network is not modelled (004 §5.2): a route between nodes is their links."""
+
+    network = False
 
     tx: np.ndarray
     rx: np.ndarray
@@ -184,6 +188,7 @@ register(
         capacities=CAPACITY_KEYS,
         check=_machine,
         build=_build_machine,
+        link_kinds=LINK_KINDS,
     ),
 )
 for _name, _preset in PRESETS.items():
@@ -195,6 +200,7 @@ register(
         capacities=CAPACITY_KEYS,
         check=lambda _name, _settings: None,
         build=_build_lake,
+        link_kinds=LINK_KINDS,
         reads_lake=True,
     ),
 )

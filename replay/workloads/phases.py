@@ -7,7 +7,7 @@ topology (phases take consecutive nodes in the order they are listed, as Slurm p
 node writes ``files`` files, each in requests of at most ``request_bytes``: one *round* is one
 request of every node of the phase. A strategy pauses a phase only between rounds (at every
 round, or only at file ends: the granularity of 001 §IV-C) by giving a round a ``release`` time
-(:class:`~burstlake.replay.events.Requests`); the one event-driven ``simulate()`` replays it.
+(:class:`~burstlake.replay.requests.Requests`); the one event-driven ``simulate()`` replays it.
 
     workload:
       source: phases

@@ -39,7 +39,9 @@ def test_presets_are_codes_shapes() -> None:
     assert delays[big.router.wiring.inj[0]] == pytest.approx(4096 / (6.25 * 2**30))
     assert delays[big.router.wiring.global_res[0]] == pytest.approx(4096 / (25 * 2**30))
     # 36 routers × 2 global ports = 72 global links (one per direction) in dfdally_72
-    assert len(small.resources.of_kind("switch_link")) == 9 * 4 * 3 + 72
+    assert len(small.resources.of_kind("switch_link")) == 9 * 4 * 3  # local, each direction
+    assert len(small.resources.of_kind("global_link")) == 72
+    assert "global_link" in small.link_kinds  # global links pay link_latency too
     sling = build({"name": "slingshot"})
     assert len(sling.nodes) == 18 * 32 * 16
     assert df.DragonflyShape(18, 32, 16, 17).links_per_pair == 32
