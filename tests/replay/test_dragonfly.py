@@ -266,3 +266,40 @@ def test_vectorised_routes_are_the_reference_routes(routing) -> None:
     assert vectorised <= reference  # no route, detour or position the reference cannot make
     assert len(vectorised) >= 0.9 * len(reference)  # and most of them within 30 draws
     assert not cyclic(ruled)
+
+
+def test_the_router_hooks_reach_the_packet_model_and_default_to_not_modelled() -> None:
+    """``adaptive`` and ``link_delays`` are declared hooks of graph.Router: None on a router
+    that does not model them (a fat-tree's), the dragonfly's own otherwise; the packet model
+    (``per_packet``) receives them through Contention.simulate exactly as a direct
+    packet.simulate call with the router's hooks, and the flow model never does."""
+    from burstlake.replay import packet
+    from burstlake.replay.graph import Router
+
+    tree = build({"name": "cab1296"})
+    assert type(tree.router).adaptive is Router.adaptive
+    assert tree.router.adaptive(tree.io_paths()) is None and tree.link_delays() is None
+    assert tree.router.routing is None
+    assert models.PACKET.per_packet and not models.FLOW.per_packet
+
+    t = build({**SATURATE, "routing": "par", "latencies": {"global": 1e-6}})
+    assert t.router.routing == "par"
+    delays = t.link_delays()
+    assert len(delays) == len(t.resources.names)
+    assert delays[t.router.wiring.global_res].tolist() == [1e-6] * len(t.router.wiring.global_res)
+    contention = models.parse({"name": "packet", "nic_delay": 0.0})
+    t = t.with_contention(contention)
+    work = sy.requests(t, sy.demand({"pattern": "nearest-group", "load": 0.5, "messages": 5}, t))
+    got = t.simulate(work)
+    direct = packet.simulate(
+        work,
+        t.resources.capacity,
+        contention.settings,
+        None,
+        switch_port=t.resources.is_switch_port,
+        adaptive=t.router.adaptive(work.paths),
+        link_delay=delays,
+    )
+    assert np.array_equal(got.end, direct.end) and got.events == direct.events
+    zero = replace(t, router=replace(t.router, delays=np.zeros_like(delays)))
+    assert np.nanmax(zero.simulate(work).end) < np.nanmax(got.end)  # the wires' µs count
