@@ -69,6 +69,8 @@ def run(args: argparse.Namespace) -> int:
         scenario = with_workers(scenario, "workers", args.workers)
     if args.spark_master is not None:
         scenario = with_workers(scenario, "spark_master", args.spark_master)
+    for note in scenario.notes:
+        print(f"note: {note}", file=sys.stderr)
     if args.cluster is not None:
         scenario = replace(scenario, cluster=check_cluster(args.cluster))
     show = args.progress or sys.stderr.isatty()
