@@ -20,6 +20,7 @@ from burstlake.replay import models
 from burstlake.replay.solver import Paths
 
 if TYPE_CHECKING:
+    from burstlake.replay.packet import Adaptive
     from burstlake.replay.requests import Requests
 
 
@@ -75,6 +76,9 @@ class Router:
 
     network: bool = True  # route() follows the compute network hop by hop; False where it is
     # not modelled (a forwarding machine, 004 §5.2: pair hops are counted from groups)
+    routing: str | None = None  # the routing setting a scenario may change (a dragonfly's
+    # ``minimal``, ``ugal``...), recorded with the scores as ``routing_<name>``; None: one
+    # fixed routing
     striped: bool = False  # the forwarding targets are storage servers a file is striped over
     # (Lustre's, paper 000 §3.1's I/O servers on a fat-tree); False: each node's I/O goes to
     # its one forwarding target (an ION, 004 §2.1; a bridge node, 003)
@@ -116,6 +120,19 @@ class Router:
     def target_nodes(self) -> np.ndarray | None:
         """The compute node hosting each forwarding target (a BG/Q bridge node), None where
         targets are not compute nodes."""
+        return None
+
+    def adaptive(self, paths: Paths) -> Adaptive | None:
+        """Per-packet routing of ``paths`` (one row per request) for a model that routes
+        packets itself (:class:`burstlake.replay.packet.Adaptive`: the dragonfly's ``ugal``
+        and ``par``, Kim et al., ISCA 2008 §4.2); None: not modelled, every packet follows
+        its request's route on the :meth:`vcs` rule."""
+        return None
+
+    def link_delays(self) -> np.ndarray | None:
+        """Each resource's propagation delay (seconds, added to every crossing by a model
+        that routes packets: CODES' ``dragonfly-dally`` ``cn_delay``, ``local_delay``,
+        ``global_delay``); None: not modelled, wires take no time beyond the router delay."""
         return None
 
 
@@ -211,6 +228,14 @@ class Topology:
         if any(len(v) != len(r) for v, r in zip(vcs, routes, strict=True)):
             raise ValueError(f"{self.name}: the router's vcs gave a length other than the route's")
         return np.asarray([vc for route in vcs for vc in route], dtype=np.int8)
+
+    def route_adaptive(self, paths: Paths) -> Adaptive | None:
+        """The router's per-packet routing of ``paths`` (:meth:`Router.adaptive`)."""
+        return self.router.adaptive(paths)
+
+    def link_delays(self) -> np.ndarray | None:
+        """The router's propagation delay per resource (:meth:`Router.link_delays`)."""
+        return self.router.link_delays()
 
     def route_hops(self) -> np.ndarray | None:
         """Hops from each compute node to its target (004 §5.2), None if not modelled."""

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, fields, is_dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -41,7 +42,12 @@ class Model:
     resources of the given capacities (bytes/s), ``vcs`` the virtual channel of every route
     entry (None: all 0), ``switch_port`` whether a switch sends on each resource
     (:class:`~burstlake.replay.graph.ResourceSet`; None for bare links). A model that uses
-    virtual channels says so (``virtual_channels``), so only it pays for the router's rule."""
+    virtual channels says so (``virtual_channels``), so only it pays for the router's rule.
+    A model that routes packets itself says so (``per_packet``): its ``run`` also takes the
+    router's hooks as ``adaptive=`` (:meth:`~burstlake.replay.graph.Router.adaptive`, whose
+    routes and VCs then replace ``vcs``) and ``link_delay=``
+    (:meth:`~burstlake.replay.graph.Router.link_delays`), each None where the router does not
+    model it."""
 
     name: str
     schema: frozenset[str]
@@ -52,6 +58,7 @@ class Model:
     ]
     doc: str = ""
     virtual_channels: bool = False
+    per_packet: bool = False
 
 
 @dataclass(frozen=True)
@@ -74,10 +81,17 @@ class Contention:
         self, topology: Network, requests: Requests, progress: Progress = None
     ) -> Timeline:
         """Replay ``requests`` on ``topology`` (a :class:`~burstlake.replay.graph.Topology`),
-        on its router's virtual channels and switch ports."""
-        vcs = topology.route_vcs(requests.paths) if self.model.virtual_channels else None
+        on its router's virtual channels and switch ports, and under a ``per_packet`` model
+        its per-packet routing and wire delays (:class:`Model`)."""
+        run: Callable[..., Timeline] = self.model.run
+        adaptive = None
+        if self.model.per_packet:
+            adaptive = topology.route_adaptive(requests.paths)
+            run = partial(run, adaptive=adaptive, link_delay=topology.link_delays())
+        routed = self.model.virtual_channels and adaptive is None  # else its own VCs
+        vcs = topology.route_vcs(requests.paths) if routed else None
         resources = topology.resources
-        return self.model.run(
+        return run(
             requests, resources.capacity, self.settings, vcs, resources.is_switch_port, progress
         )
 
@@ -127,16 +141,33 @@ FLOW = register(
         "max-min fluid sharing (SimGrid's flow model)",
     )
 )
+
+
+def _packet(
+    requests: Requests,
+    capacity: np.ndarray,
+    settings: packet.PacketSettings,
+    vcs: np.ndarray | None,
+    ports: np.ndarray | None,
+    progress: Progress,
+    adaptive: packet.Adaptive | None = None,
+    link_delay: np.ndarray | None = None,
+) -> Timeline:
+    return packet.simulate(
+        requests, capacity, settings, vcs, progress=progress, switch_port=ports,
+        adaptive=adaptive, link_delay=link_delay,
+    )  # fmt: skip
+
+
 PACKET = register(
     Model(
         "packet",
         frozenset(f.name for f in fields(packet.PacketSettings)),
         packet.PacketSettings.from_mapping,
-        lambda requests, capacity, settings, vcs, ports, progress: packet.simulate(
-            requests, capacity, settings, vcs, progress=progress, switch_port=ports
-        ),
+        _packet,
         "lossless packets, buffers and credits (CODES, paper 000 §2.5)",
         virtual_channels=True,
+        per_packet=True,
     )
 )
 DEFAULT = Contention(FLOW)

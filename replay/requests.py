@@ -6,13 +6,14 @@ models"): the contract both models share, so neither imports the other.
 - :func:`issue_time`: the one rule for when a stream's next request issues;
 - :class:`Timeline`: when each request started and ended;
 - :class:`Network`: what a model reads of a topology (capacities, switch ports, virtual
-  channels), so :mod:`burstlake.replay.models` names it without importing the topology.
+  channels, per-packet routing and wire delays), so :mod:`burstlake.replay.models` names it
+  without importing the topology.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 from numba import njit
@@ -107,4 +108,13 @@ class Network(Protocol):
 
     def route_vcs(self, paths: Paths) -> np.ndarray:
         """The virtual channel of every entry of ``paths.indices``."""
+        ...
+
+    def route_adaptive(self, paths: Paths) -> Any:
+        """Per-packet routing of ``paths`` (:class:`burstlake.replay.packet.Adaptive`), None
+        where not modelled."""
+        ...
+
+    def link_delays(self) -> np.ndarray | None:
+        """Seconds of propagation per resource, None where not modelled."""
         ...

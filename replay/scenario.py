@@ -40,6 +40,7 @@ from burstlake.lake import run as lake_run
 from burstlake.replay import models, spread, topologies, workloads
 from burstlake.replay.graph import Topology
 from burstlake.replay.policies import Policy, policy
+from burstlake.replay.scores import Score
 from burstlake.replay.workloads import Progress, ScenarioLimits
 from burstlake.schemas.replay import INPUTS
 
@@ -306,6 +307,10 @@ def _scored(
         machine = machine.with_contention(scenario.model)  # a policy may rebuild the machine
         result = kind.scores(given, machine, work, progress)
         scored = result if isinstance(result, workloads.Scored) else workloads.Scored(result)
+        routing = machine.router.routing  # a routing setting (a dragonfly's), recorded
+        if routing is not None:
+            flag = Score(f"routing_{routing}", 1.0, "flag")
+            scored = workloads.Scored([*scored.scores, flag], scored.tables)
         out.append((each.label, scored))
     return topology, out
 

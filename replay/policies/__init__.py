@@ -38,6 +38,7 @@ def _load() -> None:
         bridges,
         combine,
         coordination,
+        dragonfly,
         mapping,
         placement,
         reallocation,

@@ -5,11 +5,11 @@ parameter set of a family (``cab1296``, ``quartz186``, ``mira512``, ``tianhe1a``
 
 A family module registers a :class:`Family` with :func:`register` (its settings, capacities,
 link kinds and default link latency, check and build) and its presets with :func:`preset`: the
-fat-tree (:mod:`.fattree`), the torus (:mod:`.torus`), the I/O forwarding machines and the
-lake's own ``topology`` table (:mod:`.forwarding`), and the lake's switches as a fat-tree's
-leaves (:mod:`.lake_fattree`). Every topology also takes ``capacities``
-(the family's capacity keys, bytes/s) and ``link_latency`` (seconds per link crossed). The
-scenario runner and the engine never change when a family is added.
+fat-tree (:mod:`.fattree`), the torus (:mod:`.torus`), the dragonfly (:mod:`.dragonfly`), the
+I/O forwarding machines and the lake's own ``topology`` table (:mod:`.forwarding`), and the
+lake's switches as a fat-tree's leaves (:mod:`.lake_fattree`). Every topology also takes
+``capacities`` (the family's capacity keys, bytes/s) and ``link_latency`` (seconds per link
+crossed). The scenario runner and the engine never change when a family is added.
 """
 
 from __future__ import annotations
@@ -54,6 +54,7 @@ class Family:
 
 def _load() -> None:
     from burstlake.replay.topologies import (  # noqa: F401 - register their families
+        dragonfly,
         fattree,
         forwarding,
         lake_fattree,

@@ -138,6 +138,7 @@ def _load() -> None:
         lake,
         lake_window,
         phases,
+        synthetic,
     )
 
 

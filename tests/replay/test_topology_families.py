@@ -141,7 +141,7 @@ def test_names_list_families_and_presets() -> None:
         ({"name": "tiny", "radix": 4}, "unknown settings 'radix'"),
         ({"name": "fattree", "capacities": {"ion": 1e9}}, "unknown capacities 'ion'"),
         ({"name": "fattree", "link_latency": -1}, "link_latency must be a number of seconds"),
-        ({}, "unknown topology None; allowed: cab1296, cs19, fattree"),
+        ({}, "unknown topology None; allowed: cab1296, cs19, dfdally_3k, dfdally_72, dragonfly"),
     ],
 )
 def test_bad_family_parameters_are_refused_in_one_line(settings, message) -> None:
