@@ -69,4 +69,4 @@ airflow: venv
 	. infra/airflow.env && $(BIN)/airflow standalone
 
 clean:
-	rm -rf $(VENV) $(LAKE) bench/results
+	rm -rf $(VENV) $(LAKE)

@@ -2,7 +2,8 @@
 
 Each ``bench/<name>.py`` has ``main() -> Path``: it runs its measurement and returns the JSON
 file it wrote under ``bench/results/`` (generated inputs go to a temporary directory, never
-into the repository).
+into the repository). The results are committed; ``docs/benchmarks.md`` is rendered from them
+by ``python -m bench.render`` (``python -m bench`` renders it after its runs), never edited.
 """
 
 import json
@@ -26,14 +27,33 @@ def load_average() -> float:
     return round(os.getloadavg()[0], 1)
 
 
-def write_result(name: str, result: dict) -> Path:
-    """Save one benchmark's figures, with the machine's state, as ``bench/results/<name>.json``."""
-    result = result | {
-        "cpus": os.cpu_count(),
-        "load_average_1min": load_average(),
-        "python": platform.python_version(),
-        "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-    }
+class Goal(NamedTuple):
+    """A goal a benchmark is held to: what it asks, the figure measured against it, whether it
+    was met. A miss is written as missed, with the figure; never rounded into a pass."""
+
+    goal: str
+    figure: str
+    met: bool
+
+
+def write_result(name: str, result: dict, goals: list[Goal] | None = None) -> Path:
+    """Save one benchmark's figures, with the machine's state, as ``bench/results/<name>.json``.
+
+    ``goals`` go to the file's ``goals`` list (``goal``, ``figure``, ``met``), which
+    ``docs/benchmarks.md`` shows as met or missed.
+    """
+    result = (
+        {"benchmark": name, "goals": []}
+        | result
+        | {
+            "cpus": os.cpu_count(),
+            "load_average_1min": load_average(),
+            "python": platform.python_version(),
+            "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        }
+    )
+    if goals is not None:
+        result["goals"] = [g._asdict() for g in goals]
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / f"{name}.json"
     path.write_text(json.dumps(result, indent=2) + "\n")

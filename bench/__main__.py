@@ -1,4 +1,5 @@
-"""``python -m bench [name...]``: run every benchmark module (or the named ones) in bench/."""
+"""``python -m bench [name...]``: run every benchmark module (or the named ones) in bench/, then
+render ``docs/benchmarks.md`` from the results (``bench/render.py``)."""
 
 from __future__ import annotations
 
@@ -6,11 +7,16 @@ import importlib
 import sys
 from pathlib import Path
 
+from bench import render
+
+NOT_BENCHMARKS = {"render"}  # modules of bench/ that measure nothing
+
 
 def available() -> list[str]:
     """Names of the benchmark modules next to this file."""
     here = Path(__file__).resolve().parent
-    return sorted(p.stem for p in here.glob("*.py") if not p.stem.startswith("_"))
+    names = (p.stem for p in here.glob("*.py") if not p.stem.startswith("_"))
+    return sorted(n for n in names if n not in NOT_BENCHMARKS)
 
 
 def run(names: list[str]) -> int:
@@ -23,6 +29,7 @@ def run(names: list[str]) -> int:
         print(f"bench {name}: running", flush=True)
         result = importlib.import_module(f"bench.{name}").main()
         print(f"bench {name}: results in {result}", flush=True)
+    print(f"bench: rendered {render.write()}", flush=True)
     return 0
 
 

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench import measure, write_result
+from bench import Goal, measure, write_result
 
 SYSTEM_PYTHON = "/usr/bin/python3"
 SIMGRID_SCRIPT = Path(__file__).resolve().parent / "_simgrid_flows.py"
@@ -206,9 +206,24 @@ def main() -> Path:
             print(json.dumps(entry), flush=True)
             sets.append(entry)
     result = {"simgrid_available": simgrid, "sets": sets}
+    goals = None
     if simgrid:
         result[f"goal_{GOAL}x_every_set"] = all(s[f"goal_{GOAL}x"] for s in sets)
-    return write_result("engine_vs_simgrid", result)
+        wall = [s["simgrid_speedup"] for s in sets]
+        cpu = [s["simgrid_speedup_cpu"] for s in sets]
+        worst = max(s["simgrid_max_relative_difference"] for s in sets)
+        goals = [
+            Goal(
+                f"{GOAL}× SimGrid on every set, wall",
+                f"{min(wall):.1f}× at least",
+                min(wall) >= GOAL,
+            ),
+            Goal(
+                f"{GOAL}× SimGrid on every set, CPU", f"{min(cpu):.1f}× at least", min(cpu) >= GOAL
+            ),
+            Goal(f"agreement within {AGREEMENT:g}", f"{worst:.1g} at most", worst <= AGREEMENT),
+        ]
+    return write_result("engine_vs_simgrid", result, goals)
 
 
 if __name__ == "__main__":

@@ -72,7 +72,7 @@ RUN = """
 import json, time
 import numpy as np
 from burstlake.replay import traffic as tr
-from burstlake.replay.events import Requests
+from burstlake.replay.requests import Requests
 from burstlake.replay.packet import PacketSettings, simulate
 from burstlake.replay.solver import Paths
 from burstlake.replay.topologies import build

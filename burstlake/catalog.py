@@ -32,11 +32,12 @@ from burstlake.lake import (
     DAY,
     Cluster,
     LakeError,
-    _lake_error,
-    _locked,
+    as_lake_error,
     clean_leftovers,
+    exclusive,
     lake_path,
     read_versions,
+    sql_literal,
     table_files,
     table_layout,
 )
@@ -55,10 +56,6 @@ def catalog_path(lake: str | os.PathLike | None = None) -> Path:
     return lake_path(lake) / CATALOG
 
 
-def _quote(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
 def _empty(spec: TableSpec) -> pa.Table:
     return pa.Table.from_pylist([], schema=spec.schema)
 
@@ -70,7 +67,7 @@ def _define(con: duckdb.DuckDBPyConnection, spec: TableSpec, root: Path, version
         empty = _empty(spec)  # noqa: F841 - read by DuckDB
         con.execute(f"CREATE TABLE {name} AS SELECT * FROM empty")
         return
-    paths = "[" + ", ".join(_quote(str(f)) for f in files) + "]"
+    paths = "[" + ", ".join(sql_literal(str(f)) for f in files) + "]"
     types = dict(zip(spec.schema.names, con.from_arrow(_empty(spec)).dtypes, strict=True))
     columns = ", ".join(  # a column newer than the lake's files reads as null
         f'"{c}"' if c in stored else f'CAST(NULL AS {types[c]}) AS "{c}"' for c in spec.schema.names
@@ -98,11 +95,11 @@ def refresh(lake: str | os.PathLike | None = None, tables: list[str] | None = No
     clean_leftovers(root)
     scratch = root / f".catalog-{os.getpid()}-{uuid.uuid4().hex[:8]}.duckdb"
     try:
-        with _locked(root, "catalog"):
+        with exclusive(root, "catalog"):
             versions = read_versions(root)
             con = duckdb.connect(str(scratch))
             try:
-                con.execute(f"SET file_search_path = {_quote(str(root))}")
+                con.execute(f"SET file_search_path = {sql_literal(str(root))}")
                 for name, version in versions.items():
                     _define(con, REGISTRY[name], root, version)
                 con.execute(f'CREATE TABLE "{META}" (root VARCHAR, name VARCHAR, version BIGINT)')
@@ -116,7 +113,7 @@ def refresh(lake: str | os.PathLike | None = None, tables: list[str] | None = No
             Path(f"{root / CATALOG}.wal").unlink(missing_ok=True)
             os.replace(scratch, root / CATALOG)
     except (OSError, duckdb.Error) as err:
-        error = _lake_error(err, root)
+        error = as_lake_error(err, root)
         raise (error or LakeError(f"catalog {root / CATALOG} not rebuilt: {err}")) from err
     finally:
         for leftover in root.glob(f"{scratch.name}*"):
@@ -164,7 +161,7 @@ def connect(
     root = lake_path(lake)
     ensure(root)
     con = duckdb.connect(str(root / CATALOG), read_only=read_only)
-    con.execute(f"SET file_search_path = {_quote(str(root))}")
+    con.execute(f"SET file_search_path = {sql_literal(str(root))}")
     if cluster is not None:
         database = con.execute("SELECT current_database()").fetchone()[0]
         for name, table_spec in sorted(REGISTRY.items()):
@@ -294,5 +291,5 @@ def delta_connection() -> duckdb.DuckDBPyConnection:
     con = duckdb.connect(config={"allow_unsigned_extensions": "true"})
     with contextlib.suppress(duckdb.Error):
         con.execute("SET autoinstall_known_extensions = false")
-    con.execute(f"LOAD {_quote(str(found[0]))}")
+    con.execute(f"LOAD {sql_literal(str(found[0]))}")
     return con

@@ -15,6 +15,8 @@ without one, every option comes from the command line (or its defaults). The sha
       edison:
         url: postgresql://zabbix@db.example.org:5432/zabbix
         password_env: ZABBIX_EDISON_PASSWORD     # or airflow_conn_id: zabbix_edison
+    replay:                         # scenario files the scheduled replay runs, in this order
+      - scenarios/ion_remap.yaml
 
 Options are a source's command-line options by their long name (``host_prefix`` or
 ``host-prefix``); a machine's options apply to all its files of that source, a drop folder's on
@@ -44,7 +46,7 @@ from burstlake.strict_yaml import StrictYAMLError, loads
 
 LOG = logging.getLogger(__name__)
 FILE_NAME = "burstlake.yaml"
-TOP_KEYS = ("machines", "drops", "zabbix_db")
+TOP_KEYS = ("machines", "drops", "zabbix_db", "replay")
 DB_KEYS = ("url", "password_env", "airflow_conn_id")
 MAX_FILE_BYTES = 4 << 20  # a deployment file of a few hundred machines is a few kB
 MAX_MACHINES = 1000  # machines of one lake; each is checked with every source's options
@@ -85,6 +87,7 @@ class Deployment:
     machines: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     drops: tuple[Drop, ...] = ()
     databases: tuple[Database, ...] = ()
+    scenarios: tuple[Path, ...] = ()  # what the scheduled replay runs (``replay:``)
 
     def options(self, source: str, machine: str | None) -> dict[str, Any]:
         """The ingest options the file gives a source's files of one machine (with
@@ -198,7 +201,22 @@ def _check(path: Path, data: Any, lake: Path) -> Deployment:
         _database(path, f"zabbix_db.{machine}", machine, entry, machines)
         for machine, entry in _mapping(path, "zabbix_db", top.get("zabbix_db")).items()
     )
-    return Deployment(path, machines, drops, databases)
+    scenarios = tuple(
+        _scenario(path, f"replay[{i}]", entry)
+        for i, entry in enumerate(_list(path, "replay", top.get("replay")))
+    )
+    return Deployment(path, machines, drops, databases, scenarios)
+
+
+def _scenario(path: Path, key: str, entry: Any) -> Path:
+    """A scenario file the scheduled replay runs: an existing file, relative to the
+    deployment file's folder."""
+    if not isinstance(entry, str) or not entry.strip():
+        raise _fail(path, key, f"a scenario file's path (text), not {entry!r}")
+    scenario = (path.parent / entry).absolute()
+    if not scenario.is_file():
+        raise _fail(path, key, f"no scenario file {scenario}")
+    return scenario
 
 
 def _check_folders(path: Path, drops: tuple[Drop, ...], lake: Path) -> None:

@@ -33,6 +33,8 @@ from pathlib import Path
 
 import duckdb
 
+from burstlake.lake.sql import sql_literal
+
 log = logging.getLogger(__name__)
 
 READ = duckdb.StatementType.SELECT
@@ -213,7 +215,7 @@ def lock(
     :func:`memory_limit`) and ``threads`` (default: one per core)."""
     if threads is not None:
         check_threads(threads, "--threads")
-    quoted = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
+    quoted = ", ".join(sql_literal(f) for f in files)
     for setting in (
         f"SET memory_limit = '{memory_limit(memory)}'",
         f"SET threads = {int(threads or os.cpu_count() or 1)}",

@@ -10,7 +10,11 @@ reference, so that it can be mailed to a colleague. It reads only lake tables:
 - ``cabinet_load`` and ``ion_load`` (004 Fig. 7);
 - ``job_io_metrics``: the I/O NUD of all-rank jobs (004 Fig. 2);
 - ``replay_scores``: each scenario's policies side by side (004 §7.4, Fig. 15; papers 000, 001),
-  and papers 002's and 003's what-ifs beside their tables (:mod:`burstlake.report_papers`).
+  and papers 002's and 003's what-ifs beside their tables (:mod:`burstlake.report_papers`); a
+  scenario replayed on several seeds with the mean, its 95 % interval as error bars, and each
+  policy's difference from the first said significant or within noise
+  (:mod:`burstlake.replay.spread`); the lake's windows under both contention models
+  (:mod:`burstlake.report_windows`).
 
 A section whose table is empty says which command fills it instead of drawing an empty axis.
 A lake holding several machines gets these sections once per machine (docs/design.md, "Several
@@ -35,11 +39,15 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from burstlake import lake as lake_io
 from burstlake import paths
+from burstlake.jobs.metrics.settings import recorded
+from burstlake.replay import spread
 from burstlake.report_papers import paper_sections
 from burstlake.report_parts import Section, figure_png, table_row
+from burstlake.report_windows import windows_section
 
 log = logging.getLogger(__name__)
 
@@ -242,9 +250,10 @@ def loads_section(lake: lake_io.Cluster) -> Section:
 def nud_section(lake: lake_io.Cluster) -> Section:
     """Distribution of the I/O NUD of all-rank jobs (004 Fig. 2)."""
     title = "I/O distribution of all-rank jobs"
+    uneven = recorded(lake.lake).uneven_nud  # the threshold the lake's metrics ran with
     caption = (
         "Histogram of the I/O traffic NUD of multi-node all-rank jobs; jobs right of the dashed "
-        "line (NUD > 0.05) have uneven I/O (paper 004 §3.2.2, Fig. 2)."
+        f"line (NUD > {uneven:g}) have uneven I/O (paper 004 §3.2.2, Fig. 2)."
     )
     jobs = _read(lake, "job_io_metrics")
     nuds = jobs.loc[jobs.all_rank.fillna(False), "io_nud"].dropna() if not jobs.empty else []
@@ -252,7 +261,7 @@ def nud_section(lake: lake_io.Cluster) -> Section:
         return Section("nud", title, caption, empty="no all-rank jobs with traffic in the lake")
     fig, ax = plt.subplots(figsize=(10, 3.2))
     ax.hist(nuds, bins=np.linspace(0, 1, 41))
-    ax.axvline(0.05, ls="--", color="k", lw=1)
+    ax.axvline(uneven, ls="--", color="k", lw=1)
     ax.set_xlabel("I/O NUD")
     ax.set_ylabel("jobs")
     return Section("nud", title, caption, png=figure_png(fig))
@@ -276,9 +285,47 @@ def _paper_row(metric: str, policies: list[str]) -> str:
     return f"<tr><td><i>paper ({html.escape(cite)})</i></td>{cells}</tr>"
 
 
+def seeded(frame: pd.DataFrame) -> bool:
+    """Whether a scenario's ``replay_scores`` rows are runs on several seeds."""
+    return "seed" in frame and bool(frame.seed.notna().any())
+
+
+def spread_of(frame: pd.DataFrame) -> pd.DataFrame:
+    """The spread over the seeds of one scenario's rows on one machine
+    (:func:`burstlake.replay.spread.summary`: the ``replay_spread`` rows), indexed by policy,
+    metric and ``against`` ('' for a policy's own score)."""
+    columns = ["scenario", "cluster", "policy", "metric", "unit", "seed", "value"]
+    rows = [
+        {
+            **{c: (None if pd.isna(r[c]) else r[c]) for c in columns},
+            "seed": int(r["seed"]),
+        }
+        for r in frame[frame.seed.notna()][columns].to_dict("records")
+    ]
+    out = spread.summary(pa.Table.from_pylist(rows)).to_pandas()
+    out["against"] = out.against.fillna("")
+    return out.set_index(["policy", "metric", "against"])
+
+
+def _cell(value: float | None, low: float | None = None, high: float | None = None) -> str:
+    if value is None or pd.isna(value):
+        return "–"
+    if low is None or high is None or pd.isna(low) or pd.isna(high):
+        return f"{value:.4g}"
+    return f"{value:.4g} [{low:.4g}, {high:.4g}]"
+
+
+def _noise(row: pd.Series) -> str:
+    """'significant' or 'within noise' for a paired difference (None: undefined)."""
+    if pd.isna(row.within_noise):
+        return "undefined"
+    return "within noise" if row.within_noise else "significant"
+
+
 def scenario_sections(scores: pd.DataFrame) -> list[Section]:
     """One section per replay scenario and machine (``scores``: the lake's ``replay_scores``):
-    its policies side by side, a panel per score."""
+    its policies side by side, a panel per score; over several seeds the bars are means with
+    their 95 % interval and the table marks each policy's difference from the first."""
     if scores.empty:
         return [
             Section(
@@ -296,15 +343,30 @@ def scenario_sections(scores: pd.DataFrame) -> list[Section]:
         on = f" on {cluster}" if several and isinstance(cluster, str) else ""
         policies = list(dict.fromkeys(frame.policy))
         metrics = list(dict.fromkeys(frame.metric))
+        spreads = spread_of(frame) if seeded(frame) else None
         shown = metrics[:MAX_SCORE_PANELS]
         columns = min(4, len(shown))
         rows = -(-len(shown) // columns)
         fig, axes = plt.subplots(rows, columns, figsize=(2.6 * columns, 2.3 * rows), squeeze=False)
         for ax, metric in zip(axes.flat, shown, strict=False):
-            values = frame[frame.metric == metric].set_index("policy").reindex(policies)
+            values = (
+                frame[frame.metric == metric].drop_duplicates("policy").set_index("policy")
+            ).reindex(policies)
+            heights, errors = values.value.astype(float).fillna(0), None
+            if spreads is not None:
+                own = spreads.xs("", level="against").xs(metric, level="metric").reindex(policies)
+                heights = own["mean"].astype(float).fillna(0)
+                errors = np.array(
+                    [
+                        (heights - own["low"].astype(float)).fillna(0).clip(lower=0),
+                        (own["high"].astype(float) - heights).fillna(0).clip(lower=0),
+                    ]
+                )
             ax.bar(
                 range(len(policies)),
-                values.value.astype(float).fillna(0),
+                heights,
+                yerr=errors,
+                capsize=3 if errors is not None else 0,
                 color=[f"C{i}" for i in range(len(policies))],
             )
             ax.set_xticks(range(len(policies)), policies, rotation=30, ha="right", fontsize=8)
@@ -313,16 +375,19 @@ def scenario_sections(scores: pd.DataFrame) -> list[Section]:
         for ax in list(axes.flat)[len(shown) :]:
             ax.set_visible(False)
         fig.tight_layout()
-        wide = frame.pivot_table(
-            index="metric", columns="policy", values="value", aggfunc="first"
-        ).reindex(index=metrics, columns=policies)
-        body = "".join(
-            f"<tr><td>{html.escape(m)}</td>"
-            + "".join(f"<td>{'–' if pd.isna(v) else f'{v:.4g}'}</td>" for v in wide.loc[m])
-            + "</tr>"
-            + _paper_row(m, policies)
-            for m in metrics
-        )
+        if spreads is None:
+            wide = frame.pivot_table(
+                index="metric", columns="policy", values="value", aggfunc="first"
+            ).reindex(index=metrics, columns=policies)
+            body = "".join(
+                f"<tr><td>{html.escape(m)}</td>"
+                + "".join(f"<td>{_cell(v)}</td>" for v in wide.loc[m])
+                + "</tr>"
+                + _paper_row(m, policies)
+                for m in metrics
+            )
+        else:
+            body = "".join(_spread_rows(spreads, m, policies) for m in metrics)
         head = "".join(f"<th>{html.escape(p)}</th>" for p in policies)
         topology = ", ".join(sorted(frame.topology.unique()))
         model = ", ".join(sorted(frame.model.dropna().unique())) if "model" in frame else ""
@@ -334,6 +399,15 @@ def scenario_sections(scores: pd.DataFrame) -> list[Section]:
             "§7.4 and Fig. 15; slowdowns, latencies and interference factors as in papers 000 "
             "§5 and 001 §IV)."
         )
+        if spreads is not None:
+            runs = frame.seed.nunique()
+            caption += (
+                f" Over {runs} seeds: bars are the mean with its 95 % interval (Student's t, or "
+                "a bootstrap where the runs are skewed; the table says which), and each policy's "
+                f"paired difference from {html.escape(policies[0])} over the same seeds is "
+                "marked significant or within noise (its interval holds 0). At 95 %, about one "
+                "score in twenty of two equal policies is marked significant by chance."
+            )
         sections.append(
             Section(
                 f"replay-{scenario}" + (f"-{cluster}" if on else ""),
@@ -345,6 +419,38 @@ def scenario_sections(scores: pd.DataFrame) -> list[Section]:
             )
         )
     return sections
+
+
+def _spread_rows(spreads: pd.DataFrame, metric: str, policies: list[str]) -> str:
+    """A metric's rows over the seeds: each policy's mean [interval], then each policy's
+    difference from the first [interval] and whether it is within noise."""
+    own, diff = [], ["–"]
+    methods = set()
+    for policy in policies:
+        key = (policy, metric, "")
+        if key not in spreads.index:
+            own.append("–")
+            continue
+        row = spreads.loc[key]
+        methods.add(row.interval)
+        own.append(_cell(row["mean"], row.low, row.high))
+    for policy in policies[1:]:
+        key = (policy, metric, policies[0])
+        if key not in spreads.index:
+            diff.append("–")
+            continue
+        row = spreads.loc[key]
+        diff.append(f"{_cell(row['mean'], row.low, row.high)} <b>{_noise(row)}</b>")
+    name = html.escape(metric)
+    how = html.escape(", ".join(sorted(methods)))
+    return (
+        f"<tr><td>{name} <small>({how})</small></td>"
+        + "".join(f"<td>{c}</td>" for c in own)
+        + f"</tr><tr><td><i>{name}: − {html.escape(policies[0])}</i></td>"
+        + "".join(f"<td>{c}</td>" for c in diff)
+        + "</tr>"
+        + _paper_row(metric, policies)
+    )
 
 
 MACHINE_BUILDERS: tuple[Callable[[lake_io.Cluster], Section], ...] = (
@@ -376,14 +482,18 @@ def machine_traffic(root: Path) -> dict[str | None, int]:
 def verdicts(scores: pd.DataFrame) -> list[str]:
     """One line per what-if policy of ``replay_scores``: what it changes against the scenario's
     first policy (the baseline), on the scenario's first score, by how much, on which topology
-    and under which contention model."""
+    and under which contention model; over several seeds the means, the paired difference's
+    95 % interval and whether it is significant or within noise."""
     lines = []
     for (scenario, cluster), frame in scores.groupby(
         ["scenario", "cluster"], sort=True, dropna=False
     ):
         policies = list(dict.fromkeys(frame.policy))
         metric = frame.metric.iloc[0]
-        values = frame[frame.metric == metric].set_index("policy").value
+        spreads = spread_of(frame) if seeded(frame) else None
+        values = frame[frame.metric == metric].drop_duplicates("policy").set_index("policy").value
+        if spreads is not None:
+            values = spreads.xs("", level="against").xs(metric, level="metric")["mean"]
         unit = frame[frame.metric == metric].unit.dropna()
         unit = f" {unit.iloc[0]}" if len(unit) else ""
         topology = ", ".join(sorted(frame.topology.unique()))
@@ -397,6 +507,13 @@ def verdicts(scores: pd.DataFrame) -> list[str]:
             else:
                 pct = f" ({(new - base) / base:+.1%})" if base else ""
                 change = f"{base:.4g} → {new:.4g}{unit}{pct}"
+            if spreads is not None and (policy, metric, policies[0]) in spreads.index:
+                row = spreads.loc[(policy, metric, policies[0])]
+                interval = _cell(row["mean"], row.low, row.high)
+                change += (
+                    f", mean over {row.runs} seeds; difference {interval} (95 %, "
+                    f"{row.interval}): {_noise(row)}"
+                )
             lines.append(
                 f"<b>{html.escape(str(scenario) + on)}</b>: {html.escape(policy)} against "
                 f"{html.escape(policies[0])}, {html.escape(metric)} {html.escape(change)} "
@@ -406,13 +523,9 @@ def verdicts(scores: pd.DataFrame) -> list[str]:
 
 
 # Paper 000's full setting (§3.1, §5.1: 612 MPI + 612 I/O clients on a 1,296-node fat-tree,
-# random-node placement, isolated-target servers): the MPI latencies CODES gives, built from
-# source and run here (`python -m bench packet_vs_codes`, static D-mod-k routing, seed 12345),
-# and the slowdown the paper reports. References beside the lake's own replays.
-MPI_REFERENCES = (
-    ("CODES, paper 000's full setting", 2.08e-6, 25.1e-6, 2.28e-6, 306e-6, 1106e-6, 12.1),
-    ("paper 000 §5.1", None, None, None, None, None, 8.0),
-)
+# random-node placement): the slowdown the paper reports, beside the lake's own replays. CODES'
+# figures are the benchmark's (`python -m bench packet_vs_codes`), not the product's.
+MPI_REFERENCES = (("paper 000 §5.1", None, None, None, None, None, 8.0),)
 MPI_METRICS = ("baseline_latency_mean", "latency_mean", "latency_median", "latency_p99",
                "latency_max", "slowdown")  # fmt: skip
 
@@ -426,7 +539,7 @@ def models_section(scores: pd.DataFrame) -> list[Section]:
     mpi = scores[scores.metric.str.startswith("mpi_")]
     for (scenario, model), frame in mpi.groupby(["scenario", "model"], sort=True):
         first = frame.policy.iloc[0]
-        values = frame[frame.policy == first].set_index("metric").value
+        values = frame[frame.policy == first].groupby("metric").value.mean()  # over any seeds
         got = [values.get(f"mpi_{m}") for m in MPI_METRICS]
         label = f"{scenario} ({first}), {model} model"
         rows.append(_latency_row(label, *got))
@@ -442,8 +555,9 @@ def models_section(scores: pd.DataFrame) -> list[Section]:
             "models",
             "MPI latency under the two contention models",
             "The MPI job's latency (µs) with the I/O job, under the flow model (max-min fluid, no "
-            "buffers) and the packet model (lossless buffers and credits, as CODES), beside CODES "
-            "and paper 000 §5.1 at the paper's full size; the lake's scenarios are reduced.",
+            "buffers) and the packet model (lossless buffers and credits, as CODES), beside "
+            "paper 000 §5.1 at the paper's full size; the lake's scenarios are reduced (CODES' "
+            "own figures: python -m bench packet_vs_codes).",
             table_html=f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>",
         )
     ]
@@ -501,6 +615,7 @@ def sections_of(root: Path) -> list[Section]:
         answers_section(scores, busy, idle, traffic),
         *figures[0],
         *models_section(scores),
+        *windows_section(scores),
         *scenario_sections(scores),
         *paper_sections(scores),
         *(s for sections in figures[1:] for s in sections),

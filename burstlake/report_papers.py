@@ -32,11 +32,13 @@ Table = dict[str, dict[str, float]]
 
 
 def _scored(scores: pd.DataFrame, scenario: str) -> dict[str, dict[str, float | None]]:
-    """A scenario's scores as policy label → metric → value (empty when not replayed)."""
+    """A scenario's scores as policy label → metric → value (empty when not replayed); the
+    mean over the seeds of a scenario replayed on several."""
     rows = scores[scores.scenario == scenario]
+    means = rows.groupby(["policy", "metric"], sort=False).value.mean()
     out: dict[str, dict[str, float | None]] = {}
-    for row in rows.itertuples():
-        out.setdefault(row.policy, {})[row.metric] = None if pd.isna(row.value) else row.value
+    for (policy, metric), value in means.items():
+        out.setdefault(policy, {})[metric] = None if pd.isna(value) else float(value)
     return out
 
 

@@ -11,7 +11,7 @@ Scans split at ``spark.sql.files.maxPartitionBytes`` = 16 MB (Spark's default is
 lake's node_io is one Parquet file per day (about 8 MB a day for the Tianhe-1A month), and the
 default packed the month's 24 files into 3 scan tasks for 2 cores, the last one running alone;
 at 16 MB a task reads one day (two small ones at most), so both cores stay busy to the end of a
-scan of node_io (README, "Where the Spark metrics time goes").
+scan of node_io (docs/design.md, "Metrics").
 
 Given a lake, everything the JVM prints goes to the lake's log file (:func:`log_file`), not to
 the terminal: log4j's lines, Ivy's report, and the JVM's own "WARNING: Using incubator modules:
@@ -24,8 +24,7 @@ Where Apache DataFusion Comet publishes a build for the installed Spark (1.2.0 i
 replaces Spark's scans, projections, joins, aggregations and shuffles with native vectorised
 ones and leaves to Spark what it cannot run (a plan's other parts, and every plan on another
 platform). Results are Spark's but for the last bits of some doubles (a NUD by up to 1e-14:
-Comet's native logarithm and sums round differently; README, "Where the Spark metrics time
-goes"). Its jar comes
+Comet's native logarithm and sums round differently; docs/design.md, "Metrics"). Its jar comes
 from Maven Central like Delta's; ``BURSTLAKE_SPARK_COMET=0`` runs plain Spark.
 """
 
@@ -164,7 +163,7 @@ def session(
         )
     )
     # the parallel collector: a batch job wants throughput, and G1's concurrent threads took
-    # CPU from the two cores the tasks share (README, "Where the Spark metrics time goes")
+    # CPU from the two cores the tasks share (docs/design.md, "Metrics")
     java_options = f"-Dlog4j2.configurationFile=file:{log4j} -XX:+UseParallelGC"
     builder = builder.config("spark.driver.extraJavaOptions", java_options)
     comet = comet_package()

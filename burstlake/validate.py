@@ -18,7 +18,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from burstlake.lake.machines import checked_keys, node_keys  # noqa: F401 - node_keys re-exported
+from burstlake.lake.clusters import checked_keys, node_keys  # noqa: F401 - node_keys re-exported
 
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
 

@@ -1,8 +1,8 @@
 """Airflow DAG `replay`: runs whenever the metrics run publishes the tables the replay reads from
 it (job_io_metrics, io_phases: burstlake.schemas.replay.TRIGGERS; the metrics run follows every
 change of the replay's other inputs, node_io, jobs, job_nodes and topology), replays every
-scenario in ``$BURSTLAKE_SCENARIOS`` (default: the examples shipped with the package) and
-writes ``replay_scores`` (docs/design.md, Replay)."""
+scenario the deployment file names (its ``replay:`` list; else those in
+``$BURSTLAKE_SCENARIOS``; else none) and writes ``replay_scores`` (docs/design.md, Replay)."""
 
 from __future__ import annotations
 
@@ -24,9 +24,10 @@ from burstlake.schemas.replay import TRIGGERS
 def replay() -> None:
     @task
     def find_scenarios() -> list[str]:
-        from burstlake.replay.scenario import scenario_files
+        from burstlake.config import load as deployment
+        from burstlake.replay.scenario import scheduled
 
-        return scenario_files()
+        return scheduled(deployment().scenarios)
 
     @task(outlets=[lake_asset("replay_scores")])
     def run_scenario(path: str) -> dict:

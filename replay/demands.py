@@ -28,9 +28,9 @@ from numba import njit
 from burstlake.allocation import JobRequest, Placements
 from burstlake.lake import Cluster
 from burstlake.replay.efficiency import ServerEfficiency
-from burstlake.replay.events import Requests, Timeline
 from burstlake.replay.graph import Topology
 from burstlake.replay.intervals import Rows
+from burstlake.replay.requests import Requests, Timeline
 
 Progress = Callable[[int], None] | None  # called with the work done since the last call
 

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from burstlake.replay.events import Requests, Timeline
+from burstlake.replay.requests import Requests, Timeline
 
 log = logging.getLogger(__name__)
 ROUNDS = 12  # replays at most while the stream counts settle

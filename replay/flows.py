@@ -31,7 +31,7 @@ import numpy as np
 
 from burstlake.paths import input_file
 from burstlake.replay import models
-from burstlake.replay.events import Requests
+from burstlake.replay.requests import Requests
 from burstlake.replay.solver import Paths
 
 log = logging.getLogger(__name__)

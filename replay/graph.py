@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -20,9 +20,8 @@ from burstlake.replay import models
 from burstlake.replay.solver import Paths
 
 if TYPE_CHECKING:
-    from burstlake.replay.events import Requests
-
-LINK_KINDS = ("node_link", "switch_link")  # resources that are network links (one hop each)
+    from burstlake.replay.packet import Adaptive
+    from burstlake.replay.requests import Requests
 
 MAX_NODES = 1_000_000  # nodes of a built topology: the largest machines have ~10^5
 BUILD_BYTES_PER_NODE = 1_200  # measured building a 9,936-host fat-tree (tracemalloc peak)
@@ -83,28 +82,72 @@ class ResourceSet:
         return np.flatnonzero(np.asarray(self.kinds) == kind)
 
 
-class Router(Protocol):
-    """Routing of one topology: resource ids on the way, and hop counts.
+class Router:
+    """Routing of one topology: resource ids on the way, and hop counts. A family's router
+    subclasses it, defines :meth:`io_route`, :meth:`route` and :meth:`hops`, and overrides the
+    hooks it has; each hook's default says the router does not model that (the scores then
+    give None or fall back, as each hook says)."""
 
-    Optional hooks a router may add (:class:`Topology` asks with ``getattr``):
-
-    - ``groups() -> np.ndarray``: the group of every compute node, for job placement;
-    - ``vcs(route: list[int]) -> list[int]``: the virtual channel of each hop of ``route``
-      for a lossless packet model, the family's deadlock-avoidance rule (without it every
-      hop is on VC 0: routes whose channel dependencies have no cycle).
-    """
+    network: bool = True  # route() follows the compute network hop by hop; False where it is
+    # not modelled (a forwarding machine, 004 §5.2: pair hops are counted from groups)
+    routing: str | None = None  # the routing setting a scenario may change (a dragonfly's
+    # ``minimal``, ``ugal``...), recorded with the scores as ``routing_<name>``; None: one
+    # fixed routing
+    striped: bool = False  # the forwarding targets are storage servers a file is striped over
+    # (Lustre's, paper 000 §3.1's I/O servers on a fat-tree); False: each node's I/O goes to
+    # its one forwarding target (an ION, 004 §2.1; a bridge node, 003)
 
     def io_route(self, node: int, target: int) -> list[int]:
         """Resources from compute node ``node`` through forwarding target ``target`` to storage."""
-        ...
+        raise NotImplementedError
 
     def route(self, src: int, dst: int) -> list[int]:
         """Resources from compute node ``src`` to compute node ``dst`` (MPI traffic)."""
-        ...
+        raise NotImplementedError
 
     def hops(self, node: int, target: int) -> int | None:
         """Network hops from ``node`` to forwarding target ``target``; None if not modelled."""
-        ...
+        raise NotImplementedError
+
+    def groups(self) -> np.ndarray | None:
+        """The group of every compute node, for job placement (leaf switches on a fat-tree);
+        None: the ION groups (:meth:`Topology.groups`)."""
+        return None
+
+    def vcs(self, route: list[int]) -> list[int] | None:
+        """The virtual channel of each hop of ``route`` for a lossless packet model, the
+        family's deadlock-avoidance rule; None: every hop on VC 0 (routes whose channel
+        dependencies have no cycle)."""
+        return None
+
+    def through(self, target: int) -> list[int] | None:
+        """The resources of forwarding target ``target`` that carry the I/O it routes (a
+        bridge node's own I/O link and the links leaving it, 003); None: its I/O is the bytes
+        of the nodes it serves."""
+        return None
+
+    def passes(self, node: int, target: int) -> list[int] | None:
+        """The compute nodes whose routers forward the I/O of ``node`` to ``target``, ends
+        excluded (003); None where routes pass no compute node's router."""
+        return None
+
+    def target_nodes(self) -> np.ndarray | None:
+        """The compute node hosting each forwarding target (a BG/Q bridge node), None where
+        targets are not compute nodes."""
+        return None
+
+    def adaptive(self, paths: Paths) -> Adaptive | None:
+        """Per-packet routing of ``paths`` (one row per request) for a model that routes
+        packets itself (:class:`burstlake.replay.packet.Adaptive`: the dragonfly's ``ugal``
+        and ``par``, Kim et al., ISCA 2008 §4.2); None: not modelled, every packet follows
+        its request's route on the :meth:`vcs` rule."""
+        return None
+
+    def link_delays(self) -> np.ndarray | None:
+        """Each resource's propagation delay (seconds, added to every crossing by a model
+        that routes packets: CODES' ``dragonfly-dally`` ``cn_delay``, ``local_delay``,
+        ``global_delay``); None: not modelled, wires take no time beyond the router delay."""
+        return None
 
 
 @dataclass(frozen=True)
@@ -125,6 +168,9 @@ class Topology:
     # how requests share the resources (burstlake.replay.models.Contention); None: the flow
     # model. A scenario's ``model:`` key sets it on every machine a policy gives.
     contention: Any = None
+    # the resource kinds that are network links, each paying ``link_latency`` when crossed:
+    # declared by the family (:class:`burstlake.replay.topologies.Family`)
+    link_kinds: tuple[str, ...] = ()
     _cache: dict = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -169,33 +215,41 @@ class Topology:
         groups — nodes sharing a target under the block mapping ⌊i / (m/n)⌋ (004 §5.1)."""
 
         def compute() -> np.ndarray:
-            hook = getattr(self.router, "groups", None)
-            if hook is not None:
-                return np.asarray(hook(), dtype=np.int64)
+            groups = self.router.groups()
+            if groups is not None:
+                return np.asarray(groups, dtype=np.int64)
             return np.arange(len(self.nodes), dtype=np.int64) * len(self.ions) // len(self.nodes)
 
         return self._memo("groups", compute)
 
     def route_latency(self, paths: Paths) -> np.ndarray:
-        """Each route's latency: its links (``LINK_KINDS``) × the topology's ``link_latency``
-        setting (seconds per hop; 0 where the topology sets none)."""
+        """Each route's latency: its links (resources of the family's ``link_kinds``) × the
+        topology's ``link_latency`` setting (seconds per hop; 0 where the topology sets none)."""
         per_hop = float(self.settings.get("link_latency", 0.0))
-        is_link = self._memo("is_link", lambda: np.isin(self.resources.kinds, LINK_KINDS))
+        kinds = list(self.link_kinds)
+        is_link = self._memo("is_link", lambda: np.isin(self.resources.kinds, kinds))
         crossed = np.concatenate(([0], np.cumsum(is_link[paths.indices])))
         return (crossed[paths.indptr[1:]] - crossed[paths.indptr[:-1]]) * per_hop
 
     def route_vcs(self, paths: Paths) -> np.ndarray:
         """The virtual channel of every entry of ``paths.indices`` (int8, aligned with it):
         the router's ``vcs`` rule route by route, VC 0 everywhere if it has none."""
-        rule = getattr(self.router, "vcs", None)
-        if rule is None:
+        if type(self.router).vcs is Router.vcs:  # no rule: VC 0 everywhere
             return np.zeros(len(paths.indices), dtype=np.int8)
         bounds = paths.indptr.tolist()
-        routes = [paths.indices[a:b] for a, b in pairwise(bounds)]
-        vcs = [rule(route.tolist()) for route in routes]
+        routes = [paths.indices[a:b].tolist() for a, b in pairwise(bounds)]
+        vcs = [self.router.vcs(route) for route in routes]
         if any(len(v) != len(r) for v, r in zip(vcs, routes, strict=True)):
             raise ValueError(f"{self.name}: the router's vcs gave a length other than the route's")
         return np.asarray([vc for route in vcs for vc in route], dtype=np.int8)
+
+    def route_adaptive(self, paths: Paths) -> Adaptive | None:
+        """The router's per-packet routing of ``paths`` (:meth:`Router.adaptive`)."""
+        return self.router.adaptive(paths)
+
+    def link_delays(self) -> np.ndarray | None:
+        """The router's propagation delay per resource (:meth:`Router.link_delays`)."""
+        return self.router.link_delays()
 
     def route_hops(self) -> np.ndarray | None:
         """Hops from each compute node to its target (004 §5.2), None if not modelled."""

@@ -1,7 +1,7 @@
 """Contention models (docs/design.md, "Contention models"): how the requests a workload issues
-share a topology's resources. Both run the same :class:`~burstlake.replay.events.Requests`
+share a topology's resources. Both run the same :class:`~burstlake.replay.requests.Requests`
 (route, size, start, release, window) and give the same
-:class:`~burstlake.replay.events.Timeline`, so every workload and policy runs under either.
+:class:`~burstlake.replay.requests.Timeline`, so every workload and policy runs under either.
 
 - ``flow`` (the default): max-min fluid sharing, as SimGrid's flow model
   (:mod:`burstlake.replay.events`). Fast over months of ``node_io``; right for ION- and
@@ -14,40 +14,51 @@ share a topology's resources. Both run the same :class:`~burstlake.replay.events
 A scenario picks one with ``model: packet`` or ``model: {name: packet, buffer_bytes: 32768}``,
 a flow file of ``burstlake flows`` with ``"model": "packet"`` or the same mapping in JSON
 (bare links, no topology: :meth:`Contention.simulate_links`); a new model registers a
-:class:`Model` here (docs/design.md, "To add a contention model").
+:class:`Model` in :data:`MODELS` here (docs/design.md, "To add a contention model").
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field, is_dataclass
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from burstlake.replay import events, packet
+from burstlake.replay.registry import Registry
+from burstlake.replay.requests import Network, Requests, Timeline
 
 Progress = Callable[[int], None] | None
 
 
 @dataclass(frozen=True)
 class Model:
-    """One contention model: ``settings(mapping, where)`` checks a scenario's settings for it
-    (one-line errors naming the key) and returns them; ``run(requests, capacity, settings,
-    vcs, switch_port, progress)`` replays the requests on resources of the given capacities
-    (bytes/s), ``vcs`` the virtual channel of every route entry (None: all 0), ``switch_port``
-    whether a switch sends on each resource (:class:`~burstlake.replay.graph.ResourceSet`;
-    None for bare links). A model that uses virtual channels says so (``virtual_channels``),
-    so only it pays for the router's rule."""
+    """One contention model (an entry of :data:`MODELS`, :mod:`burstlake.replay.registry`):
+    ``schema``, the settings a scenario may give it; ``check(mapping, where)`` checks their
+    values (one-line errors naming the key) and returns the model's settings;
+    ``run(requests, capacity, settings, vcs, switch_port, progress)`` replays the requests on
+    resources of the given capacities (bytes/s), ``vcs`` the virtual channel of every route
+    entry (None: all 0), ``switch_port`` whether a switch sends on each resource
+    (:class:`~burstlake.replay.graph.ResourceSet`; None for bare links). A model that uses
+    virtual channels says so (``virtual_channels``), so only it pays for the router's rule.
+    A model that routes packets itself says so (``per_packet``): its ``run`` also takes the
+    router's hooks as ``adaptive=`` (:meth:`~burstlake.replay.graph.Router.adaptive`, whose
+    routes and VCs then replace ``vcs``) and ``link_delay=``
+    (:meth:`~burstlake.replay.graph.Router.link_delays`), each None where the router does not
+    model it."""
 
     name: str
-    settings: Callable[[Mapping[str, Any], str], Any]
+    schema: frozenset[str]
+    check: Callable[[Mapping[str, Any], str], Any]
     run: Callable[
-        [events.Requests, np.ndarray, Any, np.ndarray | None, np.ndarray | None, Progress],
-        events.Timeline,
+        [Requests, np.ndarray, Any, np.ndarray | None, np.ndarray | None, Progress],
+        Timeline,
     ]
     doc: str = ""
     virtual_channels: bool = False
+    per_packet: bool = False
 
 
 @dataclass(frozen=True)
@@ -67,20 +78,26 @@ class Contention:
         return {"name": self.name} | (asdict(self.settings) if is_dataclass(self.settings) else {})
 
     def simulate(
-        self, topology: Any, requests: events.Requests, progress: Progress = None
-    ) -> events.Timeline:
-        """Replay ``requests`` on ``topology`` (a :class:`~burstlake.replay.graph.Topology`,
-        which imports this module, so it is not named here), on its router's virtual
-        channels and switch ports."""
-        vcs = topology.route_vcs(requests.paths) if self.model.virtual_channels else None
+        self, topology: Network, requests: Requests, progress: Progress = None
+    ) -> Timeline:
+        """Replay ``requests`` on ``topology`` (a :class:`~burstlake.replay.graph.Topology`),
+        on its router's virtual channels and switch ports, and under a ``per_packet`` model
+        its per-packet routing and wire delays (:class:`Model`)."""
+        run: Callable[..., Timeline] = self.model.run
+        adaptive = None
+        if self.model.per_packet:
+            adaptive = topology.route_adaptive(requests.paths)
+            run = partial(run, adaptive=adaptive, link_delay=topology.link_delays())
+        routed = self.model.virtual_channels and adaptive is None  # else its own VCs
+        vcs = topology.route_vcs(requests.paths) if routed else None
         resources = topology.resources
-        return self.model.run(
+        return run(
             requests, resources.capacity, self.settings, vcs, resources.is_switch_port, progress
         )
 
     def simulate_links(
-        self, requests: events.Requests, capacity: np.ndarray, progress: Progress = None
-    ) -> events.Timeline:
+        self, requests: Requests, capacity: np.ndarray, progress: Progress = None
+    ) -> Timeline:
         """Replay ``requests`` on bare resources of ``capacity`` bytes/s, with no topology
         and so no router: every hop on virtual channel 0, and every resource a route enters
         after another one taken as a switch's port (``burstlake flows``)."""
@@ -97,22 +114,26 @@ class Counted(Contention):
     calls: list[int] = field(default_factory=list)
 
     def simulate(
-        self, topology: Any, requests: events.Requests, progress: Progress = None
-    ) -> events.Timeline:
+        self, topology: Network, requests: Requests, progress: Progress = None
+    ) -> Timeline:
         self.calls.append(1)
         return super().simulate(topology, requests, progress)
 
+    def ran_elsewhere(self, runs: int) -> None:
+        """Count ``runs`` replays handed to workers (processes, Spark tasks) as this
+        model's :meth:`spec`, where this object's own count cannot see them."""
+        self.calls.extend([1] * runs)
 
-_MODELS: dict[str, Model] = {}
+
+MODELS: Registry[Model] = Registry("model", lambda model: model.schema)
 
 
 def register(model: Model) -> Model:
-    _MODELS[model.name] = model
-    return model
+    return MODELS.register(model.name, model)
 
 
 def names() -> list[str]:
-    return sorted(_MODELS)
+    return MODELS.names()
 
 
 def parse(spec: Any, where: str = "model") -> Contention:
@@ -120,25 +141,18 @@ def parse(spec: Any, where: str = "model") -> Contention:
     ``name`` and that model's settings."""
     if spec is None:
         return DEFAULT
-    given = {"name": spec} if isinstance(spec, str) else spec
-    if not isinstance(given, Mapping):
-        raise ValueError(f"{where}: a model name ({', '.join(names())}) or a mapping, got {spec!r}")
-    given = dict(given)
-    name = given.pop("name", None)
-    if name not in _MODELS:
-        raise ValueError(f"{where}: unknown model {name!r}; choose one of {', '.join(names())}")
-    model = _MODELS[name]
-    return Contention(model, model.settings(given, f"{where} {name}"))
+    name, model, given = MODELS.parse(spec, where)
+    return Contention(model, model.check(given, f"{where} {name}"))
 
 
 def _no_settings(given: Mapping[str, Any], where: str) -> None:
-    if given:
-        raise ValueError(f"{where}: takes no settings, got {sorted(given)}")
+    MODELS.settings(where, FLOW, given)
 
 
 FLOW = register(
     Model(
         "flow",
+        frozenset(),
         _no_settings,
         lambda requests, capacity, _settings, _vcs, _ports, progress: events.simulate(
             requests, capacity, progress
@@ -146,15 +160,33 @@ FLOW = register(
         "max-min fluid sharing (SimGrid's flow model)",
     )
 )
+
+
+def _packet(
+    requests: Requests,
+    capacity: np.ndarray,
+    settings: packet.PacketSettings,
+    vcs: np.ndarray | None,
+    ports: np.ndarray | None,
+    progress: Progress,
+    adaptive: packet.Adaptive | None = None,
+    link_delay: np.ndarray | None = None,
+) -> Timeline:
+    return packet.simulate(
+        requests, capacity, settings, vcs, progress=progress, switch_port=ports,
+        adaptive=adaptive, link_delay=link_delay,
+    )  # fmt: skip
+
+
 PACKET = register(
     Model(
         "packet",
+        frozenset(f.name for f in fields(packet.PacketSettings)),
         packet.PacketSettings.from_mapping,
-        lambda requests, capacity, settings, vcs, ports, progress: packet.simulate(
-            requests, capacity, settings, vcs, progress=progress, switch_port=ports
-        ),
+        _packet,
         "lossless packets, buffers and credits (CODES, paper 000 §2.5)",
         virtual_channels=True,
+        per_packet=True,
     )
 )
 DEFAULT = Contention(FLOW)

@@ -7,7 +7,7 @@ InfiniBand does. When an I/O server's link is oversubscribed, the buffers upstre
 fill; packets of other traffic that share those buffers wait behind I/O packets (head-of-line
 blocking), and the congestion spreads back across the tree (000 §4.2). A fluid max-min model
 has no buffers, so it cannot show this; this model can, on the same routes and the same
-:class:`~burstlake.replay.events.Requests` as the flow model.
+:class:`~burstlake.replay.requests.Requests` as the flow model.
 
 The model, in the terms of CODES' ``src/networks/model-net/fattree.c``:
 
@@ -34,13 +34,15 @@ The model, in the terms of CODES' ``src/networks/model-net/fattree.c``:
   classes only. The choice matters for paper 000: under ``fcfs`` an MPI packet at an output
   shared with I/O waits behind every I/O packet queued there; under ``round-robin``, for one
   packet of each other input, and the random-node MPI slowdown falls from CODES' 12x to about
-  2x (README, "Placement what-ifs").
+  2x (docs/design.md, "Contention models").
 - **Links.** An admitted packet leaves on its resource in admission order, one packet at a
   time, taking ``bytes / capacity``; it reaches the next device ``router_delay`` later when the
   resource is a switch's port (``switch_port``, from the topology:
   :class:`~burstlake.replay.graph.ResourceSet`), with no delay when it left a NIC or crossed a
   server (store and forward per hop, as CODES' fat-tree times it: ``switch_packet_send`` adds
-  the router delay, ``ft_packet_send``, the NIC, none).
+  the router delay, ``ft_packet_send``, the NIC, none). A router may also declare each
+  resource's propagation delay (``link_delays()``, the dragonfly's: CODES' ``dragonfly-dally``
+  ``cn_delay``, ``local_delay``, ``global_delay``), added to every crossing.
 - **Servers.** An I/O route ends on its server's storage resource (the server's service rate,
   which a scenario may set below its link's). A packet is written there once it has arrived,
   so a request ends one packet time at that rate after its last packet reached the server
@@ -50,6 +52,17 @@ The model, in the terms of CODES' ``src/networks/model-net/fattree.c``:
   (:meth:`~burstlake.replay.graph.Topology.route_vcs`: all 0 on a fat-tree; the dateline rule
   on a torus, against deadlock). Virtual channels of one link share its bandwidth and have
   separate buffers.
+- **Adaptive routing** (``adaptive``, :class:`Adaptive`, from a router's ``adaptive`` hook:
+  the dragonfly's ``ugal`` and ``par``). A request's packets may leave its route: a route
+  entry may name a *detour* entry (of another route that shares the entries before it, so
+  the buffer the packet holds is the same). A packet about to wait for such an entry takes
+  the detour instead when the entry's resource is more occupied than ``factor`` times the
+  detour resource's plus ``bias`` bytes (UGAL-L, Kim et al., ISCA 2008 §4.2; CODES'
+  ``dragonfly-dally.cxx``, ``dfdally_prog_adaptive_routing``), decided per packet from what
+  it sees at that moment. A resource's occupancy is the bytes its buffers hold (all VCs)
+  plus the bytes of packets waiting for it (CODES' VC occupancy plus queued count). The
+  timeline then also counts each request's hops (entries its packets crossed after the
+  first, summed over its packets: CODES' ``my_N_hop``).
 - **Streams.** As in the flow model, a stream's next request is issued ``gap`` after the
   previous one completes, never before its ``release`` and never sooner than its ``window``
   after the previous issue. ``Requests.latency`` (the flow model's route latency) is not
@@ -83,11 +96,29 @@ import numba.core.cpu
 import numpy as np
 from numba import njit
 
-from burstlake.replay.events import Requests, Timeline
+from burstlake.replay.registry import refuse_unknown
+from burstlake.replay.requests import Requests, Timeline, issue_time
+from burstlake.replay.solver import Paths
 
 MAX_DELAY_S = 86_400.0  # router_delay and nic_delay: a day at most (1e308 gave NaN times)
 EVENTS_PER_CALL = 2_000_000  # compiled events between two progress reports
 ARBITRATIONS = ("fcfs", "round-robin")  # how a buffer admits its waiting packets; default first
+
+
+@dataclass(frozen=True)
+class Adaptive:
+    """Per-packet adaptive routing (module docstring): ``routes`` holds every request's
+    primary route (rows 0..n-1, in request order, replacing the requests' own routes) and
+    then the detour routes; ``vcs`` the virtual channel of each of its entries; ``detour``
+    per entry the entry a packet may take instead (-1: none), an entry of a route sharing the
+    same resources and VCs before it. A packet takes the detour when the entry's resource
+    holds more than ``factor`` × the detour resource's occupancy + ``bias`` bytes."""
+
+    routes: Paths
+    vcs: np.ndarray
+    detour: np.ndarray
+    factor: float = 2.0
+    bias: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -105,10 +136,8 @@ class PacketSettings:
     def from_mapping(cls, given: Mapping[str, Any] | None, where: str = "packet") -> PacketSettings:
         """Settings from a scenario's ``packet:`` mapping; a one-line error names the key."""
         given = dict(given or {})
-        allowed = [f.name for f in fields(cls)]
-        unknown = sorted(set(given) - set(allowed))
-        if unknown:
-            raise ValueError(f"{where}: unknown settings {unknown}; allowed: {allowed}")
+        refuse_unknown(where, "settings", set(given) - {f.name for f in fields(cls)},
+                       [f.name for f in fields(cls)])  # fmt: skip
         values: dict[str, Any] = {}
         types = {f.name: f.type for f in fields(cls)}
         for key, value in given.items():
@@ -159,6 +188,8 @@ def simulate(
     until: float = math.inf,
     progress=None,
     switch_port: np.ndarray | None = None,
+    adaptive: Adaptive | None = None,
+    link_delay: np.ndarray | None = None,
 ) -> Timeline:
     """Replay the streams packet by packet; each request's issue and completion time.
 
@@ -167,11 +198,22 @@ def simulate(
     sends on (their packets pay ``router_delay``); None, for bare links without a topology:
     every resource some route enters after another one. ``until`` stops the clock: requests not
     complete by then end at NaN and deliver what they delivered. ``Timeline.events`` counts
-    packet hops and message issues."""
+    packet hops and message issues. ``adaptive`` routes packets per packet (:class:`Adaptive`;
+    its routes and VCs replace the requests' and ``vcs``). ``link_delay`` adds each resource's
+    propagation delay (seconds, the wire's) to the time a packet takes to reach its end."""
     settings = settings or PacketSettings()
     settings.check()
     n = len(requests.stream)
     paths = requests.paths
+    detour = np.zeros(0, np.int64)
+    factor = bias = 0.0
+    if adaptive is not None:
+        if adaptive.routes.flows < n or len(adaptive.vcs) != len(adaptive.routes.indices):
+            raise ValueError("adaptive: a primary route per request and a VC per entry")
+        if len(adaptive.detour) != len(adaptive.routes.indices):
+            raise ValueError("adaptive: one detour (or -1) per route entry")
+        paths, vcs, detour = adaptive.routes, adaptive.vcs, np.asarray(adaptive.detour, np.int64)
+        factor, bias = float(adaptive.factor), float(adaptive.bias)
     capacity = np.asarray(capacity, dtype=np.float64)
     if len(paths.indices) and (paths.indices.min() < 0 or paths.indices.max() >= len(capacity)):
         raise ValueError("a route names a resource outside the topology")
@@ -200,7 +242,7 @@ def simulate(
     # (buffer, buffer held before) pair under round robin) times 2, plus 1 on its route's last
     # entry (to the sink)
     lengths = paths.lengths
-    entry = np.zeros((len(paths.indices), 4), np.int32)
+    entry = np.zeros((len(paths.indices), 6), np.int32)
     entry[:, 0] = paths.indices
     entry[:, 1] = buffer_of_entry
     entry[1:, 2] = buffer_of_entry[:-1]
@@ -220,14 +262,28 @@ def simulate(
         inputs = len(unique)
         entry[:, 3] = 2 * input_of_entry
     entry[paths.indptr[1:][lengths > 0] - 1, 3] += 1
+    entry[:, 4] = -1
+    if len(detour):
+        entry[:, 4] = detour
+        if detour.max() >= len(entry) or np.any(
+            (detour >= 0) & (entry[np.maximum(detour, 0), 2] != entry[:, 2])
+        ):
+            raise ValueError("adaptive: a detour must hold the same buffer before it as its entry")
+    entry[:, 5] = np.arange(len(paths.indices)) - np.repeat(paths.indptr[:-1], lengths)
     if switch_port is None:  # bare links: one that only ever starts a route is a NIC's
         switch_port = np.zeros(len(capacity), bool)
         switch_port[paths.indices[entry[:, 2] >= 0]] = True
     elif len(switch_port) != len(capacity):
         raise ValueError("switch_port: one flag per resource")
     delay = np.where(switch_port, settings.router_delay, 0.0)
+    if link_delay is not None:
+        if len(link_delay) != len(capacity) or np.any(np.asarray(link_delay) < 0):
+            raise ValueError("link_delay: one propagation delay >= 0 seconds per resource")
+        delay = delay + np.asarray(link_delay, np.float64)
     used = np.unique(buffer_of_entry)
     streams = int(np.count_nonzero(np.r_[True, stream[1:] != stream[:-1]])) if n else 0
+    if len(detour):  # room for the packets of every route: packets may take any of them
+        streams += int(np.count_nonzero(detour >= 0))
     # every packet holds one buffer (full packets fill it, each message has one short packet)
     pool = len(used) * int(settings.buffer_bytes // settings.packet_bytes) + 2 * streams + 16
     if pool >= 2**31:
@@ -235,13 +291,13 @@ def simulate(
     fixed = _Fixed(
         stream, size, gap, release, window, packets, paths.indptr, entry,
         settings.packet_bytes, settings.buffer_bytes, settings.nic_delay, float(until),
+        channels, factor, bias,
     )  # fmt: skip
     state = _State.empty(n, buffers, capacity, delay, settings.packet_bytes, pool, inputs)
     state.ties[0] = np.random.SeedSequence(int(settings.tie_seed)).generate_state(1, np.uint64)[0]
     state.ties[0] |= np.uint64(1)  # xorshift needs a state other than 0
-    first = np.flatnonzero(np.r_[True, stream[1:] != stream[:-1]]) if n else np.zeros(0, np.int64)
-    for k in first:
-        issue = max(gap[k], release[k])
+    for k in requests.first():
+        issue = issue_time(0.0, gap[k], release[k], -np.inf, window[k])
         state.start[k] = issue
         _push(state.heap, state.counters, issue + settings.nic_delay, _event(state.ties, 2 * k + 1))
     while True:
@@ -265,6 +321,7 @@ def simulate(
         int(state.counters[2]),
         occupancy=state.buffer[:, B_BYTES].copy(),
         peak_packets=int(state.counters[3]),
+        hops=state.hops,
     )
 
 
@@ -275,6 +332,7 @@ class PacketTimeline(Timeline):
 
     occupancy: np.ndarray = field(default_factory=lambda: np.zeros(0))
     peak_packets: int = 0
+    hops: np.ndarray = field(default_factory=lambda: np.zeros(0))  # per request, all packets
 
 
 class _Fixed(NamedTuple):
@@ -292,6 +350,9 @@ class _Fixed(NamedTuple):
     buffer_bytes: float
     nic_delay: float
     until: float
+    channels: int  # virtual channels per resource (buffer b is resource b // channels)
+    factor: float  # adaptive routing: detour when load > factor × detour load + bias
+    bias: float
 
 
 class _State(NamedTuple):
@@ -307,6 +368,8 @@ class _State(NamedTuple):
     delivered: np.ndarray
     arrived: np.ndarray  # packets of the request delivered
     injected: np.ndarray  # packets of the request cut at its NIC
+    hops: np.ndarray  # entries crossed after the first, over the request's packets
+    load: np.ndarray  # per resource: bytes its buffers hold plus bytes waiting for it
     buffer: np.ndarray  # bytes charged; the round robin of inputs with packets waiting
     buffer_ids: np.ndarray
     inputs: np.ndarray  # per input (see simulate): its FIFO of waiting packets
@@ -349,6 +412,8 @@ class _State(NamedTuple):
             delivered=np.zeros(n),
             arrived=np.zeros(n, np.int64),
             injected=np.zeros(n, np.int64),
+            hops=np.zeros(n),
+            load=np.zeros(links),
             buffer=buffer,
             buffer_ids=buffer_ids,
             inputs=np.full((inputs, 4), -1, np.int32),
@@ -548,6 +613,7 @@ def _advance(budget, fixed, state):  # pragma: no cover - compiled
     packet, packet_ids, free, heap = state.packet, state.packet_ids, state.free, state.heap
     inputs = state.inputs
     work, counters = state.work, state.counters
+    load, channels, factor, bias = state.load, fixed.channels, fixed.factor, fixed.bias
     done = 0
     while done < budget and counters[0] > 0:
         now = heap[2 * ROOT]
@@ -590,6 +656,8 @@ def _advance(budget, fixed, state):  # pragma: no cover - compiled
             if entry[e, 3] & 1:  # delivered: the last buffer drains at once
                 nbytes = packet[p, P_BYTES]
                 buffer[released, B_BYTES] -= nbytes
+                load[entry[e, 0]] -= nbytes
+                state.hops[k] += entry[e, 5]
                 if buffer_ids[released, B_HEAD] >= 0:
                     work[todo] = released
                     todo += 1
@@ -601,9 +669,14 @@ def _advance(budget, fixed, state):  # pragma: no cover - compiled
                     state.end[k] = now
                     _next_request(k, now, fixed, state)
             else:  # wait for room in the next buffer, holding this one
-                packet_ids[p, P_ENTRY] = e + 1
-                b = entry[e + 1, 1]
-                _wait(buffer_ids, inputs, packet_ids, b, entry[e + 1, 3] >> 1, p)
+                nxt = e + 1
+                other = entry[nxt, 4]  # adaptive routing: the detour, if less occupied
+                if other >= 0 and load[entry[nxt, 0]] > factor * load[entry[other, 0]] + bias:
+                    nxt = other
+                packet_ids[p, P_ENTRY] = nxt
+                load[entry[nxt, 0]] += packet[p, P_BYTES]
+                b = entry[nxt, 1]
+                _wait(buffer_ids, inputs, packet_ids, b, entry[nxt, 3] >> 1, p)
                 work[todo] = b
                 todo += 1
         # admit waiting packets wherever room appeared, the inputs in turn (round robin); each
@@ -643,6 +716,7 @@ def _advance(budget, fixed, state):  # pragma: no cover - compiled
                     e = indptr[k]
                     packet_ids[p, P_ENTRY] = e
                     packet[p, P_BYTES] = nbytes
+                    load[entry[e, 0]] += nbytes  # a packet from a NIC did not wait in load
                 _served(buffer_ids, inputs, b, i, following)
                 r = entry[e, 0]
                 leave = max(now, link[r, L_FREE])
@@ -659,6 +733,7 @@ def _advance(budget, fixed, state):  # pragma: no cover - compiled
                 held = entry[e, 2]
                 if held >= 0:
                     buffer[held, B_BYTES] -= nbytes
+                    load[held // channels] -= nbytes
                     if buffer_ids[held, B_HEAD] >= 0:  # someone waits for the credit
                         work[todo] = held
                         todo += 1
@@ -673,10 +748,6 @@ def _next_request(k, now, fixed, state):  # pragma: no cover - compiled
     nxt = k + 1
     if nxt >= len(fixed.stream) or fixed.stream[nxt] != fixed.stream[k]:
         return
-    issue = now + fixed.gap[nxt]
-    if fixed.release[nxt] > issue:
-        issue = fixed.release[nxt]
-    if fixed.window[nxt] > 0 and state.start[k] + fixed.window[nxt] > issue:
-        issue = state.start[k] + fixed.window[nxt]
+    issue = issue_time(now, fixed.gap[nxt], fixed.release[nxt], state.start[k], fixed.window[nxt])
     state.start[nxt] = issue
     _push(state.heap, state.counters, issue + fixed.nic_delay, _event(state.ties, 2 * nxt + 1))

@@ -11,12 +11,9 @@ from numba import njit
 
 from burstlake.jobs.metrics.nud import nud_of
 from burstlake.jobs.metrics.settings import MetricSettings, top_count
-from burstlake.replay.events import Timeline
 from burstlake.replay.graph import Topology
 from burstlake.replay.intervals import Rows, Solved
-from burstlake.replay.topologies.forwarding import ForwardingRouter
-
-THRESHOLDS = MetricSettings()  # top 10 % of IONs (004 §7.4.1), busiest 1 % of nodes (§4.1)
+from burstlake.replay.requests import Timeline
 
 
 @dataclass(frozen=True)
@@ -44,10 +41,10 @@ def _distribution(name: str, values: np.ndarray, unit: str) -> list[Score]:
 class IonLoad:
     """Bytes each forwarding target served per interval, accumulated over replay chunks."""
 
-    def __init__(self, topology: Topology) -> None:
+    def __init__(self, topology: Topology, thresholds: MetricSettings) -> None:
         self.ion_of = topology.ion_of
         self.ions = len(topology.ions)
-        self.top = top_count(THRESHOLDS.top_ion_fraction, self.ions)
+        self.top = top_count(thresholds.top_ion_fraction, self.ions)  # 10 % (004 §7.4.1)
         self.totals = np.zeros(self.ions)
         self.top_bytes: list[np.ndarray] = []
         self.all_bytes: list[np.ndarray] = []
@@ -89,12 +86,12 @@ class IonLoad:
         ]
 
 
-def busiest_node_ions(rows: Rows, topology: Topology) -> list[Score]:
+def busiest_node_ions(rows: Rows, topology: Topology, thresholds: MetricSettings) -> list[Score]:
     """Per interval, the distinct targets serving the busiest 1 % of all compute nodes
     (004 §4.1, §7.5): mean and distribution over intervals with traffic."""
     keep = rows.bytes > 0
     t, node, traffic = rows.t[keep], rows.node[keep], rows.bytes[keep]
-    k = top_count(THRESHOLDS.top_node_fraction, len(topology.nodes))
+    k = top_count(thresholds.top_node_fraction, len(topology.nodes))
     if np.any(t[1:] < t[:-1]):
         order = np.argsort(t, kind="stable")
         t, node, traffic = t[order], node[order], traffic[order]
@@ -219,10 +216,10 @@ def bridge_scores(topology: Topology, node_bytes: np.ndarray) -> list[Score]:
     I/O link and the torus links leaving it), max over mean and NUD, and the busiest link."""
     load = route_bytes(topology, node_bytes)
     links = topology.resources.of_kind("switch_link")
-    through = getattr(topology.router, "through", None)
+    through = [topology.router.through(b) for b in range(len(topology.ions))]
     bridges = (
-        np.array([load[through(b)].sum() for b in range(len(topology.ions))])
-        if through is not None
+        np.array([load[resources].sum() for resources in through])
+        if through and all(resources is not None for resources in through)
         else np.bincount(topology.ion_of, weights=node_bytes, minlength=len(topology.ions))
     )
     mean = bridges.mean() if len(bridges) else 0.0
@@ -252,20 +249,20 @@ def bridge_message_scores(
     node), and the spread of the messages each bridge node *sends*: to its ION for the nodes
     it serves plus on along the torus for the others (standard deviation over the mean, as
     003's 0.09 → 0.02). ``messages[k]`` is what node ``nodes[k]`` writes. None where the
-    router does not say which nodes a route passes (no torus)."""
-    passes = getattr(topology.router, "passes", None)
-    if passes is None:
+    targets are not compute nodes (:meth:`Router.target_nodes`; no torus)."""
+    hosts = topology.router.target_nodes()
+    if hosts is None:
         return [
             Score("bridge_messages_through_mean", None, "messages"),
             Score("bridge_messages_sent_sd", None, "sd/mean"),
         ]
-    bridge_of = {int(n): b for b, n in enumerate(topology.router.bridge_node)}
+    bridge_of = {int(n): b for b, n in enumerate(hosts)}
     nodes = np.asarray(nodes, dtype=np.int64)
     messages = np.asarray(messages, dtype=np.float64)
     through = np.zeros(len(topology.ions))
     for node, count in zip(nodes.tolist(), messages.tolist(), strict=True):
         if count:
-            for here in passes(node, int(topology.ion_of[node])):
+            for here in topology.router.passes(node, int(topology.ion_of[node])) or ():
                 if here in bridge_of:
                     through[bridge_of[here]] += count
     sent = through + np.bincount(
@@ -289,7 +286,7 @@ def pair_hops(topology: Topology, nodes: np.ndarray) -> float | None:
     nodes = np.asarray(nodes, dtype=np.int64)
     if len(nodes) < 2:
         return None
-    if isinstance(topology.router, ForwardingRouter):  # groups only
+    if not topology.router.network:  # groups only
         _, counts = np.unique(topology.groups()[nodes], return_counts=True)
         same = float((counts * (counts - 1)).sum()) / (len(nodes) * (len(nodes) - 1))
         return 2.0 * same + 4.0 * (1.0 - same)

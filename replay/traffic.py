@@ -20,8 +20,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from burstlake.replay.events import Requests
 from burstlake.replay.graph import Topology
+from burstlake.replay.requests import Requests
 from burstlake.replay.solver import Paths
 
 JITTER = 0.05  # intervals vary uniformly within ±5 % of their mean (000 §3.3)

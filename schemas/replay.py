@@ -1,8 +1,10 @@
 """Arrow schema of replay_scores (docs/design.md, "Replay"): written by the replay engine
 (burstlake.replay), which reads the lake tables named in :data:`INPUTS`.
 
-One row per scenario × machine × policy × metric; a re-run of a scenario replaces its rows of
-that machine (the writer's source_id is the scenario name and the machine's)."""
+One row per scenario × machine × policy × metric (× seed, for a scenario replayed on several
+seeds); a re-run of a scenario replaces its rows of that machine (the writer's source_id is the
+scenario name and the machine's). ``replay_spread`` holds the spread of each score over the
+seeds (docs/design.md, "Seeds and spread")."""
 
 from __future__ import annotations
 
@@ -26,8 +28,34 @@ REPLAY_SCORES = TableSpec(
         ("window_start", TS, True),
         ("window_end", TS, True),
         ("computed_at", TS, False),
+        ("seed", pa.int64(), True),  # the run's seed of a scenario with ``seeds:``; else null
     ),
-    key=("scenario", "cluster", "policy", "metric"),
+    key=("scenario", "cluster", "policy", "metric", "seed"),
+)
+
+REPLAY_SPREAD = TableSpec(
+    name="replay_spread",
+    doc="Spread of each what-if score over a scenario's seeds: per scenario, machine, policy and "
+    "metric the mean, standard deviation and 95 % interval; per policy against the first a "
+    "paired difference over the same seeds (docs/design.md, Seeds and spread).",
+    schema=_schema(
+        ("scenario", pa.string(), False),
+        ("cluster", pa.string(), True),
+        ("policy", pa.string(), False),
+        ("against", pa.string(), True),  # null: the policy's score; else the difference to it
+        ("metric", pa.string(), False),
+        ("unit", pa.string(), True),
+        ("runs", pa.int64(), False),  # seeds with a value
+        ("mean", pa.float64(), True),
+        ("std", pa.float64(), True),  # sample standard deviation (n - 1); null below 2 runs
+        ("low", pa.float64(), True),  # the 95 % interval of the mean
+        ("high", pa.float64(), True),
+        ("interval", pa.string(), False),  # t, bootstrap, identical (all runs equal) or none
+        ("within_noise", pa.bool_(), True),  # a difference whose interval holds 0
+        ("computed_at", TS, False),
+    ),
+    key=("scenario", "cluster", "policy", "against", "metric"),
+    nonnegative=("runs", "std"),
 )
 
 DELTA_GRAPH = TableSpec(
@@ -52,7 +80,7 @@ DELTA_GRAPH = TableSpec(
     nonnegative=("nodes", "io_time_s", "alone_s", "theory_io_time_s"),
 )
 
-TABLES: tuple[TableSpec, ...] = (REPLAY_SCORES, DELTA_GRAPH)
+TABLES: tuple[TableSpec, ...] = (REPLAY_SCORES, REPLAY_SPREAD, DELTA_GRAPH)
 
 INPUTS: tuple[str, ...] = (
     "node_io",

@@ -270,6 +270,52 @@ DARSHAN_HEATMAP = TableSpec(
 )
 
 
+DARSHAN_DXT = TableSpec(
+    name="darshan_dxt",
+    doc="One row per DXT segment (Darshan's extended tracing): which rank, on which host, read "
+    "or wrote which bytes of which file, and when. Delta keeps timestamps in "
+    "microseconds, so start_ns/end_ns keep the nanoseconds: the job's start plus the segment's "
+    "relative times.",
+    schema=_schema(
+        ("log_id", pa.string(), False),
+        ("cluster", pa.string(), True),  # the machine; see jobs/metrics/darshan_job.py
+        ("job_id", pa.string(), True),
+        ("module", pa.string(), False),  # DXT_POSIX, DXT_MPIIO
+        ("rank", pa.int64(), False),
+        ("hostname", pa.string(), True),  # the host the rank ran on, as the log names it
+        ("record_id", pa.int64(), False),  # Darshan's 64-bit record id (darshan_files), signed
+        ("op", pa.string(), False),  # read, write
+        ("offset", pa.int64(), False),
+        ("length", pa.int64(), False),
+        ("start", TS, False),  # microseconds (partition day)
+        ("end", TS, False),
+        ("start_ns", pa.int64(), False),  # nanoseconds since the epoch, UTC
+        ("end_ns", pa.int64(), False),
+    ),
+    key=("log_id", "module", "record_id", "rank", "op", "start_ns", "offset"),
+    partition_by="start",
+    nonnegative=("offset", "length"),
+    ordered=(("start_ns", "end_ns"),),
+    replace_key=("log_id",),
+)
+
+DARSHAN_FILES = TableSpec(
+    name="darshan_files",
+    doc="One row per name record of a Darshan log: the file (or other object) a record id "
+    "stands for, and the mount point and file-system type Darshan found it under.",
+    schema=_schema(
+        ("log_id", pa.string(), False),
+        ("cluster", pa.string(), True),
+        ("record_id", pa.int64(), False),  # as in darshan_dxt
+        ("path", pa.string(), False),
+        ("mount_point", pa.string(), True),  # null: under no mount point the log lists
+        ("fs_type", pa.string(), True),
+    ),
+    key=("log_id", "record_id"),
+    replace_key=("log_id",),
+)
+
+
 TOPOLOGY = TableSpec(
     name="topology",
     doc="One row per compute node: where it sits and which I/O node (ION) serves it.",
@@ -375,6 +421,8 @@ RAW_TABLES: tuple[TableSpec, ...] = (
     DARSHAN_JOBS,
     DARSHAN_RANK_IO,
     DARSHAN_HEATMAP,
+    DARSHAN_DXT,
+    DARSHAN_FILES,
     TOPOLOGY,
     ZABBIX_SAMPLES,
     QUARANTINE,

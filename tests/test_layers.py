@@ -150,3 +150,73 @@ def test_replay_modules_import_without_circles() -> None:
         return found
 
     assert [c for module in sorted(graph) for c in visit(module, ())] == []
+
+
+def test_the_contention_models_meet_only_in_the_contract() -> None:
+    """The packet model and the flow model share ``burstlake.replay.requests`` (docs/design.md,
+    "Contention models"); neither imports the other."""
+    graph = _replay_imports(top_level_only=False)
+    assert "burstlake.replay.requests" in graph["burstlake.replay.packet"]
+    assert "burstlake.replay.events" not in graph["burstlake.replay.packet"]
+    assert "burstlake.replay.packet" not in graph["burstlake.replay.events"]
+
+
+def _within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def _underscore_crossings(package: str) -> list[str]:
+    """Where a library module outside ``package`` imports or reads (``alias._name``) an
+    underscore name of it, or ``package`` imports one of another burstlake package."""
+    root = PACKAGE.parent.joinpath(*package.split("."))
+    crossing = []
+    for path in _library_modules():
+        inside = path.is_relative_to(root)
+        tree = ast.parse(path.read_text(), str(path))
+        aliases: set[str] = set()  # local names bound to the package or one of its modules
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                aliases.update(
+                    (a.asname or a.name.split(".")[0])
+                    for a in node.names
+                    if _within(a.name, package)
+                )
+                continue
+            if not isinstance(node, ast.ImportFrom) or not node.module or node.level:
+                continue
+            for a in node.names:
+                full = f"{node.module}.{a.name}"
+                into = _within(node.module, package) or _within(full, package)
+                if into:
+                    aliases.add(a.asname or a.name)
+                if inside == into or not node.module.startswith("burstlake"):
+                    continue
+                if a.name.startswith("_"):
+                    crossing.append(f"{path}:{node.lineno}: {full}")
+        if not inside:
+            crossing += [
+                f"{path}:{node.lineno}: {node.value.id}.{node.attr}"
+                for node in ast.walk(tree)
+                if isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in aliases
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+            ]
+    return crossing
+
+
+@pytest.mark.parametrize("package", ["burstlake.replay", "burstlake.lake"])
+def test_no_underscore_name_crosses_a_package_boundary(package: str) -> None:
+    """No library module outside the package imports or reads an underscore name of it, and
+    the package imports none of another's: each side uses the other's public names only
+    (docs/design.md, "Layers")."""
+    assert _underscore_crossings(package) == []
+
+
+def test_the_lake_exports_no_underscore_name() -> None:
+    """burstlake.lake's public surface is its ``__all__``: no underscore name in it."""
+    import burstlake.lake as lake
+
+    assert [name for name in lake.__all__ if name.startswith("_")] == []
+    assert sorted(lake.__all__) == sorted(set(lake.__all__))

@@ -15,7 +15,9 @@ from typing import Any
 from burstlake.cli import add_lake_argument
 from burstlake.jobs.ingest import SOURCES, source_module
 
-_NOT_OPTIONS = ("paths", "lake", "handler", "lake_must_exist", "command", "source", "config")
+_NOT_OPTIONS = (
+    "paths", "lake", "handler", "lake_must_exist", "command", "source", "config", "workers",
+)  # fmt: skip
 
 
 def add_config_argument(parser: argparse.ArgumentParser) -> None:
@@ -43,6 +45,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         add_lake_argument(sub)
         add_config_argument(sub)
         add_cluster_argument(sub)
+        if module.SOURCE.grouped:
+            sub.add_argument(
+                "--workers",
+                type=_positive,
+                default=1,
+                metavar="N",
+                help="parse the files in N processes while this one validates and commits "
+                "(default 1: parse here)",
+            )
         module.SOURCE.add_arguments(sub)
         defaults = {}
         for action in sub._actions:  # a flag absent from the namespace was not given
@@ -50,6 +61,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                 defaults[action.dest] = action.default
                 action.default = argparse.SUPPRESS
         sub.set_defaults(handler=run, flag_defaults=defaults)
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
+    return value
 
 
 def options_of(args: argparse.Namespace) -> dict[str, Any]:
@@ -85,7 +103,14 @@ def run(args: argparse.Namespace) -> int:
             )
             return 2
         try:
-            reports = ingest(source, files, args.lake, options, progress=sys.stderr.isatty())
+            reports = ingest(
+                source,
+                files,
+                args.lake,
+                options,
+                progress=sys.stderr.isatty(),
+                workers=getattr(args, "workers", 1),
+            )
         except IngestFailed as err:  # what landed and what did not, then the one-line error
             for report in err.reports:
                 print(report.line())

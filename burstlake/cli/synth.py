@@ -7,7 +7,7 @@ import argparse
 import sys
 
 from burstlake.cli import add_lake_argument
-from burstlake.machines import PRESETS
+from burstlake.presets import PRESETS
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -16,42 +16,40 @@ are invisible to every reader. Writers of one table take a per-table file lock a
 commit that conflicts, so concurrent ingests (as Airflow runs DAGs) neither lose nor duplicate
 rows.
 
-Readers see one snapshot: :func:`snapshot` pins one version of each table for the duration of
-a job (metrics, replay), and :func:`run` additionally stamps every commit with the run id and
-the versions read, and *publishes* a multi-table result (the metrics) only when all of its
+Readers see one snapshot: :func:`snapshot` returns a :class:`Snapshot`, one version of each
+table, and a reader given it in place of the lake's path reads exactly those versions (as a
+delta-rs ``DeltaTable`` opened at a version does). A job (metrics, replay) reads through a
+:func:`run`, a snapshot that also stamps the commits of the writers given it with the run id
+and the versions read, and *publishes* a multi-table result (the metrics) only when all of its
 tables are committed: until then readers keep seeing the previous run's tables.
 
-One module per concern, their names all importable from here: :mod:`.paths` (folders, hidden
-columns, locks, the one-line lake error), :mod:`.snapshot` (versions, landings in progress,
-runs), :mod:`.read` (Arrow and Spark readers), :mod:`.machines` (the machines rule and the one
-check of a machine's name), :mod:`.write` (the writer; records win by their content) and
-:mod:`.maintenance` (undoing a landing, vacuum, migration).
+One module per concern, their public names all importable from here (the underscore names are
+the package's own): :mod:`.layout` (folders, hidden columns, commit metadata), :mod:`.errors`
+(the one-line lake error), :mod:`.sql` (the one SQL string literal), :mod:`.locks` (locks,
+scratch folders and their cleanup), :mod:`.pause` (the fault tests' pause hook),
+:mod:`.snapshot` (versions, landings in progress, runs), :mod:`.read` (Arrow and Spark
+readers), :mod:`.clusters` (the machines of a lake by their ``cluster``, and the one check of
+a name), :mod:`.write` (the writer; records win by their content) and :mod:`.maintenance`
+(undoing a landing, vacuum, migration).
 """
 
 from __future__ import annotations
 
-from burstlake.lake.machines import (
+from burstlake.lake.clusters import (
+    CLUSTER_SEP,
     CLUSTER_TABLES,
-    MACHINE_SEP,
     Cluster,
     check_cluster,
     checked_keys,
+    cluster_filter,
     cluster_of,
+    cluster_sql,
     clusters,
-    machine_filter,
-    machine_sql,
     node_keys,
     owner_of_unnamed,
 )
-from burstlake.lake.maintenance import (
-    _put_back,
-    legacy_tables,
-    migrate,
-    undo_landing,
-    vacuum,
-)
-from burstlake.lake.paths import (
-    COMMIT_RETRIES,
+from burstlake.lake.errors import LakeError, as_lake_error, check_writable
+from burstlake.lake.layout import (
     DAY,
     DEFAULT_LAKE,
     LOCKS,
@@ -62,25 +60,16 @@ from burstlake.lake.paths import (
     SOURCE,
     STAGING,
     TXN,
-    LakeError,
-    OwnedFolder,
-    _abandoned,
-    _alive,
-    _lake_error,
-    _locked,
-    _quote,
-    check_writable,
-    checkpoint,
-    clean_leftovers,
     delta_schema,
-    exclusive,
     is_delta,
     is_lake,
     lake_path,
     table_dir,
 )
+from burstlake.lake.locks import OwnedFolder, clean_leftovers, exclusive
+from burstlake.lake.maintenance import legacy_tables, migrate, undo_landing, vacuum
+from burstlake.lake.pause import checkpoint
 from burstlake.lake.read import (
-    _open,
     contribution_ids,
     contribution_keys,
     dataset,
@@ -90,13 +79,8 @@ from burstlake.lake.read import (
     table_layout,
 )
 from burstlake.lake.snapshot import (
-    _PINS,
-    _RUN,
     Run,
-    _commit_sources,
-    _consistent_cut,
-    _publish,
-    _published,
+    Snapshot,
     commit_metadata,
     intents,
     landing,
@@ -107,28 +91,21 @@ from burstlake.lake.snapshot import (
     run,
     snapshot,
 )
+from burstlake.lake.sql import sql_literal
 from burstlake.lake.write import (
+    COMMIT_RETRIES,
     ContributionWriter,
-    _commit,
-    _day_keys,
-    _files_sql,
-    _landing_sql,
-    _older_view,
-    _Outcome,
-    _republish,
-    _resolve,
-    _stored,
     delete_contribution,
     write_table,
 )
 
 __all__ = [
+    "CLUSTER_SEP",
     "CLUSTER_TABLES",
     "COMMIT_RETRIES",
     "DAY",
     "DEFAULT_LAKE",
     "LOCKS",
-    "MACHINE_SEP",
     "MIGRATE",
     "PREDICATE",
     "ROWS_PER_FILE",
@@ -136,39 +113,21 @@ __all__ = [
     "SOURCE",
     "STAGING",
     "TXN",
-    "_PINS",
-    "_RUN",
     "Cluster",
     "ContributionWriter",
     "LakeError",
     "OwnedFolder",
     "Run",
-    "_Outcome",
-    "_abandoned",
-    "_alive",
-    "_commit",
-    "_commit_sources",
-    "_consistent_cut",
-    "_day_keys",
-    "_files_sql",
-    "_lake_error",
-    "_landing_sql",
-    "_locked",
-    "_older_view",
-    "_open",
-    "_publish",
-    "_published",
-    "_put_back",
-    "_quote",
-    "_republish",
-    "_resolve",
-    "_stored",
+    "Snapshot",
+    "as_lake_error",
     "check_cluster",
     "check_writable",
     "checked_keys",
     "checkpoint",
     "clean_leftovers",
+    "cluster_filter",
     "cluster_of",
+    "cluster_sql",
     "clusters",
     "commit_metadata",
     "contribution_ids",
@@ -184,8 +143,6 @@ __all__ = [
     "landing",
     "latest_version",
     "legacy_tables",
-    "machine_filter",
-    "machine_sql",
     "migrate",
     "node_keys",
     "owner_of_unnamed",
@@ -196,6 +153,7 @@ __all__ = [
     "run",
     "snapshot",
     "spark_frame",
+    "sql_literal",
     "table_dir",
     "table_files",
     "table_layout",

@@ -18,26 +18,24 @@ import pyarrow.parquet as pq
 from deltalake import CommitProperties, DeltaTable, write_deltalake
 from deltalake.exceptions import DeltaError
 
-from burstlake.lake.paths import (
+from burstlake.lake.errors import LakeError, as_lake_error
+from burstlake.lake.layout import (
     DAY,
     MIGRATE,
     PREDICATE,
     STAGING,
-    LakeError,
-    _lake_error,
-    _locked,
-    _quote,
-    clean_leftovers,
     delta_schema,
     is_delta,
     lake_path,
 )
+from burstlake.lake.locks import clean_leftovers, exclusive
 from burstlake.lake.snapshot import (
     _commit_sources,
     _consistent_cut,
     _published,
     commit_metadata,
 )
+from burstlake.lake.sql import sql_literal
 from burstlake.lake.write import _republish, _stored
 from burstlake.schemas import REGISTRY, TableSpec, conform, spec
 
@@ -63,7 +61,7 @@ def undo_landing(
         if not is_delta(path):
             continue
         try:
-            with _locked(root, name):
+            with exclusive(root, name):
                 for version, sid in _commit_sources(root, name, since - 5):
                     if sid != source_id:
                         continue
@@ -73,7 +71,7 @@ def undo_landing(
                     _put_back(root, name, version, info[PREDICATE] or None, source_id)
                     undone += 1
         except (OSError, DeltaError) as err:
-            raise (_lake_error(err, root) or err) from err
+            raise (as_lake_error(err, root) or err) from err
     return undone
 
 
@@ -84,7 +82,7 @@ def _put_back(root: Path, name: str, version: int, predicate: str | None, source
     before = DeltaTable(path, version=version - 1)
     uris = [u.removeprefix("file://") for u in before.file_uris()]
     if uris:
-        listed = "[" + ", ".join(_quote(u) for u in uris) + "]"
+        listed = "[" + ", ".join(sql_literal(u) for u in uris) + "]"
         hive = "true" if table_spec.partition_by else "false"
         where = f" WHERE {predicate}" if predicate else ""
         with duckdb.connect() as con:
@@ -123,7 +121,7 @@ def vacuum(lake: str | os.PathLike | None, retention_hours: int) -> dict[str, in
         path = root / name
         if not is_delta(path):
             continue
-        with _locked(root, name):
+        with exclusive(root, name):
             dt = DeltaTable(path)
             keep = [v for v in (published.get(name), cut.get(name)) if v is not None] or None
             files = dt.vacuum(
@@ -187,7 +185,7 @@ def migrate(lake: str | os.PathLike | None = None) -> dict[str, int]:
         got = DeltaTable(target).count()
         if got != expected:
             raise LakeError(f"{name}: migration wrote {got} rows, the old files hold {expected}")
-        with _locked(root, name):
+        with exclusive(root, name):
             legacy = scratch / f"legacy-{name}"
             shutil.rmtree(legacy, ignore_errors=True)
             os.replace(root / name, legacy)

@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 from deltalake import DeltaTable
 
-from burstlake.lake.paths import SOURCE, is_delta, table_dir
+from burstlake.lake.layout import SOURCE, is_delta, table_dir
 from burstlake.lake.snapshot import read_version
 from burstlake.schemas import spec
 

@@ -1,5 +1,5 @@
-"""Versions: what a reader sees (pinned snapshots, the consistent cut around landings in
-progress) and multi-table runs published whole.
+"""Versions: what a reader sees (a :class:`Snapshot` it is given, else the consistent cut around
+landings in progress) and multi-table runs published whole.
 
 See docs/design.md, 'The lake'.
 """
@@ -14,48 +14,61 @@ import shutil
 import time
 import uuid
 from collections.abc import Iterable, Iterator
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from burstlake.lake.paths import (
-    RUNS,
-    TXN,
-    OwnedFolder,
-    _abandoned,
-    _lake_error,
-    _locked,
-    lake_path,
-    table_dir,
-)
+from burstlake.lake.errors import as_lake_error
+from burstlake.lake.layout import RUNS, TXN, lake_path, table_dir
+from burstlake.lake.locks import OwnedFolder, _abandoned, exclusive
 from burstlake.schemas import REGISTRY
 
 log = logging.getLogger(__name__)
 
-# --- versions: pinned snapshots, published runs --------------------------------------------
+# --- versions: snapshots, published runs ----------------------------------------------------
 
 
-@dataclass
-class Run:
-    """A job reading one snapshot and committing tables under one id (see :func:`run`)."""
+@dataclass(frozen=True, eq=False)
+class Snapshot:
+    """One version of each of some tables of a lake (see :func:`snapshot`).
+
+    A reader given it in place of the lake's path (:func:`burstlake.lake.read_table`, a
+    :class:`burstlake.lake.Cluster` of it, ...) reads exactly those versions, whatever commits
+    follow; a table it does not name is read at its read version of the moment. It is also the
+    lake's path (``os.fspath``), so whatever takes a lake takes it.
+    """
+
+    lake: Path
+    versions: dict[str, int | None]
+
+    def __fspath__(self) -> str:
+        return str(self.lake)
+
+    def version(self, table: str) -> int | None:
+        """The version of ``table`` this snapshot reads."""
+        if table in self.versions:
+            return self.versions[table]
+        return _read_versions(self.lake, [table])[table]
+
+
+@dataclass(frozen=True, eq=False)
+class Run(Snapshot):
+    """A job reading one snapshot and committing tables under one id (see :func:`run`): a
+    writer given it in place of the lake stamps its commit with the run and records the
+    version in ``written``."""
 
     name: str
-    lake: Path
     id: str
-    inputs: dict[str, int | None]
     written: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def inputs(self) -> dict[str, int | None]:
+        return self.versions
 
     def metadata(self) -> dict[str, str]:
         return {
             "burstlake.run": f"{self.name}:{self.id}",
             "burstlake.inputs": json.dumps(self.inputs, sort_keys=True),
         }
-
-
-_PINS: ContextVar[dict[tuple[Path, str], int | None] | None] = ContextVar(
-    "burstlake_pins", default=None
-)
-_RUN: ContextVar[Run | None] = ContextVar("burstlake_run", default=None)
 
 
 def latest_version(lake: str | os.PathLike | None, table: str) -> int | None:
@@ -78,30 +91,31 @@ def _published(root: Path) -> dict[str, int]:
 
 
 def read_version(lake: str | os.PathLike | None, table: str) -> int | None:
-    """The version of ``table`` a reader sees now (see :func:`read_versions`)."""
+    """The version of ``table`` a reader given ``lake`` sees (see :func:`read_versions`)."""
     return read_versions(lake, [table])[table]
 
 
 def read_versions(
     lake: str | os.PathLike | None, tables: Iterable[str] | None = None
 ) -> dict[str, int | None]:
-    """The versions a reader sees now: one consistent state of the lake.
+    """The versions a reader given ``lake`` sees: one consistent state of the lake.
 
-    A version pinned by :func:`snapshot` wins; else a table a multi-table run writes is read at
-    the last published run's version; else at the newest version that holds no commit of a
-    landing still in progress (or killed and not reconciled yet), cut consistently across
+    Given a :class:`Snapshot`, the versions it names; else a table a multi-table run writes is
+    read at the last published run's version; else at the newest version that holds no commit
+    of a landing still in progress (or killed and not reconciled yet), cut consistently across
     tables (see :func:`_consistent_cut`).
     """
-    root = lake_path(lake)
     names = list(tables) if tables is not None else sorted(REGISTRY)
-    pins = _PINS.get() or {}
+    if isinstance(lake, Snapshot):
+        return {name: lake.version(name) for name in names}
+    return _read_versions(lake_path(lake), names)
+
+
+def _read_versions(root: Path, names: list[str]) -> dict[str, int | None]:
     published = _published(root)
     cut = _consistent_cut(root)
     out: dict[str, int | None] = {}
     for name in names:
-        if (root, name) in pins:
-            out[name] = pins[(root, name)]
-            continue
         latest = cut[name] if name in cut else latest_version(root, name)
         version = published.get(name)
         out[name] = (
@@ -124,13 +138,13 @@ def landing(lake: str | os.PathLike | None, source_id: str, record: dict) -> Ite
     root = lake_path(lake)
     path = root / TXN / f"{source_id}-{uuid.uuid4().hex[:8]}"
     try:
-        with _locked(root, "snapshot"):
+        with exclusive(root, "snapshot"):
             owned = OwnedFolder(path)
             info = {**record, "source_id": source_id, "started": time.time()}
             (owned.path / "intent.json").write_text(json.dumps(info))
     except OSError as err:  # nothing committed yet: no intent left behind either
         shutil.rmtree(path, ignore_errors=True)
-        raise (_lake_error(err, root) or err) from err
+        raise (as_lake_error(err, root) or err) from err
     try:
         yield owned.path
     except BaseException:
@@ -182,7 +196,7 @@ def _consistent_cut(root: Path) -> dict[str, int | None]:
     folder = root / TXN
     if not folder.is_dir() or not any(folder.iterdir()):
         return {}
-    with _locked(root, "snapshot"):
+    with exclusive(root, "snapshot"):
         pending = intents(root)
         if not pending:
             return {}
@@ -206,37 +220,26 @@ def _consistent_cut(root: Path) -> dict[str, int | None]:
         excluded |= more
 
 
-@contextlib.contextmanager
-def snapshot(
-    lake: str | os.PathLike | None, tables: Iterable[str]
-) -> Iterator[dict[str, int | None]]:
-    """Pin one version of each of ``tables``: every read inside the block sees exactly it."""
+def snapshot(lake: str | os.PathLike | None, tables: Iterable[str]) -> Snapshot:
+    """The versions of ``tables`` a reader sees now, held: a reader given the snapshot sees
+    exactly them, whatever commits follow."""
     root = lake_path(lake)
-    versions = read_versions(root, tables)
-    token = _PINS.set({**(_PINS.get() or {}), **{(root, t): v for t, v in versions.items()}})
-    try:
-        yield versions
-    finally:
-        _PINS.reset(token)
+    return Snapshot(root, _read_versions(root, list(tables)))
 
 
 @contextlib.contextmanager
 def run(
     lake: str | os.PathLike | None, name: str, inputs: Iterable[str], publish: bool = False
 ) -> Iterator[Run]:
-    """A job run: reads a :func:`snapshot` of ``inputs``; every commit inside is stamped with
-    the run id and the input versions (Delta commit metadata). With ``publish``, the tables the
-    run wrote become visible to readers together, when the block ends without error; a run
-    killed part-way leaves readers on the previous run's tables.
+    """A job run: the :class:`Run` it yields is a :func:`snapshot` of ``inputs`` for the job's
+    readers, and every commit of a writer given it is stamped with the run id and the input
+    versions (Delta commit metadata). With ``publish``, the tables the run wrote become visible
+    to readers together, when the block ends without error; a run killed part-way leaves
+    readers on the previous run's tables.
     """
     root = lake_path(lake)
-    with snapshot(root, inputs) as versions:
-        current = Run(name, root, uuid.uuid4().hex[:12], versions)
-        token = _RUN.set(current)
-        try:
-            yield current
-        finally:
-            _RUN.reset(token)
+    current = Run(root, snapshot(root, inputs).versions, name, uuid.uuid4().hex[:12])
+    yield current
     if publish:
         _publish(root, name, current)
 

@@ -22,24 +22,22 @@ import pyarrow.parquet as pq
 from deltalake import CommitProperties, DeltaTable, write_deltalake
 from deltalake.exceptions import CommitFailedError, DeltaError
 
-from burstlake.lake.paths import (
-    COMMIT_RETRIES,
+from burstlake.lake.errors import as_lake_error
+from burstlake.lake.layout import (
     DAY,
     PREDICATE,
     ROWS_PER_FILE,
     RUNS,
     SOURCE,
     STAGING,
-    OwnedFolder,
-    _lake_error,
-    _locked,
-    _quote,
     delta_schema,
     is_delta,
     lake_path,
 )
+from burstlake.lake.locks import OwnedFolder, exclusive
 from burstlake.lake.read import _open
-from burstlake.lake.snapshot import _RUN
+from burstlake.lake.snapshot import Run
+from burstlake.lake.sql import sql_literal
 from burstlake.schemas import REGISTRY, TableSpec, conform, spec
 
 log = logging.getLogger(__name__)
@@ -47,6 +45,7 @@ log = logging.getLogger(__name__)
 # half zstd's CPU per row written and read (a 1 GB Zabbix export stages 4.5 M rows of
 # zabbix_samples).
 STAGED_CODEC = "lz4"
+COMMIT_RETRIES = 20  # attempts of a commit that conflicts with another writer's
 
 
 def _day_keys(table: pa.Table, column: str) -> pa.Array:
@@ -89,6 +88,7 @@ class ContributionWriter:
     ) -> None:
         self.spec = spec(table)
         self.lake = lake_path(lake)
+        self.run = lake if isinstance(lake, Run) else None  # stamps the commit (see Run)
         self.source_id = source_id
         self.replaces = sorted(set(replaces) - {source_id})
         self.contributions: set[str] = set()  # other contributions written (replaced whole)
@@ -100,7 +100,7 @@ class ContributionWriter:
         try:
             self._scratch = OwnedFolder(self.lake / STAGING / name)
         except OSError as err:
-            raise (_lake_error(err, self.lake) or err) from err
+            raise (as_lake_error(err, self.lake) or err) from err
         self._writer: pq.ParquetWriter | None = None
         self._sink: pa.NativeFile | None = None
         self._files: list[Path] = []
@@ -136,14 +136,14 @@ class ContributionWriter:
                 self._file_rows = 0
             self._writer.write_table(stored)
         except OSError as err:
-            raise (_lake_error(err, self.lake) or err) from err
+            raise (as_lake_error(err, self.lake) or err) from err
         self._file_rows += stored.num_rows
 
     def commit(self) -> int:
         """Commit the staged rows as one Delta version; returns rows written."""
         try:
             self._close()
-            with _locked(self.lake, self.spec.name):
+            with exclusive(self.lake, self.spec.name):
                 for attempt in range(COMMIT_RETRIES):
                     try:
                         self.version = _commit(self)
@@ -153,13 +153,13 @@ class ContributionWriter:
                         if attempt == COMMIT_RETRIES - 1:
                             raise
                         time.sleep(0.05 * (attempt + 1))
-                current = _RUN.get()
+                current = self.run
                 if current is not None and current.lake == self.lake:
                     current.written[self.spec.name] = self.version
                 else:
                     _republish(self.lake, self.spec.name, self.version)
         except (OSError, DeltaError) as err:
-            raise (_lake_error(err, self.lake) or err) from err
+            raise (as_lake_error(err, self.lake) or err) from err
         finally:
             self.abort()
         return self.rows
@@ -214,9 +214,9 @@ def _commit(writer: ContributionWriter) -> int:
     table_spec, path = writer.spec, writer.lake / writer.spec.name
     schema = delta_schema(table_spec)
     ids = writer.owned()
-    predicate = f"{SOURCE} IN ({', '.join(map(_quote, ids))})"
+    predicate = f"{SOURCE} IN ({', '.join(map(sql_literal, ids))})"
     new = ds.dataset([str(f) for f in writer._files], schema=schema, format="parquet")
-    current = _RUN.get()
+    current = writer.run
     metadata = current.metadata() if current is not None and current.lake == writer.lake else {}
     metadata["burstlake.source_id"] = writer.source_id
     partition_by = [DAY] if table_spec.partition_by else None
@@ -227,12 +227,12 @@ def _commit(writer: ContributionWriter) -> int:
     dt = DeltaTable(path)
     outcome = _resolve(dt, table_spec, writer)
     writer.superseded, writer.stale = outcome.superseded, outcome.stale
-    data: pa.Table | pa.RecordBatchReader = new.scanner().to_reader()
+    data: pa.Table | pa.RecordBatchReader = _staged_rows(writer._files, schema)
     if outcome.landing is not None:
         data = outcome.landing.cast(schema)
     if outcome.superseded:
         if table_spec.partition_by:
-            predicate += f" OR {DAY} IN ({', '.join(_quote(str(d)) for d in outcome.days)})"
+            predicate += f" OR {DAY} IN ({', '.join(sql_literal(str(d)) for d in outcome.days)})"
         else:
             predicate = None  # the whole table is rewritten
         landing = outcome.landing if outcome.landing is not None else new.to_table()
@@ -251,6 +251,19 @@ def _commit(writer: ContributionWriter) -> int:
     return dt.version()
 
 
+def _staged_rows(files: list[Path], schema: pa.Schema) -> pa.RecordBatchReader:
+    """The staged rows, one staged batch at a time: a commit of millions of rows (a DXT
+    trace) streams in bounded memory (a dataset scanner reads many batches ahead)."""
+
+    def batches():
+        for path in files:
+            with pq.ParquetFile(path) as staged:
+                for batch in staged.iter_batches(use_threads=False):
+                    yield batch.cast(schema)
+
+    return pa.RecordBatchReader.from_batches(schema, batches())
+
+
 @dataclass
 class _Outcome:
     """What a commit does besides replacing its own contributions (see :func:`_resolve`)."""
@@ -263,7 +276,7 @@ class _Outcome:
 
 
 def _files_sql(paths: Iterable[str]) -> str:
-    return "[" + ", ".join(_quote(p) for p in paths) + "]"
+    return "[" + ", ".join(sql_literal(p) for p in paths) + "]"
 
 
 def _resolve(dt: DeltaTable, table_spec: TableSpec, writer: ContributionWriter) -> _Outcome:
@@ -278,7 +291,7 @@ def _resolve(dt: DeltaTable, table_spec: TableSpec, writer: ContributionWriter) 
     if not table_spec.replace_key or not writer._files:
         return _Outcome()
     own = set(writer.owned())
-    mine = ", ".join(map(_quote, own))
+    mine = ", ".join(map(sql_literal, own))
     key = table_spec.replace_key
     match = " AND ".join(f'o."{k}" IS NOT DISTINCT FROM n."{k}"' for k in key)
     with duckdb.connect() as con:
@@ -305,9 +318,8 @@ def _resolve(dt: DeltaTable, table_spec: TableSpec, writer: ContributionWriter) 
         if table_spec.partition_by:
             query = f"SELECT DISTINCT CAST({DAY} AS DATE) FROM o WHERE {hit}"
             outcome.days = [r[0] for r in con.execute(query).fetchall()]
-            scope = (
-                f"CAST(o.{DAY} AS DATE) IN ({', '.join(_quote(str(d)) for d in outcome.days)}) AND "
-            )
+            days = ", ".join(sql_literal(str(d)) for d in outcome.days)
+            scope = f"CAST(o.{DAY} AS DATE) IN ({days}) AND "
         names = ", ".join(f'o."{c}"' for c in table_spec.schema.names)
         kept = con.execute(
             f"SELECT {names}, o.{SOURCE} FROM o WHERE {scope}NOT ({hit})"
@@ -413,10 +425,10 @@ def delete_contribution(
         if not is_delta(path):
             continue
         try:
-            with _locked(root, name):
+            with exclusive(root, name):
                 dt = DeltaTable(path)
                 metrics = dt.delete(
-                    f"{SOURCE} = {_quote(source_id)}",
+                    f"{SOURCE} = {sql_literal(source_id)}",
                     commit_properties=CommitProperties(
                         custom_metadata={"burstlake.deleted": source_id}
                     ),
@@ -425,5 +437,5 @@ def delete_contribution(
                 dt.update_incremental()
                 _republish(root, name, dt.version())
         except (OSError, DeltaError) as err:
-            raise (_lake_error(err, root) or err) from err
+            raise (as_lake_error(err, root) or err) from err
     return removed

@@ -60,7 +60,7 @@ from burstlake.jobs.ingest.accounting import (
 from burstlake.lake import (
     ContributionWriter,
     LakeError,
-    _lake_error,
+    as_lake_error,
     check_cluster,
     checkpoint,
     delete_contribution,
@@ -147,6 +147,13 @@ class Batch:
     # _record -> metric -> amount landing with that record's rows.
     traffic: dict[str, dict[str, int]] = field(default_factory=dict)
     record_traffic: dict[int, dict[str, int]] = field(default_factory=dict)
+    # Byte accounting of batches too large for ``record_traffic`` (a record per DXT segment):
+    # metric -> amount in given tables; the rows that pass screening land it, the others
+    # count as quarantined.
+    measure: Callable[[Mapping[str, pa.Table]], dict[str, int]] | None = None
+    # The record of an earlier batch that every record of this one belongs to (a Darshan
+    # log's header): when that record was quarantined, the whole batch is too.
+    belongs_to: int | None = None
     # Rows of the source's state tables (``Source.state_tables``), landed unvalidated in the
     # file's contribution with the rest of the file.
     state: dict[str, pa.Table] = field(default_factory=dict)
@@ -227,6 +234,9 @@ class Source:
     pull: Callable[[Mapping[str, Any], Path, Path], Pulled | None] | None = None
     # the byte balance to print after a command: (title, metric -> reason -> bytes);
     balance: Callable[[Path, Mapping[str, Any], list[FileReport]], tuple[str, dict]] | None = None
+    # small files land in groups, one validation and one commit per table for many files
+    # (grouped.py): every row carries _record, no table has a precedence, no state tables.
+    grouped: bool = False
 
     def traffic(
         self, lake: Path, options: Mapping[str, Any], reports: list[FileReport]
@@ -242,7 +252,9 @@ class Source:
         return f"{self.name} traffic", summed
 
 
-def _account_traffic(report: FileReport, batch: Batch, failed: set[int]) -> None:
+def _account_traffic(
+    report: FileReport, batch: Batch, failed: set[int], good: Mapping[str, pa.Table]
+) -> None:
     """Add a batch's byte accounting to the report: a record's traffic lands with its rows, or
     counts as quarantined when the record failed validation."""
     for metric, parts in batch.traffic.items():
@@ -253,6 +265,12 @@ def _account_traffic(report: FileReport, batch: Batch, failed: set[int]) -> None
             add_traffic(
                 report.traffic, metric, "quarantined" if record in failed else "landed", amount
             )
+    if batch.measure is not None:
+        landed = batch.measure(good)
+        for metric, amount in batch.measure(batch.tables).items():
+            add_traffic(report.traffic, metric, "landed", landed.get(metric, 0))
+            if amount > landed.get(metric, 0):
+                add_traffic(report.traffic, metric, "quarantined", amount - landed.get(metric, 0))
 
 
 def _check_sums(report: FileReport) -> None:
@@ -304,6 +322,21 @@ def _screen(
 ) -> tuple[dict[str, pa.Table], list[Reject], int, set[int]]:
     """Validate every table of a batch; drop failing records. Returns good rows, rejects, count
     and the failing ``_record`` values."""
+    good, rejects, bad_records = screen_records(batch, topology_nodes)
+    for record, reason in sorted(bad_records.items()):
+        location, raw = batch.origins.get(record, (f"record {record}", None))
+        rejects.append(Reject(location, raw, reason))
+    good = {t: r.drop_columns([RECORD]) if RECORD in r.column_names else r for t, r in good.items()}
+    failed = len(rejects) + sum(batch.weights.get(r, 1) - 1 for r in bad_records)
+    return good, rejects, failed, set(bad_records)
+
+
+def screen_records(
+    batch: Batch, topology_nodes: list[str] | None
+) -> tuple[dict[str, pa.Table], list[Reject], dict[int, str]]:
+    """Validate every table of a batch, once per table: the rows of records that pass (with
+    their ``_record`` and any other columns), the rejects of rows without ``_record``, and
+    the failing records with their reasons (a record whose parent failed fails too)."""
     bad_records: dict[int, str] = {}
     rejects: list[Reject] = []
     good: dict[str, pa.Table] = {}
@@ -336,12 +369,23 @@ def _screen(
         for table, rows in good.items():
             if RECORD in rows.column_names:
                 good[table] = rows.filter(pc.invert(pc.is_in(rows.column(RECORD), dropped)))
-        for record, reason in sorted(bad_records.items()):
-            location, raw = batch.origins.get(record, (f"record {record}", None))
-            rejects.append(Reject(location, raw, reason))
-    good = {t: r.drop_columns([RECORD]) if RECORD in r.column_names else r for t, r in good.items()}
-    failed = len(rejects) + sum(batch.weights.get(r, 1) - 1 for r in bad_records)
-    return good, rejects, failed, set(bad_records)
+    return good, rejects, bad_records
+
+
+def _orphaned(batch: Batch, where: str) -> tuple[dict[str, pa.Table], list[Reject], int, set[int]]:
+    """:func:`_screen`'s answer for a batch whose record it belongs to (at ``where``) was
+    quarantined: one quarantine row stands for all its records the parser did not reject."""
+    records = [
+        r for rows in batch.tables.values() if RECORD in rows.column_names
+        for r in pc.unique(rows.column(RECORD)).to_pylist()
+    ]  # fmt: skip
+    count = batch.records - len(batch.rejects)
+    span = f"records {min(records)}-{max(records)}" if records else "no rows"
+    reason = f"{count} records belong to the {where}, which was quarantined"
+    rejects = [Reject(span, None, reason)] if count else []
+    empty = {t: rows.slice(0, 0).drop_columns([RECORD]) if RECORD in rows.column_names
+             else rows.slice(0, 0) for t, rows in batch.tables.items()}  # fmt: skip
+    return empty, rejects, count, set(records)
 
 
 def _topology_nodes(lake: Path | str | None, source: Source) -> list[str] | None:
@@ -411,6 +455,12 @@ def reconcile(
     skipped = {os.path.abspath(p) for p in skip}
     reports = []
     for record in lakes.intents(root, abandoned=True):
+        if "members" in record:  # a group of files landed as one (grouped.py)
+            from burstlake.jobs.ingest import grouped
+
+            reports += grouped.reconcile(root, record, skipped)
+            shutil.rmtree(record["path"], ignore_errors=True)
+            continue
         file, sid = Path(record["file"]), record["source_id"]
         unchanged = file.is_file() and content_id(file) == sid
         logged = table_files(root, "ingest_log") and sid in set(
@@ -504,7 +554,7 @@ class _Landing:
         try:
             self.commit(self.stage())
         except OSError as err:
-            failure = _lake_error(err, self.root)
+            failure = as_lake_error(err, self.root)
             if failure is None:
                 raise
             done = self.report.failure or "nothing of it was committed"
@@ -545,10 +595,17 @@ class _Landing:
         report's counts are this parse's alone (a second parse starts them again)."""
         self.report.records_in = self.report.quarantined = 0
         self.report.traffic, self.report.keep = {}, frozenset()
+        quarantined: dict[int, str] = {}  # location of earlier batches' (Batch.belongs_to)
         for batch in self.source.parse(self.file, self.context):
             checkpoint("ingest-parse")
-            good, rejects, failed, bad_records = _screen(batch, self.topology_nodes)
-            _account_traffic(self.report, batch, bad_records)
+            if batch.belongs_to in quarantined:
+                good, rejects, failed, bad_records = _orphaned(batch, quarantined[batch.belongs_to])
+            else:
+                good, rejects, failed, bad_records = _screen(batch, self.topology_nodes)
+            if batch.belongs_to is None:  # records later batches may belong to
+                for record in bad_records:
+                    quarantined[record] = batch.origins.get(record, (f"record {record}", None))[0]
+            _account_traffic(self.report, batch, bad_records, good)
             _check_sums(self.report)
             for table, rows in good.items():
                 _write(writers[table], rows)
@@ -606,6 +663,11 @@ def _abort(writers: dict[str, ContributionWriter]) -> None:
 
 
 def _log(lake: Path, report: FileReport, replaces: list[str]) -> None:
+    write_table(lake, "ingest_log", log_row(report), report.source_id, replaces)
+
+
+def log_row(report: FileReport) -> pa.Table:
+    """A file's ``ingest_log`` row: its content id and its row and byte accounting."""
     row = {
         "source": report.source,
         "file": report.file,
@@ -622,7 +684,7 @@ def _log(lake: Path, report: FileReport, replaces: list[str]) -> None:
         or None,
         "ingested_at": _now(),
     }
-    write_table(lake, "ingest_log", pa.Table.from_pylist([row]), report.source_id, replaces)
+    return pa.Table.from_pylist([row])
 
 
 def expand_paths(paths: Iterable[str | os.PathLike], pattern: str = "*") -> list[Path]:
@@ -639,9 +701,14 @@ def ingest(
     lake: str | os.PathLike | None = None,
     options: Mapping[str, Any] | None = None,
     progress: bool = False,
+    workers: int = 1,
 ) -> list[FileReport]:
-    """Ingest files of one source, then refresh the catalog. Returns one report per file."""
+    """Ingest files of one source, then refresh the catalog. Returns one report per file.
+
+    ``workers``: processes parsing the files of a grouped source (``Source.grouped``)."""
     from tqdm import tqdm
+
+    from burstlake.jobs.ingest import grouped
 
     check_cluster((options or {}).get("cluster"), "--cluster")
     source.check_options(dict(options or {}))
@@ -657,21 +724,41 @@ def ingest(
     context = ParseContext(options=dict(options or {}), progress=bar.update)
     bar_base = 0
     topology_nodes = _topology_nodes(lake, source)  # a source checking names never writes them
-    for at, file in enumerate(files):
-        report = ingest_file(source, file, lake, context, topology_nodes)
-        reports.append(report)
-        if report.failure:  # the lake cannot take files now: say so for the others
-            skipped = files[at + 1 :]
+    at = 0
+    while at < len(files):
+        run = _group_run(source, files, at)
+        if run:
+            root = lake_path(lake)
+            landed = grouped.land(source, run, root, context, topology_nodes, workers)
+        else:
+            run = files[at : at + 1]
+            landed = [ingest_file(source, run[0], lake, context, topology_nodes)]
+        reports += landed
+        at += len(run)
+        if any(r.failure for r in landed):  # the lake cannot take files now: say so for others
+            skipped = files[at:]
             reports += [
                 FileReport(source.name, str(f), "-", failure=NOT_ATTEMPTED) for f in skipped
             ]
             break
-        bar_base += file.stat().st_size if file.is_file() else 0
+        bar_base += sum(f.stat().st_size for f in run if f.is_file())
         bar.n = bar_base
         bar.refresh()
     bar.close()
     _finish(lake, reports)
     return reports
+
+
+def _group_run(source: Source, files: list[Path], at: int) -> list[Path]:
+    """The files from ``at`` on that land as groups (none: land ``files[at]`` alone)."""
+    from burstlake.jobs.ingest import grouped
+
+    if not source.grouped:
+        return []
+    end = at
+    while end < len(files) and grouped.groupable(files[end]):
+        end += 1
+    return files[at:end]
 
 
 def _finish(lake: str | os.PathLike | None, reports: list[FileReport]) -> None:

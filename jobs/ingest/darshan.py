@@ -4,8 +4,10 @@ See docs/design.md, 'Sources'.
 
 Lands one ``darshan_jobs`` row per log, one ``darshan_rank_io`` row per module and rank
 (rank -1: shared files reduced over all ranks), the per-rank view paper 004 §3.2 reads rank-0
-and uneven I/O from, and the heatmap bins with traffic in ``darshan_heatmap``. Logs are read
-with pydarshan (:mod:`.darshan_log`).
+and uneven I/O from, the heatmap bins with traffic in ``darshan_heatmap``, the log's name
+records in ``darshan_files`` and its DXT segments in ``darshan_dxt`` (:mod:`.darshan_dxt`,
+streamed in bounded batches). Logs are read with pydarshan (:mod:`.darshan_log`); small logs
+land in groups (``Source.grouped``, :mod:`.grouped`).
 
 Identity and joins: ``log_id`` is the id of what the log says (blake2b-64 of everything read
 from it: header, module × rank totals, host names, heatmaps; :func:`log_id`), not of its bytes:
@@ -19,7 +21,8 @@ and a null-cluster log joins the one job of that raw id if exactly one machine h
 
 Input records, for the accounting of docs/design.md, 'The lake': a log's header (its
 ``darshan_jobs`` row), each module × rank total (a ``darshan_rank_io`` row) and each module ×
-rank heatmap (its bins with traffic, ``darshan_heatmap`` rows); a record failing its
+rank heatmap (its bins with traffic, ``darshan_heatmap`` rows), each name record (a
+``darshan_files`` row) and each DXT segment (a ``darshan_dxt`` row); a record failing its
 expectations is quarantined alone, except the header: the log's other records describe its run
 and are quarantined with it. A log whose records Darshan had to drop at run time (memory
 limits) lands with ``partial = true``. A log darshan-util cannot open, can only read part of
@@ -37,6 +40,7 @@ import signal
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -46,7 +50,7 @@ from subprocess import PIPE
 import numpy as np
 import pyarrow as pa
 
-from burstlake.jobs.ingest import darshan_log
+from burstlake.jobs.ingest import darshan_dxt, darshan_log
 from burstlake.jobs.ingest.base import (
     RECORD,
     Batch,
@@ -74,13 +78,14 @@ class _IsolatedReader:
         self._worker: subprocess.Popen | None = None
         self._lock = threading.Lock()
 
-    def read(self, path: Path) -> DarshanLog:
+    def read(self, path: Path, dxt: Path | None = None) -> DarshanLog:
+        """The log at ``path``; with ``dxt`` its segments streamed into that file too."""
         with self._lock:
             if self._worker is None:
                 command = [sys.executable, "-m", darshan_log.__name__]
                 self._worker = subprocess.Popen(command, stdin=PIPE, stdout=PIPE)
             try:
-                result = self._ask(self._worker, path)
+                result = self._ask(self._worker, path, dxt)
             except (BrokenPipeError, EOFError):
                 status = self._worker.wait()
                 self._worker = None
@@ -98,8 +103,9 @@ class _IsolatedReader:
         return result
 
     @staticmethod
-    def _ask(worker: subprocess.Popen, path: Path) -> DarshanLog | UnreadableLog:
-        worker.stdin.write(json.dumps(str(path)).encode() + b"\n")
+    def _ask(worker: subprocess.Popen, path: Path, dxt: Path | None) -> DarshanLog | UnreadableLog:
+        request = [str(path), None if dxt is None else str(dxt)]
+        worker.stdin.write(json.dumps(request).encode() + b"\n")
         worker.stdin.flush()
         header = worker.stdout.read(8)
         if len(header) < 8:
@@ -263,10 +269,39 @@ def _origin(row: dict, location: str) -> tuple[str, str]:
     return location, json.dumps({k: v for k, v in row.items() if k != RECORD}, default=str)
 
 
+def _files_table(log: DarshanLog, log_id: str, first_record: int, cluster: str | None):
+    ids, names, mounts, kinds = zip(*log.files, strict=True) if log.files else ([],) * 4
+    return pa.table(
+        {
+            "log_id": [log_id] * len(ids),
+            "cluster": [cluster] * len(ids),
+            "record_id": list(ids),
+            "path": list(names),
+            "mount_point": list(mounts),
+            "fs_type": list(kinds),
+            RECORD: range(first_record, first_record + len(ids)),
+        },
+        schema=_schema("darshan_files"),
+    )
+
+
+def _file_origins(log: DarshanLog, first_record: int) -> dict[int, tuple[str, str]]:
+    return {
+        first_record + i: (f"name record {record_id}", json.dumps(name))
+        for i, (record_id, name, _, _) in enumerate(log.files)
+    }
+
+
 def parse(path: Path, context: ParseContext) -> Iterator[Batch]:
-    """One batch per log: its ``darshan_jobs``, ``darshan_rank_io`` and ``darshan_heatmap``
-    rows."""
-    log = _READER.read(path)
+    """A log's header batch (its ``darshan_jobs``, ``darshan_rank_io``, ``darshan_heatmap``
+    and ``darshan_files`` rows), then its DXT segments in bounded ``darshan_dxt`` batches
+    (:mod:`.darshan_dxt`), streamed through a scratch file the reader process writes."""
+    with tempfile.TemporaryDirectory(prefix="burstlake-dxt-") as scratch:
+        yield from _parse(path, context, Path(scratch) / "dxt.arrow")
+
+
+def _parse(path: Path, context: ParseContext, trace: Path) -> Iterator[Batch]:
+    log = _READER.read(path, trace)
     identity, cluster = log_id(log), record_cluster(context.options)
     job = {**_job_row(log, identity), "cluster": cluster, RECORD: 0}
     ranks = [
@@ -274,22 +309,27 @@ def parse(path: Path, context: ParseContext) -> Iterator[Batch]:
         for i, row in enumerate(_rank_rows(log, identity), start=1)
     ]
     first_heatmap = len(ranks) + 1
+    first_file = first_heatmap + sum(len(h.ranks) for h in log.heatmaps)
     origins = {0: _origin(job, "log header")}
     origins |= {r[RECORD]: _origin(r, f"module={r['module']} rank={r['rank']}") for r in ranks}
     origins |= _heatmap_origins(log, first_heatmap)
+    origins |= _file_origins(log, first_file)
     seen, by_record = _traffic(ranks)
     yield Batch(
         tables={
             "darshan_jobs": _table("darshan_jobs", [job]),
             "darshan_rank_io": _table("darshan_rank_io", ranks),
             "darshan_heatmap": _heatmap_table(log, identity, first_heatmap, cluster),
+            "darshan_files": _files_table(log, identity, first_file, cluster),
         },
         records=len(origins),
         origins=origins,
         parents={record: 0 for record in origins if record},
-        traffic=seen,
+        traffic=seen | darshan_dxt.header_traffic(log),
         record_traffic=by_record,
     )
+    ids = (identity, cluster, job["job_id"])
+    yield from darshan_dxt.batches(log, ids, first_file + len(log.files), header=0)
 
 
 def _traffic(ranks: list[dict]) -> tuple[dict[str, dict[str, int]], dict[int, dict[str, int]]]:
@@ -311,8 +351,9 @@ def _traffic(ranks: list[dict]) -> tuple[dict[str, dict[str, int]], dict[int, di
 
 SOURCE = Source(
     name="darshan",
-    tables=("darshan_jobs", "darshan_rank_io", "darshan_heatmap"),
+    tables=("darshan_jobs", "darshan_rank_io", "darshan_heatmap", "darshan_files", "darshan_dxt"),
     parse=parse,
     add_arguments=add_arguments,
     file_pattern=FILE_PATTERN,
+    grouped=True,
 )

@@ -10,7 +10,9 @@ up bytes, operation counts and times. Modules without byte or operation counters
 striping, BG/Q, APMPI, APXC, HEATMAP) are listed in the log's ``modules`` but have no totals.
 Rank -1 records are shared files that Darshan reduced over all ranks; they stay rank -1.
 DXT records carry the hostname of the rank that wrote them (paper 004 §3 distributes I/O over
-hosts), so ranks with a DXT record get a hostname. HEATMAP records (Darshan >= 3.3) give each
+hosts), so ranks with a DXT record get a hostname; asked for them, the reader also streams the
+DXT segments, a record at a time, into an Arrow IPC file (:class:`DxtTrace`) and lists the
+name records with their mount points. HEATMAP records (Darshan >= 3.3) give each
 rank's bytes per time bin from the job start: the only time-resolved view of a rank's I/O.
 
 darshan-util reports damage (a truncated or corrupt log) only as ``Error:`` lines on the C
@@ -106,6 +108,13 @@ STORAGE_MODULES = ("POSIX", "STDIO", "DAOS")
 that went through MPI-IO, HDF5 or PnetCDF are not counted twice."""
 
 DXT_MODULES = ("DXT_POSIX", "DXT_MPIIO")
+DXT_COUNTED = {"DXT_POSIX": "POSIX", "DXT_MPIIO": "MPI-IO"}  # the module whose counters it traces
+DXT_OPS = ("write", "read")  # Darshan stores a DXT record's writes, then its reads
+DXT_BATCH = 65_536
+"""Segments per batch of a streamed DXT trace: memory holds one batch (and Darshan's one
+record), whatever the number of segments in the log."""
+SEGMENT = np.dtype([("offset", "<i8"), ("length", "<i8"), ("start", "<f8"), ("end", "<f8")])
+"""darshan-util's ``struct segment_info``: times are seconds since the job's start."""
 HEATMAP_MODULES = {"MPIIO": "MPI-IO"}  # heatmap names that differ from the module's own
 
 
@@ -131,6 +140,36 @@ class RankHeatmap:
 
 
 @dataclass
+class DxtTrace:
+    """Where a log's DXT segments were streamed: an Arrow IPC file of batches of at most
+    :data:`DXT_BATCH` rows (:func:`dxt_schema`), and what they add up to."""
+
+    path: str
+    segments: int = 0
+    traced: dict[str, dict[str, int]] = field(default_factory=dict)  # module -> op -> bytes
+
+
+def dxt_schema():
+    """The columns of a streamed DXT trace: one row per segment, in the log's order."""
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("module", pa.int8()),  # index in DXT_MODULES
+            ("record", pa.int64()),  # index of the DXT record in the log, over modules
+            ("rank", pa.int64()),
+            ("record_id", pa.int64()),  # Darshan's uint64 record id, its bits as int64
+            ("op", pa.int8()),  # index in DXT_OPS
+            ("segment", pa.int64()),  # index of the segment among the record's reads/writes
+            ("offset", pa.int64()),
+            ("length", pa.int64()),
+            ("start", pa.float64()),  # seconds since the job's start
+            ("end", pa.float64()),
+        ]
+    )
+
+
+@dataclass
 class DarshanLog:
     """What burstlake keeps of a Darshan log."""
 
@@ -140,6 +179,9 @@ class DarshanLog:
     totals: list[RankTotals] = field(default_factory=list)
     hostnames: dict[int, str] = field(default_factory=dict)  # rank -> host, from DXT
     heatmaps: list[RankHeatmap] = field(default_factory=list)
+    files: list[tuple[int, str, str | None, str | None]] = field(default_factory=list)
+    # (record id as int64, path, mount point, file-system type) of every name record
+    dxt: DxtTrace | None = None  # set when the segments were asked for
 
 
 def _counter_columns(module: str, measure: str) -> list[tuple[bool, int]] | None:
@@ -204,17 +246,120 @@ def _module_totals(report, module: str) -> RankTotals:
     return RankTotals(module, unique, measures)
 
 
-def _dxt_hostnames(report) -> dict[int, str]:
-    from darshan.backend import cffi_backend as backend
+class _DxtStream:
+    """Collects DXT segments into batches of :data:`DXT_BATCH` rows written to an Arrow IPC
+    file (or nowhere, when only host names are wanted)."""
+
+    def __init__(self, path: str | None) -> None:
+        import pyarrow as pa
+
+        self.schema = dxt_schema()
+        self.trace = DxtTrace(path) if path else None
+        self._writer: pa.ipc.RecordBatchFileWriter | None = None  # opened at the first segment
+        self._parts: list[dict[str, np.ndarray]] = []
+        self._rows = 0
+
+    def add(self, module: int, record: int, rank: int, record_id: int, writes: int, segments):
+        if self.trace is None or not len(segments):
+            return
+        ops = np.repeat(np.array([0, 1], dtype=np.int8), [writes, len(segments) - writes])
+        index = np.arange(len(segments), dtype=np.int64)
+        index[writes:] -= writes
+        name = DXT_MODULES[module]
+        traced = self.trace.traced.setdefault(name, {op: 0 for op in DXT_OPS})
+        traced["write"] += int(segments["length"][:writes].sum())
+        traced["read"] += int(segments["length"][writes:].sum())
+        self.trace.segments += len(segments)
+        for at in range(0, len(segments), DXT_BATCH):
+            part = slice(at, at + DXT_BATCH)
+            n = len(index[part])
+            self._parts.append(
+                {
+                    "module": np.full(n, module, dtype=np.int8),
+                    "record": np.full(n, record, dtype=np.int64),
+                    "rank": np.full(n, rank, dtype=np.int64),
+                    "record_id": np.full(n, record_id, dtype=np.uint64).view(np.int64),
+                    "op": ops[part],
+                    "segment": index[part],
+                    **{k: np.array(segments[k][part]) for k in SEGMENT.names},
+                }
+            )
+            self._rows += n
+            if self._rows >= DXT_BATCH:
+                self._flush()
+
+    def _flush(self) -> None:
+        import pyarrow as pa
+
+        if not self._parts:
+            return
+        if self._writer is None:
+            self._sink = pa.OSFile(self.trace.path, "wb")
+            self._writer = pa.ipc.new_file(self._sink, self.schema)
+        columns = {k: np.concatenate([p[k] for p in self._parts]) for k in self.schema.names}
+        self._parts, self._rows = [], 0
+        for at in range(0, len(columns["record"]), DXT_BATCH):
+            arrays = [pa.array(columns[k][at : at + DXT_BATCH]) for k in self.schema.names]
+            self._writer.write_batch(pa.RecordBatch.from_arrays(arrays, schema=self.schema))
+
+    def close(self) -> DxtTrace | None:
+        if self.trace is not None:
+            self._flush()
+        if self._writer is not None:
+            self._writer.close()
+            self._sink.close()
+        return self.trace
+
+
+def _dxt(report, stream: _DxtStream) -> dict[int, str]:
+    """Read the DXT records one at a time from darshan-util (as pydarshan's
+    ``log_get_dxt_record`` does, without a Python object per segment) into ``stream``;
+    returns the host name of each rank that has a record."""
+    from darshan.backend.cffi_backend import ffi, libdutil
 
     hosts: dict[int, str] = {}
-    for module in DXT_MODULES:
-        if module not in report.modules:
+    header = ffi.sizeof("struct dxt_file_record")
+    record = 0
+    for module, name in enumerate(DXT_MODULES):
+        if name not in report.modules:
             continue
-        while (record := backend.log_get_dxt_record(report.log, module)) is not None:
-            if record["hostname"]:
-                hosts.setdefault(int(record["rank"]), record["hostname"])
+        index = report.modules[name]["idx"]
+        buffer = ffi.new("void **")
+        while libdutil.darshan_log_get_record(report.log["handle"], index, buffer) > 0:
+            try:
+                dxt = ffi.cast("struct dxt_file_record *", buffer[0])
+                rank, writes = int(dxt.base_rec.rank), int(dxt.write_count)
+                count = writes + int(dxt.read_count)
+                hostname = ffi.string(dxt.hostname).decode("utf-8", "replace")
+                if hostname:
+                    hosts.setdefault(rank, hostname)
+                data = ffi.buffer(ffi.cast("char *", buffer[0]) + header, count * SEGMENT.itemsize)
+                segments = np.frombuffer(data, dtype=SEGMENT)
+                stream.add(module, record, rank, int(dxt.base_rec.id), writes, segments)
+            finally:
+                libdutil.darshan_free(buffer[0])
+                buffer[0] = ffi.NULL  # darshan-util reuses a non-null buffer
+            record += 1
     return hosts
+
+
+def _mount_of(path: str, mounts: list[tuple[str, str]]) -> tuple[str | None, str | None]:
+    """The longest mount point holding ``path``, and its file-system type."""
+    best: tuple[str | None, str | None] = (None, None)
+    for point, kind in mounts:
+        root = point.rstrip("/") + "/"
+        if (path == point or path.startswith(root)) and len(point) > len(best[0] or ""):
+            best = (point, kind)
+    return best
+
+
+def _files(report) -> list[tuple[int, str, str | None, str | None]]:
+    from darshan.backend import cffi_backend as backend
+
+    mounts = backend.log_get_mounts(report.log)
+    names = backend.log_get_name_records(report.log)
+    signed = np.array(list(names), dtype=np.uint64).view(np.int64).tolist()
+    return [(i, n, *_mount_of(n, mounts)) for i, n in zip(signed, names.values(), strict=True)]
 
 
 def _heatmaps(report) -> list[RankHeatmap]:
@@ -258,26 +403,32 @@ class UnreadableLog(Exception):
     """darshan-util cannot read the log, or only part of it; the message says what it said."""
 
 
-def _read(path: str) -> DarshanLog:
+def _read(path: str, dxt: str | None) -> DarshanLog:
     import darshan
 
     with darshan.DarshanReport(path, read_all=False) as report:
-        return DarshanLog(
+        stream = _DxtStream(dxt)
+        log = DarshanLog(
             job=dict(report.metadata["job"]),
             exe=report.metadata["exe"],
             modules={m: bool(info["partial_flag"]) for m, info in report.modules.items()},
             totals=[_module_totals(report, m) for m in report.modules if m in MODULES],
-            hostnames=_dxt_hostnames(report),
+            hostnames=_dxt(report, stream),
             heatmaps=_heatmaps(report),
+            files=_files(report) if dxt else [],
         )
+        log.dxt = stream.close()
+        return log
 
 
-def read_log(path: str) -> DarshanLog:
+def read_log(path: str, dxt: str | None = None) -> DarshanLog:
     """Read a log: header, per-rank totals of the modules in :data:`MODULES`, DXT hostnames,
-    heatmaps. Raises :class:`UnreadableLog` if darshan-util cannot read all of it."""
+    heatmaps; with ``dxt`` (a file to create) also its name records and its DXT segments,
+    streamed into that file (:class:`DxtTrace`). Raises :class:`UnreadableLog` if darshan-util
+    cannot read all of it."""
     with _captured_stderr() as complaints:
         try:
-            log = _read(path)
+            log = _read(path, dxt)
         except RuntimeError as err:  # pydarshan's "Failed to open file."
             log, failure = None, str(err)
     errors = list(dict.fromkeys(line for line in complaints if line.startswith("Error")))
@@ -294,13 +445,13 @@ def read_log(path: str) -> DarshanLog:
 
 
 def serve() -> None:
-    """Worker loop: a JSON path per line on stdin; per path, on stdout, an 8-byte length and
-    the pickled :class:`DarshanLog` (or :class:`UnreadableLog`)."""
+    """Worker loop: per line on stdin a JSON list [log path, DXT file or null]; per line, on
+    stdout, an 8-byte length and the pickled :class:`DarshanLog` (or :class:`UnreadableLog`)."""
     answers = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # nothing else may write into the answers
     for line in sys.stdin.buffer:
         try:
-            result: DarshanLog | UnreadableLog = read_log(json.loads(line))
+            result: DarshanLog | UnreadableLog = read_log(*json.loads(line))
         except UnreadableLog as err:
             result = err
         except Exception as err:  # pydarshan on a malformed log: the log is unusable

@@ -92,7 +92,6 @@ from burstlake.jobs.ingest.base import (
     TrafficOverflow,
     record_cluster,
 )
-from burstlake.jobs.ingest.zabbix_lines import quoted as _quoted
 from burstlake.jobs.ingest.zabbix_mapping import (
     HostNames,
     ItemMapping,
@@ -100,7 +99,14 @@ from burstlake.jobs.ingest.zabbix_mapping import (
     prefix_rewrite,
 )
 from burstlake.jobs.ingest.zabbix_options import add_arguments
-from burstlake.lake import contribution_keys, dataset, lake_path, machine_filter, read_table
+from burstlake.lake import (
+    cluster_filter,
+    contribution_keys,
+    dataset,
+    lake_path,
+    read_table,
+    sql_literal,
+)
 
 LOG = logging.getLogger(__name__)
 ROWS_PER_BATCH = 200_000  # node_io rows per batch (whole nodes)
@@ -211,7 +217,7 @@ def region_id(day: int, bucket: int, cluster: str | None = None) -> str:
 
 def same_machine(cluster: str | None) -> pc.Expression:
     """Filter: rows of the machine ``cluster`` (null: the unnamed machine; the lake's rule)."""
-    return machine_filter(cluster)
+    return cluster_filter(cluster)
 
 
 @dataclass(frozen=True)
@@ -375,7 +381,7 @@ def _bucket_view(con: duckdb.DuckDBPyConnection, spill: Path, bucket: int, strea
     """View ``new_samples``: this file's samples of one node bucket (possibly none)."""
     files = zabbix_lines.spilled_samples(spill, bucket)
     if files:
-        listed = "[" + ", ".join(f"'{_quoted(f)}'" for f in files) + "]"
+        listed = "[" + ", ".join(sql_literal(f) for f in files) + "]"
         source = f"SELECT * FROM read_parquet({listed}) WHERE {zabbix_overflow.kept(con)}"
     else:
         source = (
@@ -385,7 +391,7 @@ def _bucket_view(con: duckdb.DuckDBPyConnection, spill: Path, bucket: int, strea
         )
     con.execute(
         f"CREATE OR REPLACE TEMP VIEW new_samples AS SELECT *, {stream.seq}::BIGINT AS seq, "
-        f"'{_quoted(Path(stream.file))}' AS file FROM ({source})"
+        f"{sql_literal(stream.file)} AS file FROM ({source})"
     )
     return "new_samples"
 
@@ -633,7 +639,7 @@ def _duplicate_batches(con: duckdb.DuckDBPyConnection, spill: Path) -> Iterator[
 def _store_samples(con: duckdb.DuckDBPyConnection, spill: Path, stream: Stream) -> Iterator[Batch]:
     """Keep this file's samples in the lake for the files that continue its items (state rows
     landing with the file's node_io, see ``Batch.state``)."""
-    files = _quoted(spill / zabbix_lines.samples_pattern())
+    files = sql_literal(spill / zabbix_lines.samples_pattern())
     same = {  # the file's own columns, repeated by pyarrow (DuckDB would copy them per row)
         "cluster": pa.scalar(stream.cluster, pa.string()),
         "source_id": pa.scalar(stream.source_id, pa.string()),
@@ -643,7 +649,7 @@ def _store_samples(con: duckdb.DuckDBPyConnection, spill: Path, stream: Stream) 
     if zabbix_lines.spilled_samples(spill):
         reader = con.execute(
             "SELECT node, item, metric, kind, make_timestamp(t_ns // 1000) AS ts, t_ns, value, "
-            f"bucket, line_no FROM read_parquet('{files}', hive_partitioning = true) "
+            f"bucket, line_no FROM read_parquet({files}, hive_partitioning = true) "
             f"WHERE {zabbix_overflow.kept(con)}"
         ).fetch_record_batch(ROWS_PER_BATCH)
         for batch in reader:
@@ -680,7 +686,7 @@ def parse(path: Path, context: ParseContext) -> Iterator[Batch]:
             if zabbix_lines.spilled_samples(spill):
                 con.execute(
                     "CREATE VIEW all_new AS SELECT * FROM "
-                    f"read_parquet('{_quoted(spill / zabbix_lines.samples_pattern())}')"
+                    f"read_parquet({sql_literal(spill / zabbix_lines.samples_pattern())})"
                 )
                 stream = stream.decide(con, "all_new")
                 if context.exact_sums:  # a sum passed 64 bits: find the samples taking it there

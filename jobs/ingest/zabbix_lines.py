@@ -567,10 +567,6 @@ def spilled_lines(spill: Path) -> Iterator[pa.Table]:
             yield _lines(kept.read(), int(path.name))
 
 
-def quoted(path: Path) -> str:
-    return str(path).replace("'", "''")
-
-
 def classify_params(settings: Settings) -> dict[str, Any]:
     """The SQL parameters of ``_CLASSIFY`` for an ingest with ``settings``."""
     return {

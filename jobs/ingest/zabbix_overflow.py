@@ -33,7 +33,7 @@ import pyarrow.compute as pc
 from burstlake.jobs.ingest import counters, zabbix_lines
 from burstlake.jobs.ingest.accounting import MAX_BYTES
 from burstlake.jobs.ingest.base import Batch, Reject, UnusableInput
-from burstlake.lake import machine_filter
+from burstlake.lake import cluster_filter
 
 if TYPE_CHECKING:
     from burstlake.jobs.ingest.zabbix import Stream
@@ -96,7 +96,7 @@ def refuse(con: duckdb.DuckDBPyConnection, spill: Path, stream: Stream) -> None:
     would take a sum past ``MAX_BYTES`` (module doc)."""
     buckets = pa.array(sorted(zabbix_lines.spilled_buckets(spill)), pa.int32())
     where = pc.field("source_id").isin(pa.array(sorted(stream.others), pa.string()))
-    where &= machine_filter(stream.cluster) & pc.field("bucket").isin(buckets)
+    where &= cluster_filter(stream.cluster) & pc.field("bucket").isin(buckets)
     others = stream.scan(where, [c.strip() for c in _COLUMNS.split(",")])
     refused = _rounds(con, "all_new", others, stream.seq)
     LOG.warning("%s: %d samples past a 64-bit traffic sum quarantined", stream.file, refused)

@@ -8,8 +8,8 @@ the jobs that ended before a job starts (:mod:`burstlake.replay.workloads.lake_j
 the collected share vectors) both use it. The pairs are quadratic in an application's jobs
 (the Tianhe-1A month has one of 5,087 jobs: 12.9 M pairs), so they are walked in row blocks
 of bounded size; in Spark, a self-join of the vectors with per-element lambdas (``zip_with``)
-made app_metrics take 39 s of task CPU on that month, against about a second here (README,
-"Where the Spark metrics time goes").
+made app_metrics take 39 s of task CPU on that month, against about a second here
+(docs/design.md, "Metrics").
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Reading takes the Parquet files of the version the run's snapshot pins from the 
 (:func:`burstlake.lake.table_layout`, the listing the DuckDB catalog reads too) and hands them to
 Spark's Parquet reader, so a Spark standalone cluster on the same file system reads them in
 parallel. delta-spark would replay each table's log in Spark jobs first: on a 3-day lake under
-load that was 123 s before any metric (README, "Where the Spark metrics time goes"). The lake's
+load that was 123 s before any metric (docs/design.md, "Metrics"). The lake's
 one writer (delta-rs) writes no deletion vectors and no column mapping, so the listed files are
 the table's rows; columns a file lacks (a lake older than the contract) read as nulls. Writing
 collects the (aggregate-sized) result to the driver and lands it through ``burstlake.lake`` as
@@ -12,8 +12,8 @@ the fixed contribution ``metrics``, so a re-run replaces the previous output.
 
 An intermediate several steps read (the per-interval cabinet and ION bytes) is computed once
 and written as Parquet to a :class:`Scratch` folder in the lake's staging area, then read back:
-cheaper than recomputing it per reader, and unlike ``cache()`` it holds no memory (README,
-"Where the Spark metrics time goes").
+cheaper than recomputing it per reader, and unlike ``cache()`` it holds no memory
+(docs/design.md, "Metrics").
 """
 
 from __future__ import annotations

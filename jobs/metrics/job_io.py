@@ -53,8 +53,8 @@ def allocations(jobs: DataFrame, job_nodes: DataFrame, topology: DataFrame) -> D
     """Job × node rows of the jobs that ran (start < end), with the run in epoch seconds, the
     node's cabinet and two numbers that stand for the keys in the node_io-sized steps: ``slot``
     for the job × node row and ``job_no`` for the job. Grouping and sorting by one integer
-    instead of (job_id, cluster, run[, node]) costs less (README, "Where the Spark metrics time
-    goes"). They are ranks in (job, node) order within a bucket of the job id's hash, the bucket
+    instead of (job_id, cluster, run[, node]) costs less (docs/design.md, "Metrics"). They are
+    ranks in (job, node) order within a bucket of the job id's hash, the bucket
     in the high bits: distinct, the same in every run, and ranked in parallel (a window over all
     rows would sort them in one task)."""
     ran = jobs.where(F.col("start").isNotNull() & (F.col("end") > F.col("start")))
@@ -115,7 +115,7 @@ def job_intervals(
     The range join runs as an equi-join on (node, time bucket): each allocation is exploded
     over the buckets its run touches. With ``broadcast`` these rows (a day's buckets: 1.05 M for
     the Tianhe-1A month, against 16.8 M node_io rows) go to every task, so node_io is joined
-    where it is read, neither shuffled nor sorted (README, "Where the Spark metrics time goes");
+    where it is read, neither shuffled nor sorted (docs/design.md, "Metrics");
     without it both sides are shuffled by (node, bucket), as a lake of many months needs.
     """
     bucket = F.lit(bucket_s)

@@ -40,7 +40,7 @@ from .job_io import job_io_metrics
 from .loads import level_load
 from .phases import io_phase_rows
 from .platform import platform_summary
-from .settings import MetricSettings
+from .settings import MetricSettings, record
 
 TABLES = NAMES  # the tables a run writes, in dependency order
 log = logging.getLogger(__name__)
@@ -55,7 +55,7 @@ def cabinet_size(places: pa.Table, settings: MetricSettings) -> int | None:
     return pc.max(sizes).as_py()
 
 
-class Machine:
+class ClusterMetrics:
     """The metrics of one machine, computed lazily and kept (persisted) while later steps use
     them. Its inputs hold that machine's rows only, so the steps are those of a lake with one
     machine (top-k over its own topology size, cabinets of its own size)."""
@@ -144,14 +144,17 @@ class Machine:
 
 class Pipeline:
     """The metrics of a lake: each machine in it (:func:`burstlake.lake.clusters`) computed
-    alone by a :class:`Machine`, its rows tagged with its ``cluster``, and every table written
-    once with the rows of all machines (docs/design.md, "Several machines in one lake")."""
+    alone by a :class:`ClusterMetrics`, its rows tagged with its ``cluster``, and every table
+    written once with the rows of all machines (docs/design.md, "Several machines in one
+    lake")."""
 
     def __init__(
         self, spark: SparkSession, lake: str | os.PathLike, settings: MetricSettings
     ) -> None:
-        """Set up the input frames; build it inside a ``lake.run`` so they share one snapshot."""
-        self.spark, self.lake, self.settings = spark, lake_path(lake), settings
+        """Set up the input frames. Given a ``lake.run`` (a snapshot), every input is read at
+        its version and every table is written as the run's."""
+        self.spark, self.settings = spark, settings
+        self.lake = lake if isinstance(lake, lakes.Snapshot) else lake_path(lake)
         self.inputs = {name: frames.read(spark, self.lake, name) for name in INPUTS}
         # without Darshan logs there is nothing to place: no Spark job for them
         self.darshan = frames.stored(self.lake, "darshan_jobs")
@@ -160,7 +163,7 @@ class Pipeline:
                 self.inputs["darshan_jobs"], self.inputs["darshan_rank_io"], self.inputs["jobs"]
             )
 
-    def machines(self) -> list[lakes.Cluster]:
+    def clusters(self) -> list[lakes.Cluster]:
         """The lake's machines; an empty lake is one unnamed machine without rows (its tables
         are those of an empty lake, as before)."""
         found = lakes.clusters(self.lake) or [lakes.Cluster(self.lake, None)]
@@ -178,28 +181,28 @@ class Pipeline:
 
     def one(self, cluster: lakes.Cluster, scratch: frames.Scratch, parts: dict, bar: tqdm) -> None:
         """Compute every table of one machine, appending its rows to ``parts``."""
-        machine = Machine(
+        metrics = ClusterMetrics(
             self.spark,
             {name: frames.one_machine(frame, cluster) for name, frame in self.inputs.items()},
             self.settings,
             scratch.keep,
         )
         try:
-            for name, step in machine.steps():
+            for name, step in metrics.steps():
                 bar.set_postfix_str(f"{cluster.label} {name}")
-                machine.results[name] = step()
-                tagged = machine.results[name].withColumn(
+                metrics.results[name] = step()
+                tagged = metrics.results[name].withColumn(
                     "cluster", F.lit(cluster.name).cast("string")
                 )
                 parts[name].append(frames.to_arrow(tagged, name))
                 bar.update()
         finally:
-            machine.release()
+            metrics.release()
 
     def run(self, progress: bool) -> dict[str, int]:
         """Compute every table for every machine, then land each table once; returns rows
         written per table."""
-        machines = self.machines()
+        machines = self.clusters()
         parts: dict[str, list[pa.Table]] = {name: [] for name in TABLES}
         bar = tqdm(total=len(machines) * len(TABLES), desc="metrics", disable=not progress)
         scratch = frames.Scratch(self.spark, self.lake)
@@ -229,7 +232,9 @@ def run(
     root = lake_path(lake)
     spark = spark or session(master, app_name="burstlake-metrics", log=log_file(root))
     show = sys.stderr.isatty() if progress is None else progress
-    with lakes.run(root, "metrics", INPUTS, publish=True):
-        written = Pipeline(spark, root, settings or MetricSettings()).run(show)
+    with lakes.run(root, "metrics", INPUTS, publish=True) as current:
+        settings = settings or MetricSettings()
+        written = Pipeline(spark, current, settings).run(show)
+        record(settings, root)  # the replay's scores and the report read the same thresholds
     catalog.refresh(root)
     return written

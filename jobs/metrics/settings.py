@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import math
-from dataclasses import dataclass, fields, replace
+import os
+from dataclasses import asdict, dataclass, fields, replace
+from pathlib import Path
 
 GIB = 1 << 30
+RECORD = "metric_settings.json"  # in the lake's folder: the settings its metrics last ran with
 
 
 @dataclass(frozen=True)
@@ -97,3 +101,34 @@ def _parse(name: str, text: str, default: object) -> object:
 def top_count(fraction: float, count: int) -> int:
     """k of a top-k: ⌈fraction × count⌉, at least 1 (004 §4.1: the busiest 1 % of nodes)."""
     return max(1, math.ceil(fraction * count - 1e-9))
+
+
+def record(settings: MetricSettings, lake: str | os.PathLike) -> Path:
+    """Write ``settings`` into the lake's folder (``metric_settings.json``): the thresholds its
+    metrics ran with, which the replay's scores and the report read back (:func:`recorded`),
+    so ``burstlake metrics --set top_ion_fraction=0.2`` reaches them."""
+    path = Path(lake) / RECORD
+    scratch = path.with_name(f".{RECORD}.{os.getpid()}")
+    scratch.write_text(json.dumps(asdict(settings), indent=2, sort_keys=True) + "\n")
+    scratch.replace(path)  # whole or not at all
+    return path
+
+
+def recorded(lake: str | os.PathLike | None) -> MetricSettings:
+    """The settings the lake's metrics last ran with (:func:`record`); the defaults for a lake
+    whose metrics never ran (or no lake). A file that cannot be read is an error naming it."""
+    path = None if lake is None else Path(lake) / RECORD
+    if path is None or not path.exists():
+        return MetricSettings()
+    try:
+        given = json.loads(path.read_text())
+        known = {f.name: f for f in fields(MetricSettings)}
+        if not isinstance(given, dict) or set(given) - set(known):
+            raise ValueError(f"keys must be among {sorted(known)}")
+        values = {k: tuple(v) if isinstance(v, list) else v for k, v in given.items()}
+        return MetricSettings(**values)
+    except (ValueError, TypeError) as err:
+        raise ValueError(
+            f"{path}: not the metric settings burstlake metrics writes ({err}); "
+            "run `burstlake metrics` again or delete the file"
+        ) from None

@@ -22,7 +22,7 @@ import numpy as np
 from burstlake.allocation import consecutive, fewest_groups, lowest_free, random_free
 from burstlake.jobs.synth.calibration import Calibration
 from burstlake.jobs.synth.submissions import Submissions
-from burstlake.machines import Machine
+from burstlake.presets import ForwardingMachine
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,9 @@ class AllocatorPolicy:
 class Allocator:
     """Which nodes are free, and the choice of nodes for a job of ``n`` nodes."""
 
-    def __init__(self, machine: Machine, policy: AllocatorPolicy, rng: np.random.Generator):
+    def __init__(
+        self, machine: ForwardingMachine, policy: AllocatorPolicy, rng: np.random.Generator
+    ):
         self.free = np.ones(machine.nodes, dtype=bool)
         self.free_count = machine.nodes
         self.cabinet = np.arange(machine.nodes) // machine.nodes_per_cabinet  # the groups
@@ -80,7 +82,7 @@ class Placement:
 
 def schedule(
     cal: Calibration,
-    machine: Machine,
+    machine: ForwardingMachine,
     jobs: Submissions,
     window_s: int,
     rng: np.random.Generator,

@@ -21,8 +21,8 @@ from burstlake.jobs.synth.calibration import Calibration, calibration
 from burstlake.jobs.synth.trace import DAY_S, Trace
 from burstlake.jobs.synth.writers import check_raw_size, write_lake, write_raw
 from burstlake.lake import check_cluster
-from burstlake.machines import Machine
-from burstlake.machines import machine as machine_preset
+from burstlake.presets import ForwardingMachine
+from burstlake.presets import machine as machine_preset
 
 
 def _streams(seed: int) -> list[np.random.Generator]:
@@ -71,7 +71,7 @@ def build_trace(
     )
 
 
-def _window_s(machine: Machine, cal: Calibration, days: float | None) -> int:
+def _window_s(machine: ForwardingMachine, cal: Calibration, days: float | None) -> int:
     """The trace window in seconds, a whole number of intervals."""
     days = machine.days if days is None else days
     window_s = round(days * DAY_S) // cal.interval_s * cal.interval_s

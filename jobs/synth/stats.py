@@ -20,9 +20,11 @@ import os
 
 import numpy as np
 import pandas as pd
+from numba import njit
 
 from burstlake.jobs.metrics.nud import nud_of
 from burstlake.jobs.metrics.settings import MetricSettings, top_count
+from burstlake.jobs.synth.trace import Trace, traffic_days
 from burstlake.lake import read_table
 
 
@@ -160,4 +162,120 @@ def calibration_figures(
         "low_comm_jobs": float(labels.low_comm.mean()),
         "optimizable_jobs": float(labels.optimizable.mean()),
         **spatial_shares(lake, settings),
+    }
+
+
+def _top_per_interval(interval: np.ndarray, key: np.ndarray, weight: np.ndarray, k: int) -> float:
+    """Bytes of the busiest ``k`` keys (nodes, IONs) of each interval, summed over the
+    intervals (``weight`` summed per interval and key first): the plain NumPy reading that
+    :func:`_interval_figures` is checked against."""
+    width = int(key.max(initial=0)) + 1
+    pairs, inverse = np.unique(interval.astype(np.int64) * width + key, return_inverse=True)
+    per_pair = np.bincount(inverse, weights=weight)
+    owner = pairs // width
+    order = np.lexsort((-per_pair, owner))
+    owner, per_pair = owner[order], per_pair[order]
+    first = np.searchsorted(owner, owner, side="left")
+    return float(per_pair[np.arange(len(owner)) - first < k].sum())
+
+
+def _ions_of_busiest(interval: np.ndarray, weight: np.ndarray, ion: np.ndarray, k: int) -> float:
+    """Σ over intervals of the distinct IONs serving the interval's ``k`` busiest nodes (one
+    row per interval and node; ties: the earlier row)."""
+    order = np.lexsort((-weight, interval))
+    interval, ion = interval[order], ion[order]
+    first = np.searchsorted(interval, interval, side="left")
+    top = np.arange(len(interval)) - first < k
+    width = int(ion.max(initial=0)) + 1
+    return float(len(np.unique(interval[top].astype(np.int64) * width + ion[top])))
+
+
+@njit(cache=True)
+def _interval_figures(starts, weight, block, cyclic, ions, k_nodes, k_ions):  # pragma: no cover
+    """One pass over rows sorted by interval (``starts``: where each interval's rows begin,
+    one row per node): Σ over intervals of the busiest ``k_nodes`` nodes' bytes, of the
+    busiest ``k_ions`` IONs' bytes under ``block`` and ``cyclic``, and of the distinct IONs
+    serving the busiest nodes under each."""
+    out = np.zeros(5)
+    load = np.zeros((2, ions))
+    seen = np.full((2, ions), -1, np.int64)
+    for i in range(len(starts) - 1):
+        a, b = starts[i], starts[i + 1]
+        order = np.argsort(-weight[a:b], kind="mergesort")[:k_nodes] + a
+        used = np.zeros(2)
+        for r in order:
+            out[0] += weight[r]
+            for m, ion in enumerate((block[r], cyclic[r])):
+                if seen[m, ion] != i:
+                    seen[m, ion] = i
+                    used[m] += 1
+        out[3] += used[0]
+        out[4] += used[1]
+        load[:] = 0.0
+        for r in range(a, b):
+            load[0, block[r]] += weight[r]
+            load[1, cyclic[r]] += weight[r]
+        for m in range(2):
+            out[1 + m] += np.sort(load[m])[ions - k_ions :].sum()
+    return out
+
+
+def label_shares(trace: Trace) -> dict[str, float]:
+    """Table 3's job shares (§6.2) and the data-intensive share of the bytes, of the trace's
+    own labels (``synth_truth``; the metrics measure the same from the bytes). The bytes are
+    the ones :func:`~burstlake.jobs.synth.trace.traffic_days` recounted: call it after the
+    trace is written or its shares taken."""
+    b, multi = trace.behaviour, trace.jobs.nnodes > 1
+    return {
+        "data_intensive_jobs": float(b.data_intensive.mean()),
+        "all_rank_jobs": float((multi & ~b.rank0).mean()),
+        "low_comm_jobs": float(b.low_comm.mean()),
+        "optimizable_jobs": float((b.data_intensive & multi & ~b.rank0 & b.low_comm).mean()),
+        "data_intensive_traffic": float(
+            trace.io_bytes[b.data_intensive].sum() / max(trace.io_bytes.sum(), 1)
+        ),
+    }
+
+
+def trace_shares(trace: Trace, settings: MetricSettings | None = None) -> dict[str, float]:
+    """The spatial figures of a trace in memory, without a lake (to calibrate over many
+    seeds): the traffic-weighted share of the busiest 1 % of nodes (§4.1, as
+    :func:`spatial_shares`), of the busiest 10 % of IONs under block mapping (ION
+    ``i // nodes_per_ion``, the lake's; §7.4.1) and under cyclic mapping (``i mod IONs``,
+    §5.2) — the offered traffic, before any ION's capacity — and the mean over intervals with
+    traffic of the distinct IONs serving the busiest 1 % of nodes under each (§7.5, Fig. 17a;
+    as the replay's ``busiest1pct_nodes_ions``); with :func:`label_shares`."""
+    settings = settings or MetricSettings()
+    machine = trace.machine
+    ions = machine.ions
+    top_nodes = top_count(settings.top_node_fraction, machine.nodes)
+    top_ions = top_count(settings.top_ion_fraction, ions)
+    names = ("node", "block", "cyclic", "used_block", "used_cyclic")
+    sums = dict.fromkeys(("all", *names), 0.0)
+    intervals = 0
+    for rows in traffic_days(trace):  # sorted by interval and node
+        weight = (rows["read_bytes"] + rows["write_bytes"]).astype(np.float64)
+        keep = weight > 0
+        key = rows["interval"][keep].astype(np.int64) * machine.nodes + rows["node"][keep]
+        if not len(key):
+            continue
+        first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+        weight = np.add.reduceat(weight[keep], first)  # one row per interval and node
+        interval, node = key[first] // machine.nodes, key[first] % machine.nodes
+        starts = np.flatnonzero(np.r_[True, interval[1:] != interval[:-1], True])
+        intervals += len(starts) - 1
+        sums["all"] += weight.sum()
+        got = _interval_figures(
+            starts, weight, node // machine.nodes_per_ion, node % ions, ions, top_nodes, top_ions
+        )
+        for name, value in zip(names, got, strict=True):
+            sums[name] += value
+    total, intervals = sums["all"] or 1.0, intervals or 1
+    return {
+        **label_shares(trace),
+        "top_node_share": sums["node"] / total,
+        "top_ion_share": sums["block"] / total,
+        "top_ion_share_cyclic": sums["cyclic"] / total,
+        "busiest1pct_nodes_ions_block": sums["used_block"] / intervals,
+        "busiest1pct_nodes_ions_cyclic": sums["used_cyclic"] / intervals,
     }

@@ -14,7 +14,7 @@ import numpy as np
 
 from burstlake.jobs.synth.calibration import Calibration
 from burstlake.jobs.synth.sampling import weighted_pick
-from burstlake.machines import Machine
+from burstlake.presets import ForwardingMachine
 
 APP_NAMES = (
     "wrf", "vasp", "lammps", "gromacs", "cfd3d", "namd", "cp2k", "openfoam",
@@ -58,7 +58,9 @@ def user_uid(user: int) -> int:
     return 10_000 + user
 
 
-def _app_sizes(cal: Calibration, machine: Machine, weight: np.ndarray, rng: np.random.Generator):
+def _app_sizes(
+    cal: Calibration, machine: ForwardingMachine, weight: np.ndarray, rng: np.random.Generator
+):
     count = len(weight)
     exponent = 1 + rng.exponential(cal.size_log2_scale, count)
     pow2 = rng.random(count) < cal.pow2_share
@@ -68,7 +70,9 @@ def _app_sizes(cal: Calibration, machine: Machine, weight: np.ndarray, rng: np.r
     return np.where(multi, np.clip(sizes, 2, limit), 1).astype(np.int64)
 
 
-def applications(cal: Calibration, machine: Machine, rng: np.random.Generator) -> Applications:
+def applications(
+    cal: Calibration, machine: ForwardingMachine, rng: np.random.Generator
+) -> Applications:
     """Draw the users' applications (004 §6.1: same user, job name and size)."""
     per_user = rng.geometric(1 / cal.apps_per_user, cal.users)
     user = np.repeat(np.arange(cal.users), per_user)
@@ -94,7 +98,7 @@ def _submit_times(cal: Calibration, window_s: int, count: int, rng: np.random.Ge
 
 def submissions(
     cal: Calibration,
-    machine: Machine,
+    machine: ForwardingMachine,
     apps: Applications,
     window_s: int,
     rng: np.random.Generator,

@@ -24,7 +24,7 @@ from burstlake.jobs.synth.behaviour import (
 )
 from burstlake.jobs.synth.calibration import Calibration
 from burstlake.jobs.synth.submissions import Applications, user_name, user_uid
-from burstlake.machines import Machine
+from burstlake.presets import ForwardingMachine
 from burstlake.schemas import spec
 
 FIRST_JOB_ID = 100_001
@@ -39,7 +39,7 @@ class Trace:
     preset: str
     cluster: str  # the machine's name in the lake: the preset's, unless synthesize names another
     seed: int
-    machine: Machine
+    machine: ForwardingMachine
     cal: Calibration
     epoch_s: int  # UTC seconds of the window start
     window_s: int

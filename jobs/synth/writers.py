@@ -42,7 +42,7 @@ from burstlake.jobs.synth.trace import (
     truth_table,
 )
 from burstlake.lake import ContributionWriter, write_table
-from burstlake.machines import Machine
+from burstlake.presets import ForwardingMachine
 from burstlake.schemas.sources import SYNTH_SACCT_COLUMNS as SACCT_COLUMNS
 from burstlake.schemas.sources import SYNTH_SACCT_FIELDS as SACCT_FIELDS
 
@@ -114,7 +114,7 @@ def write_raw(
     return counts
 
 
-def check_raw_size(machine: Machine, cal: Calibration, window_s: int) -> None:
+def check_raw_size(machine: ForwardingMachine, cal: Calibration, window_s: int) -> None:
     """Refuse raw output too large for text files (a month of Zabbix lines is billions)."""
     samples = machine.nodes * (window_s // cal.interval_s + 1) * len(ZABBIX_ITEMS)
     if samples > MAX_RAW_SAMPLES:

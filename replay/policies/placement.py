@@ -30,15 +30,21 @@ def seed_of(policy: str, seed: Any) -> int:
 
 
 def place(
-    topology: Topology, demand: Any, strategy: str, rng: np.random.Generator, **settings: Any
+    topology: Topology,
+    demand: Any,
+    strategy: str,
+    rng: np.random.Generator,
+    group: np.ndarray | None = None,
+    **settings: Any,
 ) -> Any:
-    """``demand`` with its jobs placed on ``topology`` by ``strategy``, in start order."""
+    """``demand`` with its jobs placed on ``topology`` by ``strategy``, in start order, over
+    ``group`` (a group per node; the topology's groups when None)."""
     if not isinstance(demand, Placeable):
         raise ValueError(
             f"policy {strategy} places jobs; this workload has none to place "
             f"(workload sources with jobs: jobs, lake)"
         )
-    group = topology.groups()
+    group = topology.groups() if group is None else group
     chosen = STRATEGIES[strategy]
 
     def choose(free: np.ndarray, request: JobRequest) -> np.ndarray | None:

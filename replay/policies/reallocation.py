@@ -25,7 +25,7 @@ before it starts (``io_history``).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -207,6 +207,9 @@ def reallocate(
     return demand.placed(topology, nodes)
 
 
+SETTINGS = frozenset({"seed", *(f.name for f in fields(Diversity))})  # of even-node/-traffic
+
+
 def _policy(name: str, traffic: bool, seed: Any, settings: dict[str, Any]) -> Apply:
     seed = seed_of(name, seed)
     try:
@@ -225,13 +228,13 @@ def _policy(name: str, traffic: bool, seed: Any, settings: dict[str, Any]) -> Ap
     return apply
 
 
-@register("even-node")
+@register("even-node", schema=SETTINGS)
 def even_node(seed: int = 0, **settings: Any) -> Apply:
     """Optimizable jobs on more I/O nodes, equal node groups (004 §6.4.1)."""
     return _policy("even-node", False, seed, settings)
 
 
-@register("even-traffic")
+@register("even-traffic", schema=SETTINGS)
 def even_traffic(seed: int = 0, **settings: Any) -> Apply:
     """Optimizable jobs on more I/O nodes, groups of equal predicted traffic (004 §6.4.2)."""
     return _policy("even-traffic", True, seed, settings)

@@ -1,4 +1,5 @@
-"""I/O server placement what-ifs on a fat-tree (paper 000 §5.2): where the I/O servers sit.
+"""I/O server placement what-ifs on a fat-tree (paper 000 §5.2), and on a dragonfly (isolated
+in one group or spread over the groups): where the I/O servers sit.
 ``isolated-target`` (000's default: whole leaves, two in each half of the tree),
 ``spread-target`` (one server per leaf, all on the same port) and ``random-target`` (hosts drawn
 at random). Each is a change of the topology (:func:`~burstlake.replay.topologies.fattree.
@@ -13,11 +14,22 @@ import numpy as np
 from burstlake.replay.graph import Topology
 from burstlake.replay.policies import Apply, register
 from burstlake.replay.policies.placement import seed_of
-from burstlake.replay.topologies import fattree
+from burstlake.replay.topologies import dragonfly, fattree
 
 
-def _servers(place) -> Apply:
+def _servers(place, on_dragonfly: str | None = None) -> Apply:
+    """Servers placed by ``place(shape, count)`` on a fat-tree; on a dragonfly
+    (:func:`~burstlake.replay.topologies.dragonfly.with_servers`) ``isolated`` in the last
+    group or ``spread`` over the groups (``on_dragonfly``)."""
+
     def apply(topology: Topology, demand: Any) -> tuple[Topology, Any]:
+        if isinstance(topology.router, dragonfly.DragonflyRouter):
+            if on_dragonfly is None:
+                raise ValueError(
+                    "policy random-target places fat-tree servers; on a dragonfly use "
+                    "isolated-target or spread-target"
+                )
+            return dragonfly.with_servers(topology, on_dragonfly), demand
         shape = fattree.shape_of(topology)
         return fattree.with_servers(topology, place(shape, len(topology.ions))), demand
 
@@ -27,12 +39,12 @@ def _servers(place) -> Apply:
 @register("isolated-target")
 def isolated_target(leaves: list[int] | None = None) -> Apply:
     leaves = fattree.leaf_list("policy isolated-target: leaves", leaves)
-    return _servers(lambda shape, _count: fattree.isolated_servers(shape, leaves))
+    return _servers(lambda shape, _count: fattree.isolated_servers(shape, leaves), "isolated")
 
 
 @register("spread-target")
 def spread_target() -> Apply:
-    return _servers(fattree.spread_servers)
+    return _servers(fattree.spread_servers, "spread")
 
 
 @register("random-target")

@@ -4,11 +4,12 @@ parameter set of a family (``cab1296``, ``quartz186``, ``mira512``, ``tianhe1a``
 ``tiny``).
 
 A family module registers a :class:`Family` with :func:`register` (its settings, capacities,
-default link latency, check and build) and its presets with :func:`preset`: the fat-tree
-(:mod:`.fattree`), the torus (:mod:`.torus`), the I/O forwarding machines and the lake's own
-``topology`` table (:mod:`.forwarding`). Every topology also takes ``capacities`` (the family's
-capacity keys, bytes/s) and ``link_latency`` (seconds per link crossed). The scenario runner
-and the engine never change when a family is added.
+link kinds and default link latency, check and build) and its presets with :func:`preset`: the
+fat-tree (:mod:`.fattree`), the torus (:mod:`.torus`), the dragonfly (:mod:`.dragonfly`), the
+I/O forwarding machines and the lake's own ``topology`` table (:mod:`.forwarding`), and the
+lake's switches as a fat-tree's leaves (:mod:`.lake_fattree`). Every topology also takes
+``capacities`` (the family's capacity keys, bytes/s) and ``link_latency`` (seconds per link
+crossed). The scenario runner and the engine never change when a family is added.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from burstlake.replay.graph import Topology
+from burstlake.replay.registry import Registry, refuse_unknown
 
 COMMON = frozenset({"capacities", "link_latency"})  # settings every topology takes
 
@@ -33,6 +35,9 @@ class Family:
       before any work (what it returns is ignored);
     - ``build(name, settings, capacities, lake)``: the topology (``capacities`` None: the
       family's own; ``lake``: the one machine of the lake replayed, for ``reads_lake``);
+    - ``link_kinds``: the resource kinds that are network links, each paying
+      ``link_latency`` when a route crosses it (a dragonfly's ``global_link`` too), declared
+      by every family (no default: a link kind left out would be silently free);
     - ``link_latency``: seconds per link crossed where a scenario leaves it out;
     - ``reads_lake``: built from the lake's own tables, so a lake holding several machines is
       replayed one machine at a time.
@@ -42,50 +47,54 @@ class Family:
     capacities: tuple[str, ...]
     check: Callable[[str, Mapping[str, Any]], Any]
     build: Callable[[str, dict[str, Any], dict[str, float] | None, Any], Topology]
+    link_kinds: tuple[str, ...]
     link_latency: float = 0.0
     reads_lake: bool = False
 
 
-_FAMILIES: dict[str, Family] = {}
-_PRESETS: dict[str, tuple[str, dict[str, Any]]] = {}
+def _load() -> None:
+    from burstlake.replay.topologies import (  # noqa: F401 - register their families
+        dragonfly,
+        fattree,
+        forwarding,
+        lake_fattree,
+        torus,
+    )
+
+
+FAMILIES: Registry[Family] = Registry("topology", lambda family: family.settings | COMMON, _load)
+PRESETS: dict[str, tuple[str, dict[str, Any]]] = {}  # name -> (family, its settings)
 
 
 def register(name: str, family: Family) -> Family:
-    _FAMILIES[name] = family
-    return family
+    return FAMILIES.register(name, family)
 
 
 def preset(name: str, family: str, **settings: Any) -> None:
     """Register ``name`` as ``family`` with ``settings`` (a scenario may override them)."""
-    _PRESETS[name] = (family, settings)
+    PRESETS[name] = (family, settings)
 
 
 def names() -> list[str]:
     """Every name a scenario's ``topology:`` may give: families and presets."""
-    _load()
-    return sorted({*_FAMILIES, *_PRESETS})
+    return sorted({*FAMILIES.names(), *PRESETS})
 
 
 def resolve(settings: Mapping[str, Any]) -> tuple[str, Family, dict[str, Any]]:
     """The name, family and settings (a preset's, then the scenario's) of a ``topology:``
     mapping, refusing an unknown name or setting (a misspelled ``ionn`` is an error, not
     ignored)."""
-    _load()
     given = dict(settings)
     name = given.pop("name", None)
-    if name in _PRESETS:
-        family_name, base = _PRESETS[name]
-    elif name in _FAMILIES:
+    FAMILIES.names()  # the shipped families and their presets are registered
+    if name in PRESETS:
+        family_name, base = PRESETS[name]
+    elif name in FAMILIES:
         family_name, base = name, {}
     else:
-        raise ValueError(f"unknown topology {name!r}; choose one of {', '.join(names())}")
-    family = _FAMILIES[family_name]
-    allowed = family.settings | COMMON
-    unknown = set(given) - allowed
-    if unknown:
-        raise ValueError(
-            f"topology {name}: unknown settings {sorted(unknown)}; allowed: {sorted(allowed)}"
-        )
+        refuse_unknown("topology", "topology", [name], names())
+    family = FAMILIES.get(family_name, "topology")
+    given = FAMILIES.settings(f"topology {name}", family, given)
     return name, family, {**base, **given}
 
 
@@ -94,12 +103,8 @@ def check(settings: Mapping[str, Any]) -> None:
     capacity key, a capacity that is not a positive number, a bad parameter of the family."""
     name, family, given = resolve(settings)
     caps = _capacities(given.get("capacities")) or {}
-    unknown = set(caps) - set(family.capacities)
-    if unknown:
-        raise ValueError(
-            f"topology {name}: unknown capacities {sorted(unknown)}; "
-            f"allowed: {sorted(family.capacities)}"
-        )
+    refuse_unknown(f"topology {name}", "capacities", set(caps) - set(family.capacities),
+                   family.capacities)  # fmt: skip
     bad = {k: v for k, v in caps.items() if not 0 < v < math.inf}
     if bad:
         raise ValueError(f"topology {name}: each capacity must be positive bytes/s, got {bad}")
@@ -136,7 +141,8 @@ def build(settings: Mapping[str, Any], lake: Any = None) -> Topology:
     latency = _link_latency(name, family, given)
     params = {k: v for k, v in given.items() if k not in COMMON}
     topology = family.build(name, params, _capacities(given.get("capacities")), lake)
-    return replace(topology, settings={**topology.settings, "link_latency": latency}, _cache={})
+    settings = {**topology.settings, "link_latency": latency}
+    return replace(topology, settings=settings, link_kinds=tuple(family.link_kinds), _cache={})
 
 
 def _capacities(given: Mapping[str, Any] | None) -> dict[str, float] | None:
@@ -147,11 +153,3 @@ def _capacities(given: Mapping[str, Any] | None) -> dict[str, float] | None:
         return {str(k): float(v) for k, v in dict(given).items()}
     except (TypeError, ValueError) as err:
         raise ValueError(f"topology capacities must be numbers in bytes/s: {err}") from err
-
-
-def _load() -> None:
-    from burstlake.replay.topologies import (  # noqa: F401 - register their families
-        fattree,
-        forwarding,
-        torus,
-    )

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from burstlake.replay.graph import ResourceSet, Topology, check_nodes
+from burstlake.replay.graph import ResourceSet, Router, Topology, check_nodes
 from burstlake.replay.topologies import Family, preset, register
 
 LINK = 12.5e9  # bytes/s per link and direction (paper 000 §3.1)
@@ -46,6 +46,7 @@ LINK_LATENCY = 90e-9
 ISOLATED_LEAVES = 4  # 000 §3.1: the I/O servers fill four leaves, one per pod (two per half)
 
 CAPACITY_KEYS = ("link", "server")  # the capacities a scenario may set
+LINK_KINDS = ("node_link", "switch_link")  # the resources that pay link_latency when crossed
 
 
 @dataclass(frozen=True)
@@ -79,8 +80,10 @@ class FatTreeShape:
         return self.leaves * self.down
 
 
-class FatTreeRouter:
+class FatTreeRouter(Router):
     """D-mod-k routes between hosts; I/O routes end at the server's service resource."""
+
+    striped = True  # the I/O servers are storage servers, striped over (000 §3.1)
 
     def __init__(
         self, shape: FatTreeShape, resources: ResourceSet, hosts: np.ndarray, servers: np.ndarray
@@ -314,6 +317,7 @@ FAMILY = Family(
     capacities=CAPACITY_KEYS,
     check=_check,
     build=_build,
+    link_kinds=LINK_KINDS,
     link_latency=LINK_LATENCY,
 )
 register("fattree", FAMILY)

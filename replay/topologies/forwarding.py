@@ -11,7 +11,7 @@ row ``ION_ROW``.
 
 Two families: ``forwarding``, a machine of ``nodes`` compute nodes under the block mapping of
 ``nodes_per_ion`` nodes per ION (with ``board_size`` and ``board_columns`` for the NRM board
-grid), whose presets are the machines of :data:`burstlake.machines.PRESETS` (``tianhe1a``,
+grid), whose presets are the machines of :data:`burstlake.presets.PRESETS` (``tianhe1a``,
 ``cs19``, ``tiny``); and ``lake``, the machine the lake's own ``topology`` table describes,
 under the mapping it records. Virtual channels: none needed (every hop on VC 0); a route
 crosses one node link, then the ION and the storage, so no channel waits on another in a
@@ -28,8 +28,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from burstlake.machines import PRESETS, Machine
-from burstlake.replay.graph import ResourceSet, Topology
+from burstlake.presets import PRESETS, ForwardingMachine
+from burstlake.replay.graph import ResourceSet, Router, Topology
 from burstlake.replay.topologies import Family, preset, register
 
 # Capacities in bytes/s (settings; a scenario's ``capacities:`` overrides them).
@@ -40,11 +40,15 @@ ION_BOARDS = 6  # CS19: IONs on 6 NRM boards in one row (004 §5.2)
 ION_ROW = 0  # board row holding the ION boards (a setting: the paper does not say which)
 
 CAPACITY_KEYS = ("node_link", "ion", "storage")  # the capacities a scenario may set
+LINK_KINDS = ("node_link",)  # a node's links pay link_latency (0 unless a scenario sets it)
 
 
 @dataclass(frozen=True)
-class ForwardingRouter:
-    """Routes node → ION → storage; board geometry for hop counts when the machine has it."""
+class ForwardingRouter(Router):
+    """Routes node → ION → storage; board geometry for hop counts when the machine has it.
+    The compute network is not modelled (004 §5.2): a route between nodes is their links."""
+
+    network = False
 
     tx: np.ndarray
     rx: np.ndarray
@@ -94,8 +98,10 @@ def build(
     )
 
 
-def from_machine(machine: Machine, capacities: dict[str, float] | None = None) -> Topology:
-    """A preset machine (burstlake.machines) under its default block mapping."""
+def from_machine(
+    machine: ForwardingMachine, capacities: dict[str, float] | None = None
+) -> Topology:
+    """A preset machine (burstlake.presets) under its default block mapping."""
     index = np.arange(machine.nodes)
     boards = None
     if machine.board_size and machine.board_columns:
@@ -138,7 +144,7 @@ def from_table(
 GEOMETRY = ("nodes", "nodes_per_ion", "board_size", "board_columns")  # a machine's settings
 
 
-def _machine(name: str, settings: Mapping[str, Any]) -> Machine:
+def _machine(name: str, settings: Mapping[str, Any]) -> ForwardingMachine:
     """The block-mapped machine a scenario's settings describe, checked with one-line errors:
     ``nodes`` and ``nodes_per_ion`` integers ≥ 1, ``board_size`` and ``board_columns`` both
     integers ≥ 1 or both absent (no board grid: no hop model)."""
@@ -151,8 +157,8 @@ def _machine(name: str, settings: Mapping[str, Any]) -> Machine:
     boards = settings.get("board_size"), settings.get("board_columns")
     if (boards[0] is None) != (boards[1] is None):
         raise ValueError(f"topology {name}: give board_size and board_columns together")
-    # a Machine's cabinets and days are the synthesizer's; the replay reads its geometry
-    return Machine(
+    # a ForwardingMachine's cabinets and days are the synthesizer's; the replay reads its geometry
+    return ForwardingMachine(
         name,
         settings["nodes"],
         settings["nodes_per_ion"],
@@ -184,6 +190,7 @@ register(
         capacities=CAPACITY_KEYS,
         check=_machine,
         build=_build_machine,
+        link_kinds=LINK_KINDS,
     ),
 )
 for _name, _preset in PRESETS.items():
@@ -195,6 +202,7 @@ register(
         capacities=CAPACITY_KEYS,
         check=lambda _name, _settings: None,
         build=_build_lake,
+        link_kinds=LINK_KINDS,
         reads_lake=True,
     ),
 )

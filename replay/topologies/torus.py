@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from burstlake.replay.graph import ResourceSet, Topology, check_nodes
+from burstlake.replay.graph import ResourceSet, Router, Topology, check_nodes
 from burstlake.replay.topologies import Family, preset, register
 
 DIMS = (4, 4, 4, 4, 2)
@@ -55,10 +55,11 @@ NODES_PER_BRIDGE = 64  # the bridge-node ratio: compute nodes per bridge node (a
 BRIDGES_PER_ION = 2
 
 CAPACITY_KEYS = ("link", "bridge_link", "ion", "storage")  # the capacities a scenario may set
+LINK_KINDS = ("node_link", "switch_link")  # torus and bridge links: each pays link_latency
 
 
 @dataclass(frozen=True)
-class TorusRouter:
+class TorusRouter(Router):
     dims: tuple[int, ...]
     links: np.ndarray  # (nodes, dims, 2) resource id of the + / - link leaving each node
     bridge_node: np.ndarray  # node index of each bridge node
@@ -132,6 +133,10 @@ class TorusRouter:
             if wrap:
                 vc = 1
         return out
+
+    def target_nodes(self) -> np.ndarray:
+        """The node of each bridge node."""
+        return self.bridge_node
 
     def through(self, target: int) -> list[int]:
         """The resources of bridge node ``target`` that carry the I/O it routes: its own I/O
@@ -241,6 +246,7 @@ register(
         capacities=CAPACITY_KEYS,
         check=shape,
         build=_build,
+        link_kinds=LINK_KINDS,
     ),
 )
 preset("mira512", "torus", dims=list(DIMS), nodes_per_bridge=NODES_PER_BRIDGE)

@@ -16,9 +16,11 @@ from typing import Any
 
 import pyarrow as pa
 
+from burstlake.jobs.metrics.settings import MetricSettings
 from burstlake.lake import Cluster
 from burstlake.replay.demands import Progress
 from burstlake.replay.graph import Topology
+from burstlake.replay.registry import Registry, refuse_unknown
 from burstlake.replay.scores import Score
 
 
@@ -30,12 +32,12 @@ class ScenarioLimits:
     requests: int = 5_000_000  # simulated requests of a synthetic workload (paper 000: 1.2 M)
 
 
-def known_keys(where: str, given: Iterable[Any], allowed: Iterable[str]) -> None:
+def known_keys(
+    where: str, given: Iterable[Any], allowed: Iterable[str], what: str = "settings"
+) -> None:
     """Refuse keys a scenario mapping does not take, in one line naming them and the allowed
-    ones (a misspelled key is an error, not ignored)."""
-    unknown = set(given) - set(allowed)
-    if unknown:
-        raise ValueError(f"{where}: unknown keys {sorted(unknown)}; allowed: {sorted(allowed)}")
+    ones (a misspelled key is an error, not ignored): the registry's one refusal."""
+    refuse_unknown(where, what, set(given) - set(allowed), allowed)
 
 
 def entries(workload: dict, key: str, shape: str) -> Iterator[tuple[str, dict]]:
@@ -84,6 +86,9 @@ class Settings:
     workload: dict  # the scenario's ``workload:`` mapping
     scenario: str = ""  # its name (rows of further tables, e.g. delta_graph)
     job_scores: bool = True  # also replay each job alone, for its slowdown (lake)
+    # the metrics' thresholds the scores use (top ION and node fractions, 004 §4.1, §7.4):
+    # the lake's recorded ones (burstlake.jobs.metrics.settings.recorded) or the defaults
+    thresholds: MetricSettings = field(default_factory=MetricSettings)
 
 
 def _no_window(_spec: dict) -> tuple[datetime | None, datetime | None]:
@@ -132,30 +137,9 @@ def check_model(source: str, kind: Kind, model: str) -> None:
     if kind.models is not None and model not in kind.models:
         raise ValueError(
             f"workload {source} replays under the {', '.join(sorted(kind.models))} model only, "
-            f"not model {model} (a window of the lake replayed as a synthetic workload runs "
-            "under any model)"
+            f"not model {model} (a window of the lake, workload lake_window, runs under any "
+            "model)"
         )
-
-
-_KINDS: dict[str, Kind] = {}
-
-
-def register(name: str, kind: Kind) -> Kind:
-    _KINDS[name] = kind
-    return kind
-
-
-def names() -> list[str]:
-    _load()
-    return sorted(_KINDS)
-
-
-def kind(name: Any) -> Kind:
-    """The workload a scenario's ``source:`` names; a one-line error lists the others."""
-    _load()
-    if name not in _KINDS:
-        raise ValueError(f"workload source must be one of {names()}, got {name!r}")
-    return _KINDS[name]
 
 
 def _load() -> None:
@@ -166,5 +150,29 @@ def _load() -> None:
         ior,
         jobs,
         lake,
+        lake_window,
         phases,
+        synthetic,
     )
+
+
+KINDS: Registry[Kind] = Registry("workload", lambda kind: kind.keys, _load)
+
+
+def register(name: str, kind: Kind) -> Kind:
+    return KINDS.register(name, kind)
+
+
+def names() -> list[str]:
+    return KINDS.names()
+
+
+def kind(name: Any) -> Kind:
+    """The workload a scenario's ``source:`` names; a one-line error lists the others."""
+    return KINDS.get(name, "workload")
+
+
+def parse(spec: Any, where: str = "workload") -> tuple[str, Kind, dict]:
+    """A scenario's ``workload:`` mapping: its ``source``, that workload and its settings,
+    refused in one line if the source or a setting is unknown."""
+    return KINDS.parse(spec, where, key="source")

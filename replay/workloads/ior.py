@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 
 from burstlake.replay import scores as sc
-from burstlake.replay.events import Requests
 from burstlake.replay.graph import Topology
+from burstlake.replay.requests import Requests
 from burstlake.replay.solver import Paths
 from burstlake.replay.workloads import Kind, Progress, ScenarioLimits, Settings, number, register
 

@@ -184,13 +184,16 @@ def interval_scores(
     given: Settings, topology: Topology, demand: NodeDemand, progress: Progress
 ) -> list[sc.Score]:
     """Interval replay of the trace (lane 0), and of every job alone (lane job + 1)."""
-    loads = sc.IonLoad(topology)
+    loads = sc.IonLoad(topology, given.thresholds)
     shared = sc.JobTime(len(demand.jobs.job_ids))
     for solved in IntervalReplay(topology, demand.interval_s).run(demand.rows, progress):
         loads.add(solved)
         owner = demand.jobs.lookup(solved.node, solved.t, after_end=True)
         shared.add(owner, solved.t, solved.demand)
-    out = [*loads.scores(demand.interval_s), *sc.busiest_node_ions(demand.rows, topology)]
+    out = [
+        *loads.scores(demand.interval_s),
+        *sc.busiest_node_ions(demand.rows, topology, given.thresholds),
+    ]
     if given.job_scores:
         out += sc.job_scores(shared, alone_time(topology, demand, progress), demand.interval_s)
     return [*out, sc.hops_score(topology), *lake_jobs.placement_scores(topology, demand)]

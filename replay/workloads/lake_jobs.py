@@ -24,14 +24,13 @@ import pyarrow.compute as pc
 
 from burstlake.allocation import JobRequest, Placements
 from burstlake.jobs.metrics.divergence import divergence_of
-from burstlake.jobs.metrics.settings import MetricSettings
+from burstlake.jobs.metrics.settings import recorded
 from burstlake.replay import scores as sc
 from burstlake.replay.demands import History, NodeDemand
 from burstlake.replay.graph import Topology
 
 log = logging.getLogger(__name__)
 
-THRESHOLDS = MetricSettings()  # divergence_consistent (004 §6.3)
 PREDICTED = 0.5  # a job is predicted optimizable when more than this share of its app's were
 HISTORY_JOBS = 16  # the application's most recent ended jobs a prediction looks at
 US = 1_000_000
@@ -173,6 +172,8 @@ def history(demand: NodeDemand, requests: list[JobRequest]) -> History:
             "`burstlake metrics` on this lake first"
         )
     labels = job_labels(metrics)
+    # the threshold the lake's metrics ran with, as the optimizable flags read here (004 §6.3)
+    consistent = recorded(demand.lake.lake).divergence_consistent
     origin = round(demand.start.timestamp() * US)
     ends = (metrics["end"].cast(pa.int64()).to_numpy() - origin) / US
     apps, flags = metrics["app_id"].to_pylist(), metrics["optimizable"].to_pylist()
@@ -199,7 +200,7 @@ def history(demand: NodeDemand, requests: list[JobRequest]) -> History:
             and position[e] in vectors
             and len(vectors[position[e]]) == requests[p].nodes
         ]
-        if len(seen) >= 2 and divergence_of(seen) <= THRESHOLDS.divergence_consistent:
+        if len(seen) >= 2 and divergence_of(seen) <= consistent:
             shares[p] = np.mean(seen, axis=0)
     log.info(
         "reallocation: %d of %d jobs predicted optimizable, %d with a traffic prediction",

@@ -7,7 +7,7 @@ topology (phases take consecutive nodes in the order they are listed, as Slurm p
 node writes ``files`` files, each in requests of at most ``request_bytes``: one *round* is one
 request of every node of the phase. A strategy pauses a phase only between rounds (at every
 round, or only at file ends: the granularity of 001 §IV-C) by giving a round a ``release`` time
-(:class:`~burstlake.replay.events.Requests`); the one event-driven ``simulate()`` replays it.
+(:class:`~burstlake.replay.requests.Requests`); the one event-driven ``simulate()`` replays it.
 
     workload:
       source: phases
@@ -41,7 +41,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from burstlake.lake import Cluster, cluster_of
-from burstlake.machines import PRESETS
+from burstlake.presets import PRESETS
 from burstlake.replay import scores as sc
 from burstlake.replay.demands import REQUEST_BYTES, Phase, PhaseDemand, Phases, require
 from burstlake.replay.efficiency import KEY as EFFICIENCY_KEY
@@ -167,7 +167,7 @@ def request_bytes(workload: dict) -> float:
 
 def cores_per_node(workload: dict, topology: str | None) -> float:
     """The cores behind each node for CPU-hours: the setting, else the machine preset's
-    (burstlake.machines), else 1 (then CPU-hours count nodes)."""
+    (burstlake.presets), else 1 (then CPU-hours count nodes)."""
     if "cores_per_node" in workload:
         cores = number("workload: cores_per_node", workload["cores_per_node"])
         if cores <= 0:

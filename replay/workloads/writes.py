@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from burstlake.replay import scores as sc
-from burstlake.replay.events import Requests
 from burstlake.replay.graph import Topology
+from burstlake.replay.requests import Requests
 from burstlake.replay.workloads import Progress
 from burstlake.replay.workloads.ior import requests_per_node
 

@@ -20,7 +20,7 @@ import pytest
 
 from burstlake.cli import MESSAGE_LIMIT, main
 from burstlake.lake import write_table
-from burstlake.machines import machine
+from burstlake.presets import machine
 from burstlake.replay.topologies import build
 from burstlake.replay.workloads.lake import _interval_order, lake_demand
 

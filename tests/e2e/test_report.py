@@ -277,3 +277,32 @@ def test_paper_sections_from_the_shipped_replays(tmp_path):
     lower = 1 - bridges["bridge-route", "write_time"] / bridges["given", "write_time"]
     assert lower >= 0.30  # 003: whole-partition writes at least 30 % faster
     assert f"<td>{-100 * lower:+.1f} %</td>" in text[text.index('id="paper-003"') :]
+
+
+def test_the_report_uses_the_lakes_thresholds_and_embeds_no_benchmark(tmp_path):
+    """The NUD figure's line is the uneven_nud the lake's metrics ran with (recorded in the
+    lake), and the MPI table shows the lake's replays beside paper 000's figure only: CODES'
+    latencies are the benchmark's results, not the product's."""
+    import pandas as pd
+
+    from burstlake import report
+    from burstlake.jobs.metrics.settings import MetricSettings, record
+    from burstlake.lake import Cluster
+
+    assert "NUD > 0.05" in report.nud_section(Cluster(tmp_path, None)).caption  # the default
+    record(MetricSettings(uneven_nud=0.08), tmp_path)
+    assert "NUD > 0.08" in report.nud_section(Cluster(tmp_path, None)).caption
+    scores = pd.DataFrame(
+        {
+            "scenario": ["p"] * 2,
+            "policy": ["random-node"] * 2,
+            "metric": ["mpi_latency_mean", "mpi_slowdown"],
+            "value": [2e-6, 3.0],
+            "model": ["packet"] * 2,
+        }
+    )
+    (section,) = report.models_section(scores)
+    assert "paper 000 §5.1" in section.table_html and "8×" in section.table_html
+    assert "p (random-node), packet model" in section.table_html and "3×" in section.table_html
+    assert "CODES, paper" not in section.table_html
+    assert report.models_section(scores.iloc[0:0]) == []

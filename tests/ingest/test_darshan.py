@@ -15,6 +15,7 @@ from pathlib import Path
 import darshan as pydarshan
 import pyarrow.compute as pc
 import pytest
+from darshan.backend import cffi_backend as backend
 
 from burstlake.catalog import sql
 from burstlake.jobs.ingest import darshan
@@ -61,6 +62,12 @@ def _rank_rows(lake: Path, name: str, module: str) -> dict[int, dict]:
         filter=(pc.field("log_id") == log_id) & (pc.field("module") == module),
     ).to_pylist()
     return {r["rank"]: r for r in rows}
+
+
+def _name_records(path: Path) -> dict[int, str]:
+    """pydarshan's name records of a log (record id -> path): each is a darshan_files row."""
+    with pydarshan.DarshanReport(str(path), read_all=False) as report:
+        return backend.log_get_name_records(report.log)
 
 
 def test_every_sample_log_lands_whole(landed, samples):
@@ -208,7 +215,10 @@ def test_heatmaps_land_as_time_bins_that_match_pydarshan(landed, shared_data):
     lake, reports = landed
     name = "e3sm_io_heatmap_only.darshan"
     # records: header + 60 module x rank totals + 3 heatmaps (POSIX, MPIIO, STDIO) x 512 ranks
-    assert reports[name].records_in == 1 + 60 + 3 * 512
+    # + the name records (darshan_files)
+    names = len(_name_records(shared_data / "darshan" / name))
+    assert names == 11
+    assert reports[name].records_in == 1 + 60 + 3 * 512 + names
     report = pydarshan.DarshanReport(str(shared_data / "darshan" / name), read_all=False)
     report.read_all_heatmap_records()
     log_id = _jobs(lake)[name]["log_id"]
@@ -281,7 +291,9 @@ def test_damaged_logs_are_quarantined_and_the_batch_goes_on(shared_data, tmp_pat
 
     assert [r.error is not None for r in reports] == [True] * 5 + [False]
     assert all((r.records_in, r.landed, r.quarantined) == (1, 0, 1) for r in reports[:5])
-    assert reports[5].landed == 97 and reports[5].quarantined == 0
+    # 97 header and module x rank records, its name records, 320 + 256 DXT segments
+    landed = 97 + len(_name_records(good)) + 320 + 256
+    assert reports[5].landed == landed and reports[5].quarantined == 0
     quarantined = _quarantine(lake)
     assert sorted(quarantined) == sorted(f"{n}.darshan" for n in names)
     assert {q["location"] for q in quarantined.values()} == {"whole file"}
@@ -329,7 +341,9 @@ def test_cli_ingests_a_directory_of_logs(shared_data, tmp_path, lake, capsys):
         shutil.copy(shared_data / "darshan" / name, folder / name)
     (folder / "notes.txt").write_text("not a log, not matched by *.darshan")
     assert main(["ingest", "darshan", str(folder), "--lake", str(lake)]) == 0
-    assert "darshan: 2 files, 262 records in, 262 landed, 0 quarantined" in capsys.readouterr().out
+    records = 262 + sum(len(_name_records(folder / name)) for name in EDISON)  # no DXT in them
+    expected = f"darshan: 2 files, {records} records in, {records} landed, 0 quarantined"
+    assert expected in capsys.readouterr().out
     assert sql(lake, "SELECT DISTINCT job_id FROM darshan_jobs").to_pylist() == [
         {"job_id": "4478544"}
     ]

@@ -794,7 +794,7 @@ CASES = [
             "d-run.darshan": darshan_log("mpi-io-test-x86_64-3.4.7.darshan"),
             "d-run-copy.darshan": darshan_log("mpi-io-test-x86_64-3.4.7.darshan"),
         },
-        {"d-run.darshan": (13, 13, 0), "d-run-copy.darshan": SAME},
+        {"d-run.darshan": (22, 22, 0), "d-run-copy.darshan": SAME},  # 9 of them name records
         (),
         _logs(1, "d-run.darshan", "d-run-copy.darshan"),
     ),
@@ -804,11 +804,13 @@ CASES = [
         "clock",
         "end-before-start",
         {"d-backwards.darshan": darshan_ending_before_start},
-        {"d-backwards.darshan": (13, 0, 13)},  # its 12 module records go with the header
+        # its 12 module records and 9 name records go with the header
+        {"d-backwards.darshan": (22, 0, 22)},
         (
             ("d-backwards.darshan", "log header", "column_A=end, column_B=start"),
             *(("d-backwards.darshan", "module=", "belongs to the log header"),) * 3,
             *(("d-backwards.darshan", "heatmap module=", "belongs to the log header"),) * 9,
+            *(("d-backwards.darshan", "name record ", "belongs to the log header"),) * 9,
         ),
         _logs(0, "d-backwards.darshan"),
     ),
@@ -821,7 +823,7 @@ CASES = [
             "d-2021.darshan": darshan_log("mpi-io-test-ppc64-3.1.8.darshan"),
             "d-2017.darshan": darshan_log("edison_dbscan_read_job4478544.darshan"),
         },
-        {"d-2021.darshan": (4, 4, 0), "d-2017.darshan": (131, 131, 0)},
+        {"d-2021.darshan": (8, 8, 0), "d-2017.darshan": (135, 135, 0)},  # 4 name records each
         (),
         _logs(2, "d-2021.darshan", "d-2017.darshan"),
     ),

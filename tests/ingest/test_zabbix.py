@@ -236,7 +236,7 @@ def test_unknown_header_is_unusable(lake: Path, tmp_path: Path) -> None:
 
 
 def test_an_empty_file_is_refused_whole(lake: Path, tmp_path: Path) -> None:
-    """The README's rule: an empty file is refused whole, exit status 1."""
+    """The rule of docs/design.md, "Sources": an empty file is refused whole, exit status 1."""
     path = tmp_path / "history-empty.ndjson"
     path.write_bytes(b"")
     (report,) = ingest(zabbix.SOURCE, [path], lake)

@@ -176,27 +176,28 @@ def test_replaces_removes_other_contributions_in_the_same_commit(lake):
 
 def test_snapshot_pins_one_version_while_writers_go_on(lake):
     write_table(lake, "node_io", _io_rows("cn1", [1]), "a")
-    with lakes.snapshot(lake, ["node_io"]) as versions:
-        write_table(lake, "node_io", _io_rows("cn2", [1]), "b")
-        assert _nodes(lake) == [("cn1", 100)]
-        assert table_files(lake, "node_io") == table_files(lake, "node_io", versions["node_io"])
-    assert _nodes(lake) == [("cn1", 100), ("cn2", 100)]
+    held = lakes.snapshot(lake, ["node_io"])
+    write_table(lake, "node_io", _io_rows("cn2", [1]), "b")
+    assert _nodes(held) == [("cn1", 100)]  # the reader given the snapshot reads its version
+    assert table_files(held, "node_io") == table_files(lake, "node_io", held.versions["node_io"])
+    assert _nodes(lake) == [("cn1", 100), ("cn2", 100)]  # the lake's path reads the newest
+    assert [c.lake for c in lakes.clusters(held)] == [held]  # its machines read it too
 
 
 def test_a_run_publishes_its_tables_together_or_not_at_all(lake):
     jobs = pa.Table.from_pylist([{"job_id": "1", "state": "COMPLETED"}])
     write_table(lake, "jobs", jobs, "in")
     with lakes.run(lake, "two", ["jobs"], publish=True) as run:
-        write_table(lake, "ion_load", _load_rows("ion", 1.0), "metrics")
-        write_table(lake, "cabinet_load", _load_rows("cabinet", 1.0), "metrics")
+        write_table(run, "ion_load", _load_rows("ion", 1.0), "metrics")
+        write_table(run, "cabinet_load", _load_rows("cabinet", 1.0), "metrics")
     assert set(run.written) == {"ion_load", "cabinet_load"}
     first = lakes.published_run(lake, "two")
     assert first["inputs"] == {"jobs": lakes.latest_version(lake, "jobs")}
     info = lakes.commit_metadata(lake, "ion_load", first["tables"]["ion_load"])
     assert info["burstlake.run"] == f"two:{run.id}"
     assert json.loads(info["burstlake.inputs"]) == first["inputs"]
-    with pytest.raises(RuntimeError), lakes.run(lake, "two", ["jobs"], publish=True):
-        write_table(lake, "ion_load", _load_rows("ion", 2.0), "metrics")
+    with pytest.raises(RuntimeError), lakes.run(lake, "two", ["jobs"], publish=True) as again:
+        write_table(again, "ion_load", _load_rows("ion", 2.0), "metrics")
         raise RuntimeError("killed after the first table")
     # the half-written run is invisible: both tables still come from the first run
     assert read_table(lake, "ion_load").column("share").to_pylist() == [1.0]

@@ -33,9 +33,9 @@ def test_replaced_rows_are_read_once_and_the_pinned_version_only(lake, spark):
     assert frames.stored(lake, "jobs")
     expected = sorted((r["job_id"], r["job_id_raw"]) for r in read_table(lake, "jobs").to_pylist())
     assert jobs_of(spark, lake) == expected == [("1", "r1"), ("3", None)]
-    with lakes.run(lake, "frames-test", ["jobs"]):
+    with lakes.run(lake, "frames-test", ["jobs"]) as run:
         write_table(lake, "jobs", pa.table({"job_id": ["4"]}), "c")
-        assert jobs_of(spark, lake) == [("1", "r1"), ("3", None)]
+        assert jobs_of(spark, run) == [("1", "r1"), ("3", None)]
     assert jobs_of(spark, lake) == [("1", "r1"), ("3", None), ("4", None)]
 
 

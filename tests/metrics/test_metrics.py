@@ -44,11 +44,11 @@ from burstlake.jobs.metrics.nud import distribution, distribution_metrics
 from burstlake.jobs.metrics.run import TABLES, run
 from burstlake.jobs.metrics.settings import MetricSettings, top_count
 from burstlake.lake import contribution_ids, read_table, table_files, write_table
-from burstlake.machines import Machine
+from burstlake.presets import ForwardingMachine
 from burstlake.schemas import spec
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
-MACHINE = Machine("hand", nodes=8, nodes_per_cabinet=4, nodes_per_ion=2, days=1)
+MACHINE = ForwardingMachine("hand", nodes=8, nodes_per_cabinet=4, nodes_per_ion=2, days=1)
 SETTINGS = MetricSettings(data_intensive_bytes=5000, io_phase_bytes_per_s=1.0)
 LN2 = math.log(2)
 

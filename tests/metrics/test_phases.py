@@ -29,12 +29,12 @@ from burstlake.jobs.metrics.job_io import job_io_metrics
 from burstlake.jobs.metrics.phases import io_phase_rows
 from burstlake.jobs.metrics.settings import MetricSettings
 from burstlake.lake import write_table
-from burstlake.machines import Machine, machine
+from burstlake.presets import ForwardingMachine, machine
 from burstlake.replay.scenario import load, run
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 INPUTS = ("jobs", "job_nodes", "node_io", "topology")
-MACHINE = Machine("hand", nodes=8, nodes_per_cabinet=4, nodes_per_ion=2, days=1)
+MACHINE = ForwardingMachine("hand", nodes=8, nodes_per_cabinet=4, nodes_per_ion=2, days=1)
 SETTINGS = MetricSettings(io_phase_bytes_per_s=50.0)
 JOBS = [("1", 0, 300, [0, 1]), ("2", 0, 100, [2, 3, 4]), ("3", 0, 100, [5])]
 # (ts_s, node, read, write)

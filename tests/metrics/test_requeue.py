@@ -20,11 +20,11 @@ from burstlake.jobs.metrics.headline_sql import headline
 from burstlake.jobs.metrics.run import run
 from burstlake.jobs.metrics.settings import MetricSettings
 from burstlake.lake import read_table, write_table
-from burstlake.machines import Machine
+from burstlake.presets import ForwardingMachine
 
 pytestmark = pytest.mark.slow  # a second full metrics run in Spark (~70 s alone)
 
-MACHINE = Machine("hand", nodes=8, nodes_per_cabinet=4, nodes_per_ion=2, days=1)
+MACHINE = ForwardingMachine("hand", nodes=8, nodes_per_cabinet=4, nodes_per_ion=2, days=1)
 SETTINGS = MetricSettings(data_intensive_bytes=5000, io_phase_bytes_per_s=1.0)
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 RUN_SCHEMA = pa.int32()

@@ -1,6 +1,6 @@
 """The session runs its plans through DataFusion Comet where a build exists for the installed
-Spark and machine, and is plain Spark elsewhere (burstlake/spark.py; README, "Where the Spark
-metrics time goes"). Comet turns itself off with only a warning when a setting it needs is
+Spark and machine, and is plain Spark elsewhere (burstlake/spark.py; docs/design.md, "Metrics").
+Comet turns itself off with only a warning when a setting it needs is
 missing (its shuffle manager, for one), which the session's error-only log hides: the test reads
 the executed plan, so that a run silently back on plain Spark fails here."""
 

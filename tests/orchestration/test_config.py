@@ -156,3 +156,33 @@ def test_a_flag_equal_to_its_default_still_wins(tmp_path: Path) -> None:
     assert options_of(parse(["ingest", "zabbix", *base]))["memory_limit"] == "2GB"
     assert options_of(parse(["ingest", "slurm", *base, "--tz", "UTC"]))["tz"] == "UTC"
     assert options_of(parse(["ingest", "slurm", *base]))["tz"] == "America/Los_Angeles"
+
+
+def test_the_scheduled_replay_runs_the_scenarios_the_file_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``replay:`` lists the scenario files the scheduled replay runs, in order, relative to the
+    file's folder; without it, those of $BURSTLAKE_SCENARIOS, else none (not every shipped
+    example). A missing file or a non-text entry is one line naming the key."""
+    from burstlake.replay.scenario import scheduled
+
+    (tmp_path / "s").mkdir()
+    for name in ("b", "a"):
+        (tmp_path / "s" / f"{name}.yaml").write_text("name: x\n")
+    path = _write(tmp_path, GOOD + "replay: [s/b.yaml, s/a.yaml]\n")
+    named = config.load(path).scenarios
+    assert named == (tmp_path / "s" / "b.yaml", tmp_path / "s" / "a.yaml")
+    monkeypatch.delenv("BURSTLAKE_SCENARIOS", raising=False)
+    assert scheduled(named) == [str(tmp_path / "s" / "b.yaml"), str(tmp_path / "s" / "a.yaml")]
+    assert scheduled(()) == []
+    monkeypatch.setenv("BURSTLAKE_SCENARIOS", str(tmp_path / "s"))
+    assert scheduled(()) == [str(tmp_path / "s" / "a.yaml"), str(tmp_path / "s" / "b.yaml")]
+    for entry, message in [
+        ("[s/c.yaml]", "replay[0]: no scenario file"),
+        ("[3]", "replay[0]: a scenario file's path"),
+        ("s/a.yaml", "replay: must be a list"),
+    ]:
+        with pytest.raises(
+            config.ConfigError, match=f"burstlake.yaml: {message}".replace("[", r"\[")
+        ):
+            config.load(_write(tmp_path, GOOD + f"replay: {entry}\n"))

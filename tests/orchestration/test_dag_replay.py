@@ -7,7 +7,7 @@ import datetime as dt
 import pyarrow as pa
 
 from burstlake.lake import read_table, write_table
-from burstlake.machines import machine
+from burstlake.presets import machine
 from burstlake.schemas.metrics import INPUTS as METRICS_INPUTS
 from burstlake.schemas.replay import INPUTS, TRIGGERS
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from burstlake.replay.events import Requests, simulate
+from burstlake.replay.events import simulate
 from burstlake.replay.policies import policy
+from burstlake.replay.requests import Requests
 from burstlake.replay.solver import Paths, max_min_rates
 from burstlake.replay.topologies import build
 from burstlake.replay.workloads.ior import ior

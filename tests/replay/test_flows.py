@@ -16,9 +16,10 @@ import pytest
 from bench.engine_vs_simgrid import generate, run_simgrid, simgrid_available
 from burstlake.cli import main
 from burstlake.replay import models
-from burstlake.replay.events import Requests, simulate
+from burstlake.replay.events import simulate
 from burstlake.replay.flows import finish_times, parse
 from burstlake.replay.packet import PacketSettings
+from burstlake.replay.requests import Requests
 
 
 def flows_cli(tmp_path, document, capsys) -> tuple[int, dict | None, str]:
@@ -179,8 +180,8 @@ def test_packet_model_through_the_installed_command(tmp_path) -> None:
     done = subprocess.run([command, "flows", source], capture_output=True, text=True, check=False)
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr == (
-        f"burstlake flows: {source}: model packet: unknown settings ['buffer']; allowed: "
-        "['packet_bytes', 'buffer_bytes', 'router_delay', 'nic_delay', 'tie_seed', 'arbitration']\n"
+        f"burstlake flows: {source}: model packet: unknown settings 'buffer'; allowed: "
+        "arbitration, buffer_bytes, nic_delay, packet_bytes, router_delay, tie_seed\n"
     )
 
 
@@ -216,14 +217,14 @@ def test_model_null_is_the_flow_model() -> None:
 @pytest.mark.parametrize(
     ("model", "message"),
     [
-        ('"fluid"', "model: unknown model 'fluid'; choose one of flow, packet"),
+        ('"fluid"', "model: unknown model 'fluid'; allowed: flow, packet"),
         ('""', "model: unknown model ''"),
         ("3", "model: a model name (flow, packet) or a mapping, got 3"),
         ('["packet"]', "model: a model name (flow, packet) or a mapping"),
         ("true", "model: a model name (flow, packet) or a mapping, got True"),
         ('{"buffer_bytes": 65536}', "model: unknown model None"),
-        ('{"name": "packet", "buffer": 1}', "model packet: unknown settings ['buffer']"),
-        ('{"name": "flow", "buffer_bytes": 1}', "model flow: takes no settings"),
+        ('{"name": "packet", "buffer": 1}', "model packet: unknown settings 'buffer'"),
+        ('{"name": "flow", "buffer_bytes": 1}', "model flow: unknown settings 'buffer_bytes'"),
         ('{"name": "packet", "router_delay": "x"}', "model packet: router_delay must be a number"),
         ('{"name": "packet", "nic_delay": null}', "model packet: nic_delay must be a number"),
         ('{"name": "packet", "nic_delay": [1]}', "model packet: nic_delay must be a number"),

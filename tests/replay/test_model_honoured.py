@@ -30,9 +30,12 @@ SMALL = {
     "jobs": "workload: {source: jobs, seed: 1, placement: random-node, jobs: "
     "[{name: io, kind: io, nodes: 8, request_bytes: 1048576, interval_s: 0, requests: 4}]}\n"
     "topology: {name: fattree, radix: 8, leaves: 4, server_leaves: [3]}\npolicies: [given]\n",
+    "synthetic": "workload: {source: synthetic, pattern: nearest-group, load: 0.2, messages: 5}\n"
+    "topology: dfdally_72\npolicies: [given, {name: routing, routing: ugal}]\n",
 }
 # Workloads whose demand comes from the lake, each refusing or replaying by the same rule
-READS_LAKE = {"lake", "lake_phases"}
+# (lake_window under both models, its workers included: tests/replay/test_lake_window.py)
+READS_LAKE = {"lake", "lake_phases", "lake_window"}
 SLOW = "model: {name: packet, router_delay: 1.0e-3}"
 
 
@@ -76,7 +79,9 @@ def test_a_workload_under_a_model(source: str, model: str, tmp_path: Path) -> No
     assert packet != flow, f"{source}: packet with a 1 ms router delay gave the flow scores"
 
 
-def test_scores_no_model_replayed_are_refused(tmp_path: Path) -> None:
+def test_scores_no_model_replayed_are_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A workload whose scores never go through the topology's model (a new one, say) is
     refused under ``packet`` after its run rather than labelled ``packet``."""
     from burstlake.replay.scores import Score
@@ -88,14 +93,12 @@ def test_scores_no_model_replayed_are_refused(tmp_path: Path) -> None:
         demand=ior.demand,
         scores=lambda given, topology, demand, progress: [Score("x", 1.0, "s")],
     )
+    monkeypatch.setattr(workloads, "KINDS", workloads.KINDS.copy())
     workloads.register("closed_form", fake)
-    try:
-        text = SMALL["ior"].replace("source: ior", "source: closed_form")
-        assert scenario.scores(_load(tmp_path, f"name: s\n{text}")) == {"block": {"x": 1.0}}
-        with pytest.raises(ValueError, match="replayed nothing under model packet"):
-            scenario.scores(_load(tmp_path, f"name: s\n{text}model: packet\n"))
-    finally:
-        workloads._KINDS.pop("closed_form")
+    text = SMALL["ior"].replace("source: ior", "source: closed_form")
+    assert scenario.scores(_load(tmp_path, f"name: s\n{text}")) == {"block": {"x": 1.0}}
+    with pytest.raises(ValueError, match="replayed nothing under model packet"):
+        scenario.scores(_load(tmp_path, f"name: s\n{text}model: packet\n"))
     assert models.DEFAULT.name == "flow"
 
 
@@ -125,6 +128,10 @@ def test_ior_node_counts_are_whole(nodes: str, message: str, tmp_path: Path) -> 
         (
             "{name: torus, dims: [100000, 100000]}",
             "topology torus: 10,000,000,000 nodes (about 12,000.0 GB to build)",
+        ),
+        (
+            "{name: dragonfly, groups: 1001, routers: 1000, hosts: 1, global_links: 1}",
+            "topology dragonfly: 1,001,000 nodes (about 1.2 GB to build); a topology has at most",
         ),
     ],
 )

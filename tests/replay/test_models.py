@@ -11,7 +11,7 @@ import pytest
 
 from burstlake.catalog import sql
 from burstlake.replay import models
-from burstlake.replay.events import Requests
+from burstlake.replay.requests import Requests
 from burstlake.replay.scenario import load, run
 from burstlake.replay.solver import Paths
 from burstlake.replay.topologies import build
@@ -86,16 +86,16 @@ def test_packet_settings_reach_the_model(tmp_path) -> None:
 @pytest.mark.parametrize(
     ("model", "message"),
     [
-        ("model: fluid", "unknown model 'fluid'; choose one of flow, packet"),
+        ("model: fluid", "unknown model 'fluid'; allowed: flow, packet"),
         ("model: 3", "a model name"),
         ("model: [packet]", "a model name"),
-        ("model: {name: packet, buffer: 1}", r"model packet: unknown settings \['buffer'\]"),
+        ("model: {name: packet, buffer: 1}", r"model packet: unknown settings 'buffer'"),
         ("model: {name: packet, packet_bytes: 0}", "packet_bytes must be positive"),
         ("model: {name: packet, packet_bytes: -4096}", "packet_bytes must be positive"),
         ("model: {name: packet, nic_delay: -1}", "nic_delay must be 0..86400 seconds"),
         ("model: {name: packet, router_delay: x}", "router_delay must be a number"),
         ("model: {name: packet, packet_bytes: 65537}", "larger than buffer_bytes"),
-        ("model: {name: flow, buffer_bytes: 1}", "model flow: takes no settings"),
+        ("model: {name: flow, buffer_bytes: 1}", "unknown settings 'buffer_bytes'; allowed: none"),
         ("model: {buffer_bytes: 1}", "unknown model None"),
         ("model: packet\nmodel: flow", "key 'model' is given twice"),
     ],

@@ -65,7 +65,7 @@ BW = "{{source: bridge_write, {}}}"
         (text(INC.format("bytes_max: -1")), "workload incremental: bytes_max must be a number > 0"),
         (text(INC.format("request_bytes: null")), "request_bytes must be a number > 0"),
         (text(INC.format("nodes: 8, bytes_max: 1e12, request_bytes: 1")), "the limit is"),
-        (text(INC.format("node: 8")), "workload incremental: unknown keys ['node']"),
+        (text(INC.format("node: 8")), "workload incremental: unknown settings 'node'"),
         # io_alltoall
         (text(A2A.format("nodes: [4, x]")), "workload io_alltoall: nodes must be integers"),
         (text(A2A.format("nodes: []")), "workload io_alltoall: nodes must be integers"),
@@ -115,7 +115,7 @@ BW = "{{source: bridge_write, {}}}"
         ),
         (
             text("{source: lake}", policies="[{name: bridge-route, weights: bytes}]"),
-            "policy bridge-route: bad settings ['weights']",
+            "policy bridge-route: unknown settings 'weights'",
         ),
         (text("{source: lake}", policies="[even-node, even-node]"), "policy labels must differ"),
         (text("{source: lake}", policies="[even-nodes]"), "unknown policy 'even-nodes'"),

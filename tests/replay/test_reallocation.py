@@ -14,7 +14,7 @@ from burstlake.replay.demands import History
 from burstlake.replay.policies import policy
 from burstlake.replay.policies.reallocation import Diversity, spread, traffic_groups
 from burstlake.replay.topologies import build, forwarding
-from burstlake.replay.workloads import incremental
+from burstlake.replay.workloads import Settings, incremental
 
 ANY = {"reserve_small": 1 / 3, "reserve_large": 2 / 3, "reserve_between": 1 / 2}
 
@@ -132,7 +132,7 @@ def test_even_traffic_groups_by_predicted_shares() -> None:
         ({"min_nodes_per_ion": 0}, "min_nodes_per_ion must be an integer ≥ 1"),
         ({"min_nodes_per_ion": 2.5}, "min_nodes_per_ion must be an integer"),
         ({"seed": -1}, "seed must be an integer >= 0"),
-        ({"reserve": 0.5}, "policy even-node: bad settings"),
+        ({"reserve": 0.5}, "policy even-node: unknown settings"),
     ],
 )
 def test_reallocation_settings_are_checked(settings, message) -> None:
@@ -186,7 +186,7 @@ def app_lake(lake, metrics: bool = True) -> None:
     import pyarrow as pa
 
     from burstlake.lake import write_table
-    from burstlake.machines import machine
+    from burstlake.presets import machine
     from burstlake.schemas import spec
 
     t0 = dt.datetime(2018, 1, 1, tzinfo=dt.UTC)
@@ -295,7 +295,7 @@ def test_lake_jobs_reallocated_from_their_history(lake) -> None:
     x3 = (moved.job == 2) & (moved.rows.t == 20)
     per_ion = np.bincount(t.ion_of[moved.rows.node[x3]], weights=moved.rows.bytes[x3])
     assert sorted(per_ion[per_ion > 0].tolist()) == [17 << 20] * 8
-    scenario = SimpleNamespace(job_scores=False)
+    scenario = Settings({}, job_scores=False)
     given = {s.metric: s.value for s in interval_scores(scenario, t, demand, None)}
     after = {s.metric: s.value for s in interval_scores(scenario, t, moved, None)}
     assert given["bytes_served"] == after["bytes_served"] == 3 * 10 * (136 << 20)

@@ -13,7 +13,7 @@ import pytest
 from burstlake.catalog import sql
 from burstlake.cli import main
 from burstlake.lake import write_table
-from burstlake.machines import machine
+from burstlake.presets import machine
 from burstlake.replay.scenario import load, run
 from burstlake.replay.scenario import scores as policy_scores
 from tests.conftest import REPO
@@ -213,7 +213,7 @@ def test_ior_scenario_through_the_cli(lake, capsys) -> None:
         ("- a list", "a scenario is a YAML mapping"),
         (
             "name: a\nworkload: {source: lake}\ntopology: lake\npolicies: [block]\nspeed: 1\n",
-            "unknown keys \\['speed'\\]",
+            "unknown keys 'speed'",
         ),
         ("name: a\nworkload: {source: lake}\ntopology: lake\n", "missing key 'policies'"),
         (
@@ -222,11 +222,11 @@ def test_ior_scenario_through_the_cli(lake, capsys) -> None:
         ),
         (
             "name: a\nworkload: {source: tape}\ntopology: lake\npolicies: [block]\n",
-            "workload source must be one of",
+            "unknown workload 'tape'",
         ),
         (
             "name: a\nworkload: {source: lake, nodes: 3}\ntopology: lake\npolicies: [block]\n",
-            "workload lake: unknown keys",
+            "workload lake: unknown settings",
         ),
         (
             "name: a\nworkload: {source: lake}\ntopology: lake\npolicies: []\n",
@@ -242,16 +242,16 @@ def test_ior_scenario_through_the_cli(lake, capsys) -> None:
         ),
         (
             "name: a\nworkload: {source: lake}\ntopology: lake\npolicies: [{name: file, pth: x}]\n",
-            "policy file: bad settings",
+            "policy file: unknown settings",
         ),
         (  # YAML keeps the last of two equal keys; a scenario refuses them
             "name: a\nworkload: {source: lake}\ntopology: lake\npolicies: [block]\nname: b\n",
-            r"not valid YAML: key 'name' is given twice \(line 5\)",
+            "line 5: key 'name' is given twice",
         ),
         (
             "name: a\nworkload: {source: ior, nodes: 2, nodes: 4}\ntopology: tiny\n"
             "policies: [block]\n",
-            r"key 'nodes' is given twice \(line 2\)",
+            "line 2: key 'nodes' is given twice",
         ),
     ],
 )
@@ -300,3 +300,28 @@ def test_scores_without_a_lake_match_run_and_refuse_a_lake_scenario(lake) -> Non
     )
     with pytest.raises(ValueError, match="scenario realloc_lake reads a lake: replay it with run"):
         policy_scores(load(SCENARIOS / "realloc_lake.yaml"))
+
+
+def test_the_lakes_metric_thresholds_reach_the_replays_scores(lake, capsys) -> None:
+    """``burstlake metrics --set top_ion_fraction=1`` records the fraction in the lake
+    (metric_settings.json); the replay's top-ION share then counts every ION: all of the
+    traffic (1.0 by hand), where under cyclic mapping the default busiest 10 % carry part of
+    it. ``replay --set`` overrides the lake's value again."""
+    from burstlake.jobs.metrics.settings import MetricSettings, record
+
+    bursty_lake(lake)
+    default = scores(run(load(SCENARIOS / "ion_remap.yaml"), lake))
+    assert default["cyclic", "top10_ion_share"] < 0.8
+    record(MetricSettings(top_ion_fraction=1.0), lake)
+    every = scores(run(load(SCENARIOS / "ion_remap.yaml"), lake))
+    assert every["block", "top10_ion_share"] == pytest.approx(1.0, rel=1e-12)
+    assert every["cyclic", "top10_ion_share"] == pytest.approx(1.0, rel=1e-12)
+    path = str(SCENARIOS / "ion_remap.yaml")
+    command = ["replay", "--scenario", path, "--lake", str(lake), "--set", "top_ion_fraction=0.1"]
+    assert main(command) == 0
+    capsys.readouterr()
+    query = (
+        "SELECT value FROM replay_scores WHERE scenario = 'ion_remap' AND policy = 'cyclic' "
+        "AND metric = 'top10_ion_share'"
+    )
+    assert sql(lake, query)["value"][0].as_py() == default["cyclic", "top10_ion_share"]

@@ -7,7 +7,7 @@ import pyarrow as pa
 import pytest
 
 from burstlake.lake import write_table
-from burstlake.machines import machine
+from burstlake.presets import machine
 from burstlake.replay.policies import policy
 from burstlake.replay.policies.mapping import block, cyclic, read_mapping
 from burstlake.replay.topologies import build, fattree, torus
@@ -174,7 +174,7 @@ def test_lake_topology_needs_rows_and_ions(lake) -> None:
 @pytest.mark.parametrize(
     ("settings", "message"),
     [
-        ({"name": "dragonfly"}, "unknown topology 'dragonfly'"),
+        ({"name": "hypercube"}, "unknown topology 'hypercube'"),
         ({"name": "cab1296", "radiks": 36}, "unknown settings"),
         ({"name": "cs19", "capacities": {"ion": "fast"}}, "must be numbers"),
         ({"name": "cs19", "capacities": {"ion": 0}}, "capacity must be positive"),

@@ -1,5 +1,6 @@
-"""Machine presets with I/O forwarding (paper 004 §2.1, §5.2): one definition shared by
-the trace synthesizer and the replay engine, and their ``topology`` rows.
+"""Machines with I/O forwarding (:class:`ForwardingMachine`: nodes, cabinets, IONs) and their
+presets (paper 004 §2.1, §5.2): one definition shared by the trace synthesizer and the replay
+engine, and their ``topology`` rows.
 
 Node ``i`` (0-based) is named ``cn%05d``; cabinets hold ``nodes_per_cabinet`` consecutive nodes;
 under the machine's default *block* mapping node ``i`` is served by ION ``i // nodes_per_ion``.
@@ -18,7 +19,9 @@ import pyarrow as pa
 
 
 @dataclass(frozen=True)
-class Machine:
+class ForwardingMachine:
+    """A machine's geometry under I/O forwarding: its nodes, cabinets and IONs (block mapping)."""
+
     name: str
     nodes: int
     nodes_per_cabinet: int
@@ -74,9 +77,11 @@ class Machine:
         return pa.Table.from_pylist(rows, schema=spec("topology").schema)
 
 
-PRESETS: dict[str, Machine] = {
-    "tianhe1a": Machine("tianhe1a", nodes=5677, nodes_per_cabinet=64, nodes_per_ion=64, days=24),
-    "cs19": Machine(
+PRESETS: dict[str, ForwardingMachine] = {
+    "tianhe1a": ForwardingMachine(
+        "tianhe1a", nodes=5677, nodes_per_cabinet=64, nodes_per_ion=64, days=24
+    ),
+    "cs19": ForwardingMachine(
         "cs19",
         nodes=11392,
         nodes_per_cabinet=128,
@@ -86,11 +91,12 @@ PRESETS: dict[str, Machine] = {
         board_columns=16,
         cores_per_node=16,
     ),
-    "tiny": Machine("tiny", nodes=256, nodes_per_cabinet=16, nodes_per_ion=16, days=1),
+    "tiny": ForwardingMachine("tiny", nodes=256, nodes_per_cabinet=16, nodes_per_ion=16, days=1),
 }
 
 
-def machine(name: str) -> Machine:
+def machine(name: str) -> ForwardingMachine:
+    """The preset machine called ``name`` (:data:`PRESETS`)."""
     try:
         return PRESETS[name]
     except KeyError:

@@ -1,5 +1,6 @@
-"""The machines of a lake (docs/design.md, "Several machines in one lake"): the one rule saying
-which rows belong to which machine, and the one check of a machine's name.
+"""The machines of a lake, each a :class:`Cluster` named by the ``cluster`` column (docs/design.md,
+"Several machines in one lake"): the one rule saying which rows belong to which machine, and
+the one check of a machine's name.
 """
 
 from __future__ import annotations
@@ -15,13 +16,15 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from burstlake.lake.paths import _quote, lake_path
+from burstlake.lake.layout import lake_path
 from burstlake.lake.read import dataset, read_table
+from burstlake.lake.snapshot import Snapshot
+from burstlake.lake.sql import sql_literal
 
 log = logging.getLogger(__name__)
 
 CLUSTER_TABLES = ("topology", "node_io", "jobs", "job_nodes")  # which machines a lake holds
-MACHINE_SEP = "\x1f"  # never in a machine name (check_cluster refuses control characters)
+CLUSTER_SEP = "\x1f"  # never in a machine name (check_cluster refuses control characters)
 
 
 def check_cluster(name: object, what: str = "cluster") -> str | None:
@@ -54,18 +57,18 @@ def _members(name: str | None, unnamed: bool) -> list[str | None]:
     return [None] if name is None else [name, None] if unnamed else [name]
 
 
-def machine_sql(name: str | None, unnamed: bool = False) -> str:
+def cluster_sql(name: str | None, unnamed: bool = False) -> str:
     """The rows of machine ``name`` (with ``unnamed``: also those naming none) as an SQL
     condition (DuckDB and Spark SQL alike)."""
     terms = [
-        "cluster IS NULL" if value is None else f"cluster = {_quote(value)}"
+        "cluster IS NULL" if value is None else f"cluster = {sql_literal(value)}"
         for value in _members(name, unnamed)
     ]
     return terms[0] if len(terms) == 1 else f"({' OR '.join(terms)})"
 
 
-def machine_filter(name: str | None, unnamed: bool = False) -> pc.Expression:
-    """:func:`machine_sql` as a pyarrow filter."""
+def cluster_filter(name: str | None, unnamed: bool = False) -> pc.Expression:
+    """:func:`cluster_sql` as a pyarrow filter."""
     column = pc.field("cluster")
     terms = [column.is_null() if v is None else column == v for v in _members(name, unnamed)]
     return functools.reduce(operator.or_, terms)
@@ -75,7 +78,7 @@ def node_keys(clusters: pa.Array | pa.ChunkedArray, nodes: pa.Array | pa.Chunked
     """A node of one machine as one string, ``cluster`` + U+001F + ``node`` (the unnamed
     machine: an empty cluster): node names are unique only within a machine, so checks against
     ``topology`` compare (cluster, node), a null cluster matching a null one."""
-    return pc.binary_join_element_wise(pc.fill_null(clusters, ""), nodes, MACHINE_SEP)
+    return pc.binary_join_element_wise(pc.fill_null(clusters, ""), nodes, CLUSTER_SEP)
 
 
 def checked_keys(clusters: pa.Array | pa.ChunkedArray, nodes, topology_nodes: list[str]):
@@ -83,7 +86,7 @@ def checked_keys(clusters: pa.Array | pa.ChunkedArray, nodes, topology_nodes: li
     ``clusters`` × ``nodes``, each row checked against the topology of its machine: a machine
     without a topology of its own against the unnamed topology, and rows naming no machine,
     when there is no unnamed topology, against the one :func:`owner_of_unnamed` names."""
-    named = {key.split(MACHINE_SEP, 1)[0] for key in topology_nodes}
+    named = {key.split(CLUSTER_SEP, 1)[0] for key in topology_nodes}
     unnamed = "" in named
     named.discard("")
     machine = pc.fill_null(clusters, "")
@@ -103,7 +106,7 @@ class Cluster:
     ``name`` None: the rows naming none, of a lake without (or with several) named machines.
     What the metrics, the replay and the report read, one machine at a time."""
 
-    lake: Path
+    lake: Path | Snapshot  # a snapshot: every read of the machine reads it
     name: str | None
     unnamed: bool = False
 
@@ -112,12 +115,12 @@ class Cluster:
         return self.name or "(unnamed)"
 
     def sql(self) -> str:
-        """This machine's rows as an SQL condition (:func:`machine_sql`)."""
-        return machine_sql(self.name, self.unnamed)
+        """This machine's rows as an SQL condition (:func:`cluster_sql`)."""
+        return cluster_sql(self.name, self.unnamed)
 
     def only(self, condition: pc.Expression | None = None) -> pc.Expression:
-        """``condition`` and this machine's rows (a pyarrow filter, :func:`machine_filter`)."""
-        mine = machine_filter(self.name, self.unnamed)
+        """``condition`` and this machine's rows (a pyarrow filter, :func:`cluster_filter`)."""
+        mine = cluster_filter(self.name, self.unnamed)
         return mine if condition is None else mine & condition
 
     def read(
@@ -135,7 +138,7 @@ def clusters(lake: str | os.PathLike | None) -> list[Cluster]:
     for table in CLUSTER_TABLES:
         for batch in dataset(lake, table).to_batches(columns=["cluster"]):
             found.update(pc.unique(batch.column(0)).to_pylist())
-    root = lake_path(lake)
+    root = lake if isinstance(lake, Snapshot) else lake_path(lake)  # a snapshot's machines read it
     named = sorted(name for name in found if name is not None)
     owner = owner_of_unnamed(named) if None in found else None
     if owner is not None:

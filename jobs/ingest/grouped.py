@@ -1,0 +1,509 @@
+"""Many small files landed as one: one validation per table and one Delta commit per table.
+
+See docs/design.md, 'The lake'.
+
+Validating a table with Great Expectations and committing it to Delta cost about the same
+for ten rows as for ten thousand, so a source of many small files (a Darshan log per ``srun``)
+spends most of its time on them when each file pays for its own. Here a group of up to
+:data:`GROUP_FILES` files (or :data:`GROUP_ROWS` rows), each at most :data:`GROUP_BYTES`, is
+parsed file by file, validated
+once per table with the group's rows together, and committed once per table, each file's rows
+in its own contribution (its ``source_id``), then one ``ingest_log`` commit with a row per
+file. What stays exactly as for one file (:mod:`.base`):
+
+- each file's records are numbered apart (an offset per file), so a failing record is
+  quarantined in its own file's accounting and nothing of another file goes with it;
+- a file lands whole or not at all: the group is one landing (one intent record, undone or
+  rolled forward as a whole by ``reconcile``), and readers see all of it or none of it;
+- a file whose rows meet another's in the group by a table's ``replace_key`` (the same Darshan
+  log under two names) waits for the next group, so the later one replaces the earlier as
+  when they land one after the other; a second copy of the same bytes is a no-op.
+
+Only sources that declare ``Source.grouped`` are landed so: their rows all carry ``_record``,
+their tables have no ``precedence`` (no row is kept out as stale), and they keep no state.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import logging
+import multiprocessing
+import os
+from collections.abc import Iterator, Mapping
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from burstlake import lake as lakes
+from burstlake import paths
+from burstlake.jobs.ingest.accounting import FileReport
+from burstlake.jobs.ingest.base import (
+    RECORD,
+    WHOLE_FILE,
+    Batch,
+    ParseContext,
+    Reject,
+    Source,
+    TrafficOverflow,
+    UnusableInput,
+    _account_traffic,
+    _check_sums,
+    _json_options,
+    _orphaned,
+    _quarantine_rows,
+    _refused_as,
+    content_id,
+    ingest_file,
+    log_row,
+    screen_records,
+)
+from burstlake.lake import ContributionWriter, as_lake_error, checkpoint, read_table, table_files
+from burstlake.schemas import spec
+
+GROUP_FILES = 64
+GROUP_BYTES = 64 * 2**10
+"""Files of at most this size are grouped: each is parsed whole into memory first (a
+compressed Darshan log of 64 KiB holds up to ~10k DXT segments)."""
+GROUP_ROWS = 262_144
+"""A group closes once its files' rows reach this many, whatever their count."""
+MEMBER = "_member"  # the hidden column naming the batch a row came from (index in the group)
+log = logging.getLogger(__name__)
+
+
+def groupable(path: Path) -> bool:
+    """Whether a file is small enough to land in a group."""
+    try:
+        return path.is_file() and path.stat().st_size <= GROUP_BYTES
+    except OSError:
+        return False
+
+
+@dataclass
+class _Member:
+    """One file of a group: its report, its parsed batches and its record offset."""
+
+    report: FileReport
+    file: Path
+    batches: list[Batch] = field(default_factory=list)
+    offset: int = 0
+    span: int = 0
+    keys: dict[str, set] = field(default_factory=dict)  # table -> replace_key values
+    bad: dict[int, str] = field(default_factory=dict)  # its failing records (own numbering)
+    good: list[dict[str, pa.Table]] = field(default_factory=list)  # per batch
+
+
+class _Origins(Mapping):
+    """The origins of a group's records: each member's, shifted by its offset."""
+
+    def __init__(self, parts: list[tuple[int, int, Mapping]]) -> None:
+        self._parts = sorted(parts, key=lambda p: p[0])
+        self._starts = [p[0] for p in self._parts]
+
+    def __getitem__(self, record: int):
+        at = bisect.bisect_right(self._starts, record)
+        while at > 0:  # a member's batches share its start: ask each
+            at -= 1
+            start, span, origins = self._parts[at]
+            if record >= start + span:
+                break
+            if record - start in origins:
+                return origins[record - start]
+        raise KeyError(record)
+
+    def __iter__(self) -> Iterator[int]:
+        for start, _, origins in self._parts:
+            yield from (start + r for r in origins)
+
+    def __len__(self) -> int:
+        return sum(len(o) for _, _, o in self._parts)
+
+
+def _span(batches: list[Batch]) -> int:
+    """How many record numbers a file's batches use (its records are numbered from 0)."""
+    top = sum(b.records for b in batches)
+    for batch in batches:
+        for rows in batch.tables.values():
+            if rows.num_rows and RECORD in rows.column_names:
+                top = max(top, pc.max(rows.column(RECORD)).as_py() + 1)
+        top = max([top, *(r + 1 for r in batch.parents)])
+    return top
+
+
+def _keys(source: Source, batches: list[Batch]) -> dict[str, set]:
+    keys: dict[str, set] = {}
+    for batch in batches:
+        for table, rows in batch.tables.items():
+            key = spec(table).replace_key
+            if key and rows.num_rows:
+                keys.setdefault(table, set()).update(
+                    zip(*(rows.column(k).to_pylist() for k in key), strict=True)
+                )
+    return keys
+
+
+def _combine(parts: list[tuple[int, _Member, Batch]]) -> Batch:
+    """One batch of the given members' batches: records shifted by each member's offset, and
+    each row tagged with its batch's index (``MEMBER``) so it can be routed back."""
+    tables: dict[str, list[pa.Table]] = {}
+    parents, weights = {}, {}
+    for index, member, batch in parts:
+        for table, rows in batch.tables.items():
+            if RECORD not in rows.column_names:
+                raise ValueError(f"{member.report.source}: a grouped source's rows need _record")
+            shifted = pc.add(rows.column(RECORD), pa.scalar(member.offset, pa.int64()))
+            rows = rows.set_column(rows.schema.get_field_index(RECORD), RECORD, shifted)
+            tables.setdefault(table, []).append(
+                rows.append_column(MEMBER, pa.repeat(pa.scalar(index, pa.int32()), rows.num_rows))
+            )
+        parents |= {c + member.offset: p + member.offset for c, p in batch.parents.items()}
+        weights |= {r + member.offset: w for r, w in batch.weights.items()}
+    origins = _Origins([(m.offset, m.span, b.origins) for _, m, b in parts])
+    return Batch(
+        tables={t: pa.concat_tables(rows) for t, rows in tables.items()},
+        records=sum(b.records for _, _, b in parts),
+        origins=origins,
+        parents=parents,
+        weights=weights,
+    )
+
+
+class _Group:
+    """One landing of many small files (module doc)."""
+
+    def __init__(self, source: Source, root: Path, context: ParseContext, nodes) -> None:
+        self.source, self.root, self.context, self.nodes = source, root, context, nodes
+        self.members: list[_Member] = []
+        self.reports: list[FileReport] = []  # every file's, in order
+        self.later: list[Path] = []  # files whose keys meet a member's: the next group
+        self.alone: list[Path] = []  # files to land by themselves (a 64-bit traffic overflow)
+        self._ids: dict[str, FileReport] = {}
+        self.rows = 0  # rows of the members' batches
+        self._log: dict[str, list[str]] | None = None
+        self._keys: dict[str, set] = {}
+
+    def _logged(self) -> dict[str, list[str]]:
+        """source_id -> files of ``ingest_log``, read once for the group (the lake changes
+        only by the group's own commit)."""
+        if self._log is None:
+            rows = []
+            if table_files(self.root, "ingest_log"):
+                rows = read_table(self.root, "ingest_log", ["file", "source_id"]).to_pylist()
+            self._log = {}
+            for row in rows:
+                self._log.setdefault(row["source_id"], []).append(row["file"])
+        return self._log
+
+    def _versions(self) -> dict[str, set[str]]:
+        """file -> the source_ids its contents landed as (base._previous_versions)."""
+        versions: dict[str, set[str]] = {}
+        for source_id, files in self._logged().items():
+            for file in files:
+                versions.setdefault(file, set()).add(source_id)
+        return versions
+
+    def add(self, file: Path, parsed: tuple[str, list[Batch] | str] | None = None) -> None:
+        """Parse one file into the group (or note it as a no-op, or for later); ``parsed``:
+        what a worker process made of it (:func:`parse_file`)."""
+        file = Path(os.path.abspath(file))
+        found = paths.kind(file)
+        if found != "a regular file":
+            error = found if found == "no such file" else f"{found}, not a regular file"
+            self.reports.append(FileReport(self.source.name, str(file), "-", error=error))
+            return
+        report = FileReport(self.source.name, str(file), content_id(file))
+        earlier = self._ids.get(report.source_id)
+        landed = self._logged().get(report.source_id, [])
+        report.same_as = (
+            earlier.file if earlier else next((f for f in landed if f != report.file), None)
+        )  # as base._landed_as, from the group's one read of ingest_log
+        if report.same_as:
+            report.error = earlier.error if earlier else _refused_as(self.root, report.same_as)
+            self.reports.append(report)
+            return
+        member = _Member(report, file)
+        if parsed is None or parsed[0] != report.source_id:  # not parsed, or changed since
+            parsed = parse_file(self.source.name, str(file), self.context.options, self.root)
+        checkpoint("ingest-parse")
+        if isinstance(parsed[1], str):
+            report.error = parsed[1]
+            report.records_in = report.quarantined = 1
+        else:
+            member.batches = parsed[1]
+        member.keys = _keys(self.source, member.batches)
+        if any(keys & self._keys.get(t, set()) for t, keys in member.keys.items()):
+            self.later.append(file)
+            return
+        for table, keys in member.keys.items():
+            self._keys.setdefault(table, set()).update(keys)
+        member.offset = sum(m.span for m in self.members)
+        member.span = _span(member.batches)
+        self.rows += sum(t.num_rows for b in member.batches for t in b.tables.values())
+        self._ids[report.source_id] = report
+        self.members.append(member)
+        self.reports.append(report)
+
+    def screen(self) -> None:
+        """Validate the group: first the batches no other belongs to, then the rest (those
+        whose record was quarantined go whole, :func:`.base.orphaned`)."""
+        first, then = [], []
+        for member in self.members:
+            member.good = [{} for _ in member.batches]
+            for at, batch in enumerate(member.batches):
+                (first if batch.belongs_to is None else then).append((member, at, batch))
+        for stage in (first, then):
+            parts = []
+            for member, at, batch in stage:
+                if batch.belongs_to is not None and batch.belongs_to in member.bad:
+                    continue
+                parts.append((len(parts), member, batch, at))
+            self._screen([(i, m, b) for i, m, b, _ in parts], [at for *_, at in parts])
+
+    def _screen(self, parts: list[tuple[int, _Member, Batch]], at: list[int]) -> None:
+        if not parts:
+            return
+        good, rejects, bad = screen_records(_combine(parts), self.nodes)
+        assert not rejects  # every row carries _record (checked in _combine)
+        members = sorted({id(m): m for _, m, _ in parts}.values(), key=lambda m: m.offset)
+        offsets = [m.offset for m in members]
+        for record, reason in bad.items():
+            member = members[bisect.bisect_right(offsets, record) - 1]
+            member.bad[record - member.offset] = reason
+        for (index, member, _), where in zip(parts, at, strict=True):
+            member.good[where] = {
+                table: rows.filter(pc.equal(rows.column(MEMBER), index)).drop_columns(
+                    [MEMBER, RECORD]
+                )
+                for table, rows in good.items()
+            }
+
+    def stage(self) -> dict[str, ContributionWriter]:
+        """Account each member as :class:`.base._Landing` does and stage its rows into its
+        own contribution of the group's writers."""
+        members = [m.report.source_id for m in self.members]
+        self.id = hashlib.blake2b("".join(members).encode(), digest_size=8).hexdigest()
+        tables = [*self.source.tables, "quarantine", "ingest_log"]
+        writers = {t: ContributionWriter(self.root, t, self.id) for t in tables}
+        try:
+            for member in list(self.members):
+                if not self._stage(member, writers):
+                    self.members.remove(member)
+                    self.alone.append(member.file)
+        except BaseException:
+            for writer in writers.values():
+                writer.abort()
+            raise
+        checkpoint("ingest-stage")
+        return writers
+
+    def _stage(self, member: _Member, writers: dict[str, ContributionWriter]) -> bool:
+        report, sid = member.report, member.report.source_id
+        rows: list[tuple[str, pa.Table]] = []
+        quarantined: list[Reject] = []
+        if report.error is not None:
+            quarantined.append(Reject(WHOLE_FILE, None, report.error))
+        for batch, good in zip(member.batches, member.good, strict=True):
+            if batch.belongs_to is not None and batch.belongs_to in member.bad:
+                where = next(
+                    (b.origins[batch.belongs_to] for b in member.batches
+                     if batch.belongs_to in b.origins),
+                    (f"record {batch.belongs_to}", None),
+                )[0]  # fmt: skip
+                good, rejects, failed, bad = _orphaned(batch, where)
+                for record in bad:
+                    member.bad.setdefault(record, "orphaned")
+            else:
+                mine = {
+                    r: why for r, why in member.bad.items() if r in batch.origins or _has(batch, r)
+                }
+                rejects = [
+                    Reject(*batch.origins.get(r, (f"record {r}", None)), why)
+                    for r, why in sorted(mine.items())
+                ]
+                failed = len(rejects) + sum(batch.weights.get(r, 1) - 1 for r in mine)
+                bad = set(mine)
+            _account_traffic(report, batch, bad, good)
+            try:
+                _check_sums(report)
+            except TrafficOverflow:
+                return False
+            rows += list(good.items())
+            quarantined += batch.rejects + rejects
+            report.records_in += batch.records
+            report.quarantined += len(batch.rejects) + failed
+        for table, table_rows in rows:
+            writers[table].write(table_rows, sid)
+            report.rows[table] = report.rows.get(table, 0) + table_rows.num_rows
+        writers["quarantine"].write(_quarantine_rows(report, quarantined), sid)
+        for writer in writers.values():
+            writer.claim([sid])
+        report.landed = report.records_in - report.quarantined
+        return True
+
+    def commit(self, writers: dict[str, ContributionWriter]) -> None:
+        """Commit every table once, ``ingest_log`` last, as one landing."""
+        replaces = sorted(
+            {
+                old
+                for m in self.members
+                for old in self._versions().get(m.report.file, ())
+                if old != m.report.source_id
+            }
+        )
+        record = {
+            "source": self.source.name,
+            "file": self.members[0].report.file,
+            "options": _json_options(self.context.options),
+            "replaces": replaces,
+            "tables": list(writers),
+            "members": [
+                {"file": m.report.file, "source_id": m.report.source_id} for m in self.members
+            ],
+        }
+        for member in self.members:
+            writers["ingest_log"].write(log_row(member.report), member.report.source_id)
+        try:
+            with lakes.landing(self.root, self.id, record):
+                for table, writer in writers.items():
+                    writer.replaces = replaces
+                    writer.commit()
+                    if table in self.source.tables:
+                        self.members[0].report.superseded += writer.superseded
+                    checkpoint("ingest-commit")
+        except BaseException:
+            for writer in writers.values():
+                writer.abort()
+            raise
+
+
+def _has(batch: Batch, record: int) -> bool:
+    """Whether ``record`` is one of ``batch``'s (its rows or its parents)."""
+    if record in batch.parents:
+        return True
+    for rows in batch.tables.values():
+        if RECORD in rows.column_names and pc.any(pc.equal(rows.column(RECORD), record)).as_py():
+            return True
+    return False
+
+
+def parse_file(
+    source: str, file: str, options: Mapping, root: Path
+) -> tuple[str, list[Batch] | str]:
+    """Parse one file: its content id and its batches, or the one-line reason it is unusable
+    as a whole. Runs in the ingest process or in a worker process (``--workers``)."""
+    from burstlake.jobs.ingest import source_module
+
+    path = Path(file)
+    source_id = content_id(path)
+    context = ParseContext(options=options, lake=root, source_id=source_id)
+    try:
+        return source_id, list(source_module(source).SOURCE.parse(path, context))
+    except UnusableInput as err:
+        return source_id, str(err)
+
+
+class _Parsers:
+    """Files parsed ahead in ``workers`` processes while the ingest process validates and
+    commits the group before (a parse is CPU in Python and darshan-util)."""
+
+    def __init__(self, source: Source, root: Path, options: Mapping, workers: int) -> None:
+        context = multiprocessing.get_context("spawn")  # the parent runs threads: no fork
+        self._pool = ProcessPoolExecutor(workers, mp_context=context)
+        self._args = (source.name, _json_options(options), root)
+        self._futures: dict[Path, Future] = {}
+
+    def ahead(self, files: list[Path]) -> None:
+        for file in files:
+            if file not in self._futures:
+                self._futures[file] = self._pool.submit(
+                    parse_file, self._args[0], str(file), self._args[1], self._args[2]
+                )
+
+    def take(self, file: Path) -> tuple[str, list[Batch] | str] | None:
+        future = self._futures.pop(file, None)
+        return None if future is None else future.result()
+
+    def close(self) -> None:
+        self._pool.shutdown(cancel_futures=True)
+
+
+def land(
+    source: Source,
+    files: list[Path],
+    root: Path,
+    context: ParseContext,
+    topology_nodes: list[str] | None,
+    workers: int = 1,
+) -> list[FileReport]:
+    """Land ``files`` (each :func:`groupable`) in groups of up to :data:`GROUP_FILES`,
+    parsed in ``workers`` processes (1: in this one); returns their reports. A lake that fails
+    (full disk) is reported on the group's files."""
+    parsers = _Parsers(source, root, context.options, workers) if workers > 1 else None
+    try:
+        return _land(source, files, root, context, topology_nodes, parsers)
+    finally:
+        if parsers is not None:
+            parsers.close()
+
+
+def _land(source, files, root, context, topology_nodes, parsers) -> list[FileReport]:
+    pending, reports = list(files), []
+    while pending:
+        group = _Group(source, root, context, topology_nodes)
+        if parsers is not None:
+            parsers.ahead(pending[: 2 * GROUP_FILES])
+        taken = 0
+        while taken < min(GROUP_FILES, len(pending)) and group.rows < GROUP_ROWS:
+            file = pending[taken]
+            group.add(file, parsers.take(file) if parsers is not None else None)
+            taken += 1
+        pending = group.later + pending[taken:]
+        if group.members:
+            group.screen()
+            try:
+                group.commit(group.stage())
+            except OSError as err:
+                failure = as_lake_error(err, root)
+                if failure is None:
+                    raise
+                for member in group.members:
+                    member.report.failure = f"not landed ({failure}): nothing of it is visible"
+        alone = {str(Path(os.path.abspath(f))) for f in group.alone}
+        reports += [r for r in group.reports if r.file not in alone]
+        for file in group.alone:
+            reports.append(ingest_file(source, file, root, context, topology_nodes))
+        if any(r.failure for r in reports):
+            break
+    return reports
+
+
+def reconcile(root: Path, record: dict, skip: set[str]) -> list[FileReport]:
+    """Finish or undo a group's landing whose process died during its commits: with every
+    member in ``ingest_log`` only the replaced contributions go; otherwise the group's commits
+    are undone and its unchanged files (not in ``skip``) ingested again."""
+    from burstlake.jobs.ingest import source_module
+    from burstlake.lake import delete_contribution
+
+    members = record["members"]
+    logged = set()
+    if table_files(root, "ingest_log"):
+        logged = set(read_table(root, "ingest_log", ["source_id"]).column(0).to_pylist())
+    if all(m["source_id"] in logged for m in members):
+        for old in record["replaces"]:
+            delete_contribution(root, old, record["tables"])
+        return []
+    log.warning("undoing an interrupted landing of %d files", len(members))
+    lakes.undo_landing(root, record["source_id"], record["tables"], record["started"])
+    source = source_module(record["source"]).SOURCE
+    reports = []
+    for member in members:
+        file = Path(member["file"])
+        if member["file"] in skip or not file.is_file():
+            continue
+        if content_id(file) == member["source_id"]:
+            context = ParseContext(options=record.get("options", {}))
+            reports.append(ingest_file(source, file, root, context))
+    return reports
