@@ -5,6 +5,11 @@ engine checks ``ExpectColumnValuesToBeBetween`` with a Python call per value, ab
 so each such expectation is first gated by its aggregate twin ``ExpectColumnMinToBeBetween`` /
 ``ExpectColumnMaxToBeBetween`` (vectorised), and the row-level expectation runs only for the
 columns whose gate failed. Same expectations, same verdicts; clean batches stay fast.
+
+A table declared ``arrow_checks`` (``darshan_dxt``: millions of rows a log) is checked by
+:func:`arrow_verdict` instead: the same rules (``schemas/expectations.py``), evaluated as
+vectorised Arrow compute over the batch, with the same reasons; neither GX nor pandas is loaded
+for it. ``tests/ingest/test_validate.py`` holds the two engines to the same verdicts.
 """
 
 from __future__ import annotations
@@ -13,12 +18,18 @@ import json
 import os
 from dataclasses import dataclass
 from functools import cache
+from typing import TYPE_CHECKING
 
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from burstlake.lake.clusters import checked_keys, node_keys  # noqa: F401 - node_keys re-exported
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from burstlake.schemas import TableSpec
+    from burstlake.schemas.expectations import Rule
 
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
 
@@ -132,22 +143,66 @@ def _keyed(rows: pa.Table, columns: tuple[str, ...], topology_nodes: list[str]) 
     return rows
 
 
-def validate(table: str, rows: pa.Table, topology_nodes: list[str] | None = None) -> Verdict:
-    """Validate ``rows`` of lake table ``table`` with its suite; return the failing rows.
+def _described(rule: Rule) -> str:
+    """A rule as :func:`_describe` names its GX result (GX keeps range bounds as floats)."""
+    from burstlake.schemas.expectations import BETWEEN
 
-    ``topology_nodes``: the :func:`node_keys` of the topology, to check the node columns
-    against (None: no topology loaded, no check)."""
-    from burstlake.schemas import conform, spec
+    kwargs = dict(rule.kwargs)
+    if rule.kind == BETWEEN:
+        kwargs.update({k: float(v) for k, v in kwargs.items() if k.endswith("_value")})
+    kwargs.pop("value_set", None)
+    args = ", ".join(f"{k}={v}" for k, v in sorted(kwargs.items()) if v is not None)
+    return f"{rule.kind}({args})"
+
+
+def _failing(rule: Rule, rows: pa.Table) -> pa.Array:
+    """The rows a rule refuses (a boolean mask; nulls are not refused but by NOT_NULL, as GX
+    skips missing values in its column-map expectations)."""
+    from burstlake.schemas.expectations import BETWEEN, IN_SET, NOT_NULL, ORDERED
+
+    k = rule.kwargs
+    if rule.kind == NOT_NULL:
+        return pc.is_null(rows.column(k["column"]))
+    if rule.kind == BETWEEN:
+        column, masks = rows.column(k["column"]), []
+        if k.get("min_value") is not None:
+            masks.append(pc.less(column, k["min_value"]))
+        if k.get("max_value") is not None:
+            masks.append(pc.greater(column, k["max_value"]))
+        mask = masks[0] if len(masks) == 1 else pc.or_(*masks)
+    elif rule.kind == ORDERED and k.get("ignore_row_if") == "either_value_is_missing":
+        compare = pc.less if k.get("or_equal") else pc.less_equal
+        mask = compare(rows.column(k["column_A"]), rows.column(k["column_B"]))
+    elif rule.kind == IN_SET:
+        column = rows.column(k["column"])
+        known = pc.is_in(column, value_set=pa.array(k["value_set"], column.type))
+        mask = pc.and_(pc.invert(known), pc.is_valid(column))
+    else:
+        raise ValueError(f"{rule.kind} has no vectorised check; validate this table with GX")
+    return pc.fill_null(mask, False)
+
+
+def arrow_verdict(table_spec: TableSpec, rows: pa.Table, topology_nodes=None) -> Verdict:
+    """The verdict of ``table_spec``'s rules on ``rows`` (conformed), evaluated as vectorised
+    Arrow checks: the failing rows, each with its reasons named as GX names them."""
+    from burstlake.schemas.expectations import rules
+
+    reasons: dict[int, list[str]] = {}
+    for rule in rules(table_spec, topology_nodes):
+        mask = _failing(rule, rows)
+        if not pc.any(mask).as_py():
+            continue
+        for index in pc.indices_nonzero(mask).to_pylist():
+            reasons.setdefault(index, []).append(f"failed {_described(rule)}")
+    return Verdict({i: "; ".join(r) for i, r in sorted(reasons.items())})
+
+
+def suite_verdict(table_spec: TableSpec, rows: pa.Table, topology_nodes=None) -> Verdict:
+    """The verdict of ``table_spec``'s GX suite on ``rows`` (conformed)."""
     from burstlake.schemas.expectations import expectations
 
-    if rows.num_rows == 0:
-        return Verdict({})
-    table_spec = spec(table)
-    rows = conform(rows, table_spec)
-    if topology_nodes is not None and table_spec.node_columns:
-        rows = _keyed(rows, table_spec.node_columns, topology_nodes)
-        topology_nodes = _present(rows, table_spec.node_columns, topology_nodes)
     frame = rows.to_pandas().reset_index(drop=True)
+    table = table_spec.name
     now, gated = _gates(expectations(table_spec, topology_nodes))
     results = _run(table, frame, now)
     failed_gates = {
@@ -161,3 +216,31 @@ def validate(table: str, rows: pa.Table, topology_nodes: list[str] | None = None
         for index in [] if result.success else result.result.get("unexpected_index_list") or []:
             reasons.setdefault(int(index), []).append(f"failed {_describe(result)}")
     return Verdict({i: "; ".join(r) for i, r in sorted(reasons.items())})
+
+
+def prepared(
+    table: str, rows: pa.Table, topology_nodes: list[str] | None = None
+) -> tuple[TableSpec, pa.Table, list[str] | None]:
+    """(spec, rows, topology names) as the engines take them: rows conformed to the table's
+    schema, node columns keyed for the topology check and the names cut to those present."""
+    from burstlake.schemas import conform, spec
+
+    table_spec = spec(table)
+    rows = conform(rows, table_spec)
+    if topology_nodes is not None and table_spec.node_columns:
+        rows = _keyed(rows, table_spec.node_columns, topology_nodes)
+        topology_nodes = _present(rows, table_spec.node_columns, topology_nodes)
+    return table_spec, rows, topology_nodes
+
+
+def validate(table: str, rows: pa.Table, topology_nodes: list[str] | None = None) -> Verdict:
+    """Validate ``rows`` of lake table ``table`` with its suite; return the failing rows.
+
+    ``topology_nodes``: the :func:`node_keys` of the topology, to check the node columns
+    against (None: no topology loaded, no check). A table declared ``arrow_checks`` is
+    checked by :func:`arrow_verdict`, every other by GX (:func:`suite_verdict`)."""
+    if rows.num_rows == 0:
+        return Verdict({})
+    table_spec, rows, topology_nodes = prepared(table, rows, topology_nodes)
+    engine = arrow_verdict if table_spec.arrow_checks else suite_verdict
+    return engine(table_spec, rows, topology_nodes)

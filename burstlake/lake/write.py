@@ -130,8 +130,15 @@ class ContributionWriter:
                 path = self.staging / f"part-{len(self._files):04d}.parquet"
                 self._files.append(path)
                 self._sink = pa.OSFile(str(path), "wb")  # closed by _close whatever happens
+                # dictionaries only for text: numbers (offsets, times) rarely repeat, and
+                # trying them costs more than the rest of the staging write
+                text = [f.name for f in stored.schema if pa.types.is_string(f.type)]
                 self._writer = pq.ParquetWriter(
-                    self._sink, stored.schema, compression=STAGED_CODEC, write_statistics=False
+                    self._sink,
+                    stored.schema,
+                    compression=STAGED_CODEC,
+                    write_statistics=False,
+                    use_dictionary=text,
                 )
                 self._file_rows = 0
             self._writer.write_table(stored)

@@ -302,6 +302,10 @@ def parse(path: Path, context: ParseContext) -> Iterator[Batch]:
 
 def _parse(path: Path, context: ParseContext, trace: Path) -> Iterator[Batch]:
     log = _READER.read(path, trace)
+    if log.dxt is not None and log.dxt.segments > darshan_log.DXT_BATCH:
+        # a long trace is landed next, and its Delta commit grows with its rows: the reader
+        # process's memory is not held beside it (the next log starts a new one)
+        _READER.close()
     identity, cluster = log_id(log), record_cluster(context.options)
     job = {**_job_row(log, identity), "cluster": cluster, RECORD: 0}
     ranks = [

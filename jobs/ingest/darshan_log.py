@@ -362,24 +362,52 @@ def _files(report) -> list[tuple[int, str, str | None, str | None]]:
     return [(i, n, *_mount_of(n, mounts)) for i, n in zip(signed, names.values(), strict=True)]
 
 
+HEATMAP_RECORDS = {
+    16592106915301738621: "POSIX",
+    3989511027826779520: "STDIO",
+    3668870418325792824: "MPIIO",
+    1597927878319380788: "DFS",
+    4131494093108637317: "DAOS",
+}
+"""The record ids of the heatmaps' name records (``heatmap:POSIX``...), as pydarshan's
+``DarshanReport.read_all_heatmap_records`` names them (an unknown id names itself)."""
+
+
 def _heatmaps(report) -> list[RankHeatmap]:
+    """Each module's heatmap, read record by record from darshan-util as pydarshan's
+    ``read_all_heatmap_records`` does (a rank's later record replaces its earlier one, the
+    bin count and width must agree), and arranged as its ``Heatmap.to_df`` would (ranks
+    ascending, bin width the first interval's), without building a DataFrame per op."""
+    from darshan.backend import cffi_backend as backend
+
     if "HEATMAP" not in report.modules:
         return []
-    report.read_all_heatmap_records()
-    found = []
-    for name, heatmap in report.heatmaps.items():
-        reads = heatmap.to_df(ops=["read"]).sort_index()  # columns: the bins' time intervals
-        writes = heatmap.to_df(ops=["write"]).loc[reads.index]
-        found.append(
+    found: dict[str, dict] = {}
+    while (record := backend._log_get_heatmap_record(report.log)) is not None:
+        name = str(HEATMAP_RECORDS.get(record["id"], record["id"]))
+        heatmap = found.setdefault(name, {"nbins": record["nbins"], "width": None, "ranks": {}})
+        if heatmap["nbins"] != record["nbins"]:
+            raise ValueError("Record nbins is not consistent with current heatmap.")
+        if heatmap["width"] is None:
+            heatmap["width"] = record["bin_width_seconds"]
+        if heatmap["width"] != record["bin_width_seconds"]:
+            raise ValueError("Record bin_width_seconds is not consistent with current heatmap.")
+        heatmap["ranks"][record["rank"]] = (record["read_bins"], record["write_bins"])
+    heatmaps = []
+    for name, heatmap in found.items():
+        nbins, ranks = heatmap["nbins"], sorted(heatmap["ranks"])
+        breaks = np.linspace(start=0, stop=nbins * heatmap["width"], num=nbins + 1)
+        bins = [heatmap["ranks"][r] for r in ranks]
+        heatmaps.append(
             RankHeatmap(
-                module=HEATMAP_MODULES.get(str(name), str(name)),
-                ranks=reads.index.to_numpy(dtype=np.int64),
-                bin_width_s=round(float(reads.columns[0].length), 9) if reads.shape[1] else 0.0,
-                bytes_read=reads.to_numpy(dtype=np.int64),
-                bytes_written=writes.to_numpy(dtype=np.int64),
+                module=HEATMAP_MODULES.get(name, name),
+                ranks=np.array(ranks, dtype=np.int64),
+                bin_width_s=round(float(breaks[1] - breaks[0]), 9) if nbins else 0.0,
+                bytes_read=np.array([b[0] for b in bins], dtype=np.int64).reshape(-1, nbins),
+                bytes_written=np.array([b[1] for b in bins], dtype=np.int64).reshape(-1, nbins),
             )
         )
-    return found
+    return heatmaps
 
 
 @contextlib.contextmanager
