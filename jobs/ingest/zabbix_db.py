@@ -193,12 +193,12 @@ class Held:
 
 def _machine(lake: Path, cluster: str | None):
     """Filter: the ``zabbix_samples`` rows of the machine (with the unnamed rows it owns)."""
-    from burstlake.lake import clusters, machine_filter
+    from burstlake.lake import cluster_filter, clusters
 
     for each in clusters(lake):
         if each.name == cluster or (cluster is None and each.unnamed):
-            return machine_filter(each.name, each.unnamed)
-    return machine_filter(cluster)
+            return cluster_filter(each.name, each.unnamed)
+    return cluster_filter(cluster)
 
 
 def _window_filter(window: tuple[int | None, int | None]):
