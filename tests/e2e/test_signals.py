@@ -80,7 +80,7 @@ def test_a_reader_going_away_is_quiet(tmp_path: Path) -> None:
         cwd=REPO, check=True, capture_output=True,
     )  # fmt: skip
     query = "SELECT * FROM range(2000000)"
-    cmd = f"{sys.executable} -c '{RUN}' sql --lake {lake} --max-rows 2000000 '{query}' | head -1"
+    cmd = f"{sys.executable} -c '{RUN}' sql --lake {lake} --max-rows 1000000 '{query}' | head -1"
     done = subprocess.run(
         ["bash", "-c", cmd + "; echo ${PIPESTATUS[0]} >&2"],
         cwd=REPO,
