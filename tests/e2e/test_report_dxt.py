@@ -130,3 +130,16 @@ def test_the_report_draws_the_busiest_jobs_or_says_what_fills_it(tmp_path: Path)
     text = out.read_text()
     assert 'data-figure="dxt"' in text and re.search(r"Jobs: 202\.</figcaption>", text)
     assert main(["report", "--lake", str(lake), "--dxt-jobs", "0"]) == 2
+
+
+def test_many_ranks_are_drawn_in_bands(tmp_path: Path) -> None:
+    """250 ranks: at most MAX_ROWS (120) rows, so 3 consecutive ranks a row (84 rows)."""
+    from burstlake.report_parts import MAX_ROWS
+
+    lake = tmp_path / "lake"
+    segments = [("DXT_POSIX", r, "write", r + 1, 0, 1) for r in range(250)]
+    write_table(lake, "darshan_dxt", dxt_rows("W", "1", segments), "w.darshan")
+    (grid,) = dxt_grids(lake_io.Cluster(lake, None), bins=1)
+    assert (grid.ranks, grid.ranks_per_row, grid.grid.shape) == (250, 3, (84, 1))
+    assert MAX_ROWS == 120 and grid.grid[0, 0] == 1 + 2 + 3 and grid.grid[83, 0] == 250
+    assert grid.grid.sum() == sum(range(1, 251))

@@ -227,6 +227,12 @@ def rows(lake, table: str) -> dict:
     return {r[key]: r for r in read_table(lake, table).to_pylist()}
 
 
+def test_a_non_positive_dxt_interval_is_refused():
+    with pytest.raises(ValueError, match="dxt_interval_s must be > 0"):
+        MetricSettings(dxt_interval_s=0)
+    assert MetricSettings().with_overrides(["dxt_interval_s=30"]).dxt_interval_s == 30
+
+
 def test_nud_reference_values():
     assert nud_of([1, 1, 1, 1]) == pytest.approx(0)
     assert nud_of([5, 0, 0, 0]) == pytest.approx(1)
