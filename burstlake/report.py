@@ -9,6 +9,8 @@ reference, so that it can be mailed to a colleague. It reads only lake tables:
 - ``node_io`` with ``topology``: a cabinet × time traffic heatmap (the view behind 004 Fig. 7–8);
 - ``cabinet_load`` and ``ion_load`` (004 Fig. 7);
 - ``job_io_metrics``: the I/O NUD of all-rank jobs (004 Fig. 2);
+- ``darshan_dxt``: a rank × time heat map of the jobs with the most traced bytes, as pydarshan's
+  job summary draws one (:mod:`burstlake.report_dxt`);
 - ``replay_scores``: each scenario's policies side by side (004 §7.4, Fig. 15; papers 000, 001),
   and papers 002's and 003's what-ifs beside their tables (:mod:`burstlake.report_papers`); a
   scenario replayed on several seeds with the mean, its 95 % interval as error bars, and each
@@ -30,6 +32,7 @@ import os
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 import matplotlib
@@ -45,16 +48,13 @@ from burstlake import lake as lake_io
 from burstlake import paths
 from burstlake.jobs.metrics.settings import recorded
 from burstlake.replay import spread
+from burstlake.report_dxt import DXT_JOBS, dxt_section
 from burstlake.report_papers import paper_sections
-from burstlake.report_parts import Section, figure_png, table_row
+from burstlake.report_parts import MAX_ROWS, MAX_TIME_BINS, Section, figure_png, table_row
 from burstlake.report_windows import windows_section
 
 log = logging.getLogger(__name__)
 
-# Heatmaps are binned to at most this many time columns and cabinet (or node) rows, so that the
-# report stays a few hundred kilobytes whatever the length of the trace.
-MAX_TIME_BINS = 240
-MAX_ROWS = 120
 # Policies' bars per scenario: metrics beyond this many are listed in the table only.
 MAX_SCORE_PANELS = 12
 
@@ -594,7 +594,7 @@ def answers_section(
     )
 
 
-def sections_of(root: Path) -> list[Section]:
+def sections_of(root: Path, dxt_jobs: int = DXT_JOBS) -> list[Section]:
     """Every section of the report: the answers, the busiest machine's figures, the what-ifs,
     then the other machines with traffic (machines without any are named in the answers)."""
     machines = lake_io.clusters(root) or [lake_io.Cluster(root, None)]
@@ -608,7 +608,7 @@ def sections_of(root: Path) -> list[Section]:
     idle = [m for m in ranked if traffic[m.name] <= 0]
     if not busy:  # nothing measured yet: every machine's sections say what fills them
         busy, idle = ranked, []
-    figures = [_machine_sections(m, len(machines) > 1) for m in busy]
+    figures = [_machine_sections(m, len(machines) > 1, dxt_jobs) for m in busy]
     scores = lake_io.read_table(root, "replay_scores").to_pandas()  # read once, for every what-if
 
     return [
@@ -622,9 +622,9 @@ def sections_of(root: Path) -> list[Section]:
     ]
 
 
-def _machine_sections(machine: lake_io.Cluster, named: bool) -> list[Section]:
+def _machine_sections(machine: lake_io.Cluster, named: bool, dxt_jobs: int) -> list[Section]:
     sections = []
-    for builder in MACHINE_BUILDERS:
+    for builder in (*MACHINE_BUILDERS, partial(dxt_section, jobs=dxt_jobs)):
         section = builder(machine)
         if named:
             section = replace(
@@ -646,11 +646,16 @@ td,th{border:1px solid #ddd;padding:2px 6px;text-align:right}td:first-child{text
 """
 
 
-def render(lake: str | os.PathLike | None, sections: list[Section] | None = None) -> str:
-    """The report of ``lake`` as one HTML string."""
+def render(
+    lake: str | os.PathLike | None,
+    sections: list[Section] | None = None,
+    dxt_jobs: int = DXT_JOBS,
+) -> str:
+    """The report of ``lake`` as one HTML string (DXT heat maps of the ``dxt_jobs`` jobs with
+    the most traced bytes)."""
     root = lake_io.lake_path(lake)
     if sections is None:
-        sections = sections_of(root)
+        sections = sections_of(root, dxt_jobs)
     parts = []
     for s in sections:
         body = (
@@ -675,13 +680,17 @@ def render(lake: str | os.PathLike | None, sections: list[Section] | None = None
     )
 
 
-def write(lake: str | os.PathLike | None, out: str | os.PathLike | None = None) -> Path:
+def write(
+    lake: str | os.PathLike | None,
+    out: str | os.PathLike | None = None,
+    dxt_jobs: int = DXT_JOBS,
+) -> Path:
     """Write the report (default ``<lake>/report.html``) and return its path."""
     root = lake_io.lake_path(lake)
     if not root.is_dir():
         raise FileNotFoundError(f"no lake at {root}")
     target = paths.output_file(out if out is not None else root / "report.html")
-    text = render(root)
+    text = render(root, dxt_jobs=dxt_jobs)
     paths.write_text(target, text)
     log.info("report written to %s (%d kB)", target, len(text) // 1024)
     return target

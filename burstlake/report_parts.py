@@ -12,6 +12,11 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+# Heatmaps are binned to at most this many time columns and cabinet, node or rank rows, so that
+# the report stays a few hundred kilobytes whatever the length of the trace.
+MAX_TIME_BINS = 240
+MAX_ROWS = 120
+
 
 @dataclass(frozen=True)
 class Section:

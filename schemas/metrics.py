@@ -108,6 +108,29 @@ DARSHAN_JOB_METRICS = TableSpec(
     nonnegative=("nprocs", "ranks_with_io", "rank_bytes", "shared_bytes", "hosts"),
 )
 
+DXT_JOB_SERIES = TableSpec(
+    name="dxt_job_series",
+    doc="Per Darshan log and node_io interval: the bytes its DXT segments read and wrote (one "
+    "module, spread by time overlap) and bytes per second, beside node_io's bytes on the job's "
+    "nodes in the same interval (0: they moved nothing; null: no Slurm job of the machine "
+    "matches the log).",
+    schema=_schema(
+        ("log_id", STR, False),
+        ("cluster", STR, True),
+        ("job_id", STR, True),  # the id Darshan records (jobs.job_id_raw, else job_id)
+        ("module", STR, False),  # DXT_POSIX, else DXT_MPIIO
+        ("ts", TS, False),  # interval start: a multiple of interval_s since the epoch
+        ("interval_s", pa.int32(), False),  # node_io's interval
+        ("read_bytes", F64, False),  # fractional: a segment's bytes split by time overlap
+        ("write_bytes", F64, False),
+        ("bytes_per_s", F64, False),
+        ("node_io_bytes", I64, True),
+        ("node_io_bytes_per_s", F64, True),
+    ),
+    key=("cluster", "log_id", "ts"),
+    nonnegative=("interval_s", "read_bytes", "write_bytes", "bytes_per_s", "node_io_bytes"),
+)
+
 INTERVAL_METRICS = TableSpec(
     name="interval_metrics",
     doc="Per interval with traffic: system bytes and the spatial burstiness of 004 §4.1, §7.4, "
@@ -194,6 +217,7 @@ TABLES: tuple[TableSpec, ...] = (
     JOB_IO_METRICS,
     IO_PHASES,
     DARSHAN_JOB_METRICS,
+    DXT_JOB_SERIES,
     INTERVAL_METRICS,
     CABINET_LOAD,
     ION_LOAD,
@@ -211,5 +235,6 @@ INPUTS: tuple[str, ...] = (
     "topology",
     "darshan_jobs",
     "darshan_rank_io",
+    "darshan_dxt",
 )
 """The lake tables the metrics read: the metrics DAG runs when any of them changes."""

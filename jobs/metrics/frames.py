@@ -26,6 +26,7 @@ from collections.abc import Callable
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import StructType
 
 from burstlake.lake import STAGING, Cluster, OwnedFolder, lake_path, table_layout, write_table
 from burstlake.schemas import conform, spec
@@ -63,10 +64,15 @@ class Scratch:
             (self.lake / STAGING).rmdir()  # only when no other write is staged
 
 
+def contract(table: str) -> StructType:
+    """The Spark schema of ``table``'s contract."""
+    return from_arrow_schema(spec(table).schema)
+
+
 def read(spark: SparkSession, lake: str | os.PathLike, table: str) -> DataFrame:
     """A lake table at its read version as a DataFrame with its contract columns (empty if never
     written)."""
-    columns = from_arrow_schema(spec(table).schema)
+    columns = contract(table)
     files, _ = table_layout(lake, table)
     if not files:
         return spark.createDataFrame([], columns)

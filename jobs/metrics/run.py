@@ -1,6 +1,7 @@
 """Run every metrics job in dependency order (paper 004 §3, §4, §6; docs/design.md, "Metrics").
 
-job_io_metrics → io_phases → darshan_job_metrics → interval_metrics → cabinet_load, ion_load →
+job_io_metrics → io_phases → darshan_job_metrics → dxt_job_series (needs job_io) →
+interval_metrics → cabinet_load, ion_load →
 app_metrics (needs job_io) → platform_summary (needs all). Each result lands in the lake as
 the ``metrics`` contribution, replacing the previous run's; the catalog is refreshed at the end.
 Each machine of the lake is computed alone, as if it were the only one, and its rows carry its
@@ -35,6 +36,7 @@ from burstlake.schemas.metrics import INPUTS, NAMES
 from . import frames
 from .apps import app_metrics
 from .darshan_job import darshan_job_metrics, with_clusters
+from .dxt_series import dxt_job_series, node_view, with_log_clusters
 from .interval import SystemSize, interval_metrics
 from .job_io import job_io_metrics
 from .loads import level_load
@@ -66,8 +68,10 @@ class ClusterMetrics:
         inputs: dict[str, DataFrame],
         settings: MetricSettings,
         scratch: frames.Keep = frames.recompute,
+        traced: bool = False,
     ) -> None:
         self.spark, self.inputs, self.settings = spark, inputs, settings
+        self.traced = traced  # the lake holds DXT segments
         self.scratch = scratch  # intermediates several steps read, computed once
         self.kept: list[DataFrame] = []
         self.results: dict[str, DataFrame] = {}
@@ -91,6 +95,7 @@ class ClusterMetrics:
             ("job_io_metrics", self.job_io),
             ("io_phases", self.phases),
             ("darshan_job_metrics", self.darshan),
+            ("dxt_job_series", self.dxt),
             ("interval_metrics", self.intervals),
             ("cabinet_load", lambda: self.load("cabinet")),
             ("ion_load", lambda: self.load("ion")),
@@ -119,6 +124,14 @@ class ClusterMetrics:
     def darshan(self) -> DataFrame:
         i = self.inputs
         return darshan_job_metrics(i["darshan_jobs"], i["darshan_rank_io"], self.settings)
+
+    def dxt(self) -> DataFrame:
+        i = self.inputs
+        if not self.traced:  # no DXT segments: no Spark job for them
+            return self.spark.createDataFrame([], frames.contract("dxt_job_series"))
+        interval = i["node_io"].agg(F.max("interval_s")).first()[0]
+        view = node_view(self.per_interval, self.node_bytes, i["jobs"])
+        return dxt_job_series(i["darshan_dxt"], interval or self.settings.dxt_interval_s, view)
 
     def intervals(self) -> DataFrame:
         i = self.inputs
@@ -162,6 +175,11 @@ class Pipeline:
             self.inputs["darshan_jobs"], self.inputs["darshan_rank_io"] = with_clusters(
                 self.inputs["darshan_jobs"], self.inputs["darshan_rank_io"], self.inputs["jobs"]
             )
+        self.traced = frames.stored(self.lake, "darshan_dxt")
+        if self.traced:
+            self.inputs["darshan_dxt"] = with_log_clusters(
+                self.inputs["darshan_dxt"], self.inputs["darshan_jobs"]
+            )
 
     def clusters(self) -> list[lakes.Cluster]:
         """The lake's machines; an empty lake is one unnamed machine without rows (its tables
@@ -186,6 +204,7 @@ class Pipeline:
             {name: frames.one_machine(frame, cluster) for name, frame in self.inputs.items()},
             self.settings,
             scratch.keep,
+            self.traced,
         )
         try:
             for name, step in metrics.steps():

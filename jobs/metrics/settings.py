@@ -42,6 +42,9 @@ class MetricSettings:
     (the io_phases table; paper 001's unit of coordination)."""
     darshan_modules: tuple[str, ...] = ("POSIX", "STDIO", "DAOS")
     """Darshan modules whose bytes reach storage (MPI-IO, HDF5, PnetCDF sit above POSIX)."""
+    dxt_interval_s: int = 60
+    """Interval of the DXT time series (dxt_job_series) on a machine without node_io; with
+    node_io, its interval."""
     nodes_per_cabinet: int | None = None
     """Cabinet size for minimal cabinets ⌈N / size⌉; None: the largest cabinet in topology."""
     time_bucket_s: int = 86400
@@ -59,6 +62,8 @@ class MetricSettings:
             raise ValueError("metrics setting io_phase_gap_s must be >= 0")
         if self.time_bucket_s <= 0 or (self.nodes_per_cabinet or 1) <= 0:
             raise ValueError("metrics settings time_bucket_s and nodes_per_cabinet must be > 0")
+        if self.dxt_interval_s <= 0:
+            raise ValueError("metrics setting dxt_interval_s must be > 0")
         if self.broadcast_rows < 0:
             raise ValueError("metrics setting broadcast_rows must be >= 0")
 

@@ -18,20 +18,24 @@ from burstlake.cli import main
 
 CHROMIUM = shutil.which("chromium")
 CHROMEDRIVER = shutil.which("chromedriver")
-FIGURES = {"platform", "burstiness", "heatmap", "loads", "nud", "replay-report_ion_remap"}
+FIGURES = {"platform", "burstiness", "heatmap", "loads", "nud", "dxt", "replay-report_ion_remap"}
 
 
 @pytest.fixture(scope="module")
 def full_lake(tiny_metrics_lake, tmp_path_factory) -> Path:
-    """A tiny synthesized day with its metrics (a copy of the shared one) and a
-    block-vs-cyclic ION replay."""
+    """A tiny synthesized day with its metrics (a copy of the shared one), a block-vs-cyclic
+    ION replay and hand-built DXT traces."""
     import shutil
 
+    from burstlake.lake import clusters
     from burstlake.replay.scenario import SCENARIOS, load
     from burstlake.replay.scenario import run as replay
+    from tests.e2e.test_report_dxt import write_dxt
 
     lake = tmp_path_factory.mktemp("report") / "lake"
     shutil.copytree(tiny_metrics_lake, lake)
+    (machine,) = clusters(lake)
+    write_dxt(lake, machine.name)
     scenario = load(SCENARIOS / "ion_remap.yaml")
     replay(
         dataclasses.replace(
@@ -76,6 +80,7 @@ def test_empty_lake_report_says_what_fills_each_section(lake, tmp_path):
     assert "run `burstlake metrics`" in text
     assert "run `burstlake replay`" in text
     assert "ingest Zabbix or run `burstlake synth`" in text
+    assert "no DXT segments: run `burstlake ingest darshan`" in text
     assert "002&#x27;s scenarios not replayed: run `burstlake replay --scenario`" in text
     assert "no bridge-node what-if: run `burstlake replay --scenario" in text
 

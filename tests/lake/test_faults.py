@@ -211,8 +211,8 @@ def test_metrics_killed_mid_run_then_rerun_beside_an_ingest(spark, tmp_path):
     run(lake, spark=spark, progress=False)
     before = _metrics(lake)
     published = lakes.published_run(lake, "metrics")
-    assert before["darshan_job_metrics"]
-    delete_contribution(lake, "hand", ["darshan_jobs", "darshan_rank_io"])  # new inputs
+    assert before["darshan_job_metrics"] and before["dxt_job_series"]
+    delete_contribution(lake, "hand", ["darshan_jobs", "darshan_rank_io", "darshan_dxt"])
 
     proc = _paused(_cli("metrics", "--lake", str(lake)), "metrics-commit", tmp_path / "p")
     _kill(proc)
@@ -239,7 +239,7 @@ def test_metrics_killed_mid_run_then_rerun_beside_an_ingest(spark, tmp_path):
     record = lakes.published_run(lake, "metrics")
     assert record["inputs"] == versions  # the state before the ingest, in every input
     after = _metrics(lake)
-    assert after["darshan_job_metrics"] == []  # as a clean run without the Darshan logs
+    assert after["darshan_job_metrics"] == after["dxt_job_series"] == []  # as without the logs
     for table in ("job_io_metrics", "interval_metrics", "cabinet_load", "ion_load", "app_metrics"):
         assert after[table] == before[table], table  # unchanged inputs, same rows
     info = lakes.commit_metadata(lake, first, record["tables"][first])

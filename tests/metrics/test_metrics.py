@@ -23,6 +23,11 @@ Intervals are 10 s from T0. An interval is a job's when its midpoint is in [star
 - Interval 400 s: cn0 500, cn4 500 (a tie for the busiest node and cabinet).
 - Darshan L1: 4 ranks, POSIX rank 0 900, rank 1 100, rank -1 1000 (shared), MPI-IO rank 0
       5000 (above POSIX: ignored); hosts h1 (rank 0), h2 (ranks 1, 2). L2: 1 rank. L3: empty.
+- DXT (dxt_job_series, 10 s intervals): L1 (J1) POSIX read 900 over 2..12 s -> 720 at 0 s,
+      180 at 10 s; writes 100 at 50 s (no duration) and 300 over 55..60 s -> 400 at 50 s (none
+      at 60 s); its MPI-IO read of 5000 is not summed. J1's nodes: 500 at 0 s, 0 at 10 s, 300
+      at 50 s. L2 (J2) MPI-IO only: 40 written over 105..125 s -> 10, 20, 10 at 100, 110,
+      120 s; J2's nodes 1000, 0, 0.
 """
 
 from __future__ import annotations
@@ -98,6 +103,14 @@ RANK_IO = [
     ("L2", "STDIO", 0, None, 50, 0),
 ]
 DARSHAN_JOBS = [("L1", "1", 4), ("L2", "2", 1), ("L3", "5", 8)]
+# (log_id, job_id, module, rank, op, length, start_s, end_s)
+DXT = [
+    ("L1", "1", "DXT_POSIX", 0, "read", 900, 2, 12),
+    ("L1", "1", "DXT_POSIX", 1, "write", 100, 50, 50),
+    ("L1", "1", "DXT_POSIX", 0, "write", 300, 55, 60),
+    ("L1", "1", "DXT_MPIIO", 0, "read", 5000, 2, 12),
+    ("L2", "2", "DXT_MPIIO", 0, "write", 40, 105, 125),
+]
 
 
 def at(seconds: float) -> datetime:
@@ -156,6 +169,24 @@ def build_hand_lake(lake) -> None:
             }
             for log, m, r, h, br, bw in RANK_IO
         ],
+        "darshan_dxt": [
+            {
+                "log_id": log,
+                "job_id": job,
+                "module": m,
+                "rank": r,
+                "hostname": None,
+                "record_id": 1,
+                "op": op,
+                "offset": 0,
+                "length": n,
+                "start": at(a),
+                "end": at(b),
+                "start_ns": int(at(a).timestamp()) * 10**9,
+                "end_ns": int(at(b).timestamp()) * 10**9,
+            }
+            for log, job, m, r, op, n, a, b in DXT
+        ],
     }
     topology = MACHINE.topology()
     machine = pa.array(["hand"] * topology.num_rows, pa.string())
@@ -194,6 +225,12 @@ def rows(lake, table: str) -> dict:
     """A metrics table as {first key column value but cluster: row dict}."""
     key = next(k for k in spec(table).key if k != "cluster")
     return {r[key]: r for r in read_table(lake, table).to_pylist()}
+
+
+def test_a_non_positive_dxt_interval_is_refused():
+    with pytest.raises(ValueError, match="dxt_interval_s must be > 0"):
+        MetricSettings(dxt_interval_s=0)
+    assert MetricSettings().with_overrides(["dxt_interval_s=30"]).dxt_interval_s == 30
 
 
 def test_nud_reference_values():
@@ -404,6 +441,62 @@ def test_darshan_job_metrics(hand):
     l2, l3 = logs["L2"], logs["L3"]
     assert (l2["rank_bytes"], l2["rank_nud"], l2["rank0"], l2["hosts"]) == (50, None, None, 0)
     assert (l3["rank_bytes"], l3["shared_share"], l3["rank_nud"]) == (0, None, None)
+
+
+def dxt_series_duckdb(lake) -> dict:
+    """dxt_job_series' DXT side recomputed in DuckDB from darshan_dxt, independently: every
+    segment against every 10 s interval of the hand grid, the overlap in whole nanoseconds."""
+    import duckdb
+
+    segments = read_table(lake, "darshan_dxt")
+    con = duckdb.connect()
+    con.register("seg", segments)
+    found = con.execute(
+        "WITH grid AS (SELECT epoch_ns($t0::TIMESTAMPTZ) + i * 10000000000 AS low "
+        "FROM range(0, 151) r(i)), "
+        "chosen AS (SELECT log_id, CASE WHEN bool_or(module = 'DXT_POSIX') THEN 'DXT_POSIX' "
+        "ELSE 'DXT_MPIIO' END AS module FROM seg GROUP BY log_id), "
+        "kept AS (SELECT seg.* FROM seg JOIN chosen USING (log_id, module)), "
+        "parts AS (SELECT log_id, low, op, CASE WHEN end_ns = start_ns THEN "
+        "(CASE WHEN start_ns >= low AND start_ns < low + 10000000000 THEN length ELSE 0 END) "
+        "ELSE length * greatest(0, least(end_ns, low + 10000000000) - greatest(start_ns, low)) "
+        "/ (end_ns - start_ns) END AS moved FROM kept, grid) "
+        "SELECT log_id, (low - epoch_ns($t0::TIMESTAMPTZ)) // 1000000000 AS t, "
+        "sum(moved) FILTER (op = 'read') AS r, sum(moved) FILTER (op = 'write') AS w "
+        "FROM parts GROUP BY ALL HAVING sum(moved) > 0",
+        {"t0": T0.isoformat()},
+    ).fetchall()
+    return {(log, t): (r, w) for log, t, r, w in found}
+
+
+@full_run
+def test_dxt_job_series(hand):
+    lake, written = hand
+    series = read_table(lake, "dxt_job_series").to_pylist()
+    got = {(r["log_id"], int((r["ts"] - T0).total_seconds())): r for r in series}
+    expected = {  # (read, write, node_io bytes), worked out in the module docstring
+        ("L1", 0): (720, 0, 500),
+        ("L1", 10): (180, 0, 0),
+        ("L1", 50): (0, 400, 300),
+        ("L2", 100): (0, 10, 1000),
+        ("L2", 110): (0, 20, 0),
+        ("L2", 120): (0, 10, 0),
+    }
+    assert set(got) == set(expected) and written["dxt_job_series"] == len(expected)
+    for key, (read, write, node_bytes) in expected.items():
+        row = got[key]
+        assert (row["read_bytes"], row["write_bytes"]) == pytest.approx((read, write)), key
+        assert row["bytes_per_s"] == pytest.approx((read + write) / 10), key
+        assert (row["node_io_bytes"], row["node_io_bytes_per_s"]) == (node_bytes, node_bytes / 10)
+        assert (row["cluster"], row["interval_s"]) == ("hand", 10)
+    assert {r["module"] for r in series if r["log_id"] == "L1"} == {"DXT_POSIX"}
+    assert {r["module"] for r in series if r["log_id"] == "L2"} == {"DXT_MPIIO"}
+    independent = dxt_series_duckdb(lake)
+    assert set(independent) == set(expected)
+    for key, (read, write) in independent.items():
+        assert (got[key]["read_bytes"], got[key]["write_bytes"]) == pytest.approx(
+            (read or 0, write or 0)
+        ), key
 
 
 @full_run
