@@ -8,9 +8,9 @@ as §4.1 and §4.3 find for checkpoint traffic (its interval is below the I/O-co
 threshold, so MPI barely matters); §5.1's "the average I/O request time increases by 11.8 %" is
 of this configuration instead.
 
-The setting is that of ``packet_vs_codes`` (``bench/_paper000.py``: ``cab1296``, servers on
+The setting is that of ``packet_vs_codes`` (``replay/paper000.py``: ``cab1296``, servers on
 leaves 34, 35, 70, 71, static D-mod-k routes, ``nic_delay`` 0 as CODES applies none) with
-:data:`bench._paper000.IO_STUDY`'s sizes and intervals. Scored: requests sent from 100 ms and
+:data:`paper000.IO_STUDY`'s sizes and intervals. Scored: requests sent from 100 ms and
 delivered by 150 ms, one per I/O client. burstlake issues a client's first request 128 ms ×
 U(0.95, 1.05) in (a stream's first request starts at its gap); the CODES driver starts every
 client within 1 µs of time 0, a synchronized burst of 612 requests that is checkpoint traffic,
@@ -34,7 +34,6 @@ from pathlib import Path
 from statistics import mean
 
 from bench import STEP_TIMEOUT_S, write_result
-from bench import _paper000 as paper
 from bench.packet_vs_codes import (
     CASES,
     Window,
@@ -45,6 +44,7 @@ from bench.packet_vs_codes import (
     main_seed,
     seed_list,
 )
+from burstlake.replay import paper000 as paper
 
 IO_WINDOW = Window(0.100, 0.150, 200, 2)  # 200 MPI messages of 4 MiB outlast 150 ms
 # CODES' MPI + I/O case: 24 CPU-minutes here, over an hour of wall time with the cores shared

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import os
 
-from bench import _paper000 as paper
 from bench import python_step, write_result
+from burstlake.replay import paper000 as paper
 
 RUN = """
 import json, time

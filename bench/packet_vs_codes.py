@@ -43,7 +43,7 @@ from statistics import mean, stdev
 from typing import NamedTuple
 
 from bench import STEP_TIMEOUT_S, measure, python_step, write_result
-from bench import _paper000 as paper
+from burstlake.replay import paper000 as paper
 from burstlake.replay.packet import ARBITRATIONS
 
 

@@ -24,8 +24,8 @@ from pathlib import Path
 import yaml
 
 from bench import Goal, measure, write_result
-from bench import _paper000 as paper
 from burstlake.catalog import sql
+from burstlake.replay import paper000 as paper
 from burstlake.replay.packet import ARBITRATIONS
 
 POLICIES = [

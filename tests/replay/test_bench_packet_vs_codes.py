@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from bench import _paper000 as paper
 from bench.packet_io_vs_codes import IO_WINDOW, figures
 from bench.packet_vs_codes import codes_options, differences, goals, over_seeds, seed_list
+from burstlake.replay import paper000 as paper
 
 
 def test_seed_list_reads_comma_separated_seeds(monkeypatch: pytest.MonkeyPatch) -> None:

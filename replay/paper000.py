@@ -1,5 +1,6 @@
-"""Paper 000's MPI + I/O setting (§3.1-§3.3, §5), written once for ``bench/packet_vs_codes.py``,
-``bench/packet_io_vs_codes.py``, ``bench/packet_paper_run.py`` and ``bench/placement.py``.
+"""Paper 000's MPI + I/O setting (§3.1-§3.3, §5), written once for its benchmarks
+(``bench/packet_vs_codes.py``, ``bench/placement.py``, ...) and for ``burstlake synth --preset
+paper000``, which writes the same two jobs as a lake (:mod:`burstlake.paper000_lake`).
 
 The ``cab1296`` fat-tree (1,296 nodes, 36-port switches, 12.5 GB/s links) with its 72 I/O
 servers on leaves 34, 35, 70, 71 (isolated-target, as the CODES driver of
@@ -23,6 +24,8 @@ CLIENTS = 612  # per job
 MPI_INTERVAL_S = 5e-4
 MIB = 2**20
 SEED = 12345
+PLACEMENTS = ("random-node", "random-switch")  # 000 §3.1 and §5.1's remedy
+SYNTH_PRESET = "paper000"  # burstlake synth --preset paper000 writes the two jobs as a lake
 IO_REQUEST_S = 2.7e-3  # one 4 MiB request per client with all 612 writing (000 §3.3: 2.7 s/1000)
 
 
