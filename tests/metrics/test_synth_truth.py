@@ -81,10 +81,9 @@ def test_reallocation_lowers_the_top_ion_share(tiny):
     application's earlier ended jobs get more I/O nodes (4 compute nodes per ION: tiny's jobs
     are small). The busiest 10 % of IONs carry less than under Slurm's placement (synthesized:
     87.5 %) and a fresh Slurm best fit (86.5 %): 85.8 %, the ION loads more even."""
-    from types import SimpleNamespace
-
     from burstlake.replay.policies import policy
     from burstlake.replay.topologies import build
+    from burstlake.replay.workloads import Settings
     from burstlake.replay.workloads.lake import interval_scores, lake_demand
 
     t = build({"name": "tiny"})
@@ -92,7 +91,7 @@ def test_reallocation_lowers_the_top_ion_share(tiny):
     s = {}
     for entry in ("given", "best-fit", {"name": "even-traffic", "min_nodes_per_ion": 4}):
         machine, work = policy(entry).apply(t, demand)
-        scored = interval_scores(SimpleNamespace(job_scores=False), machine, work, None)
+        scored = interval_scores(Settings({}, job_scores=False), machine, work, None)
         s[policy(entry).label] = {x.metric: x.value for x in scored}
     given, best, realloc = s["given"], s["best-fit"], s["even-traffic"]
     assert realloc["top10_ion_share"] < best["top10_ion_share"] < given["top10_ion_share"]
