@@ -37,6 +37,7 @@ from burstlake.replay.solver import (
 SAME_INSTANT = 1e-12  # events closer than this fraction of the clock happen together
 EVENTS_PER_CALL = 50_000  # compiled events between two progress reports, at most
 CALL_SECONDS = 0.25  # and fewer when they take longer than this (Ctrl-C within a second)
+FIRST_CALL_EVENTS = 64  # the first call's budget: an event among a million flows takes ~1 ms
 ASIZE, EVENTS = range(2)  # Streams.counters
 
 
@@ -94,7 +95,7 @@ def simulate(requests: Requests, capacity: np.ndarray, progress=None) -> Timelin
         streams.counters[ASIZE] = heap_push(
             streams.aheap, streams.apos, streams.arrival, streams.counters[ASIZE], k
         )
-    budget = EVENTS_PER_CALL
+    budget = FIRST_CALL_EVENTS  # then grown (or shrunk) to CALL_SECONDS a call
     while True:  # back in Python (Ctrl-C, progress) every CALL_SECONDS or so
         began = time.perf_counter()
         done = _advance(budget, streams, system)
@@ -105,7 +106,8 @@ def simulate(requests: Requests, capacity: np.ndarray, progress=None) -> Timelin
         if done < budget:
             break
         took = max(time.perf_counter() - began, 1e-6)
-        budget = int(min(EVENTS_PER_CALL, max(64, budget * CALL_SECONDS / took)))
+        # at most 4x more a call: an event's cost grows as flows start (a million at once)
+        budget = int(min(EVENTS_PER_CALL, 4 * budget, max(64, budget * CALL_SECONDS / took)))
     start = streams.start - latency
     events, resolved = int(streams.counters[EVENTS]), int(system.counters[SOLVED])
     return Timeline(start, streams.end, system.moved, events, resolved)
