@@ -34,6 +34,7 @@ from burstlake.lake import (
     LakeError,
     as_lake_error,
     clean_leftovers,
+    cluster_of,
     exclusive,
     lake_path,
     read_versions,
@@ -154,12 +155,17 @@ def ensure(lake: str | os.PathLike | None = None) -> bool:
 
 
 def connect(
-    lake: str | os.PathLike | None = None, read_only: bool = True, cluster: Cluster | None = None
+    lake: str | os.PathLike | None = None,
+    read_only: bool = True,
+    cluster: Cluster | str | None = None,
 ) -> duckdb.DuckDBPyConnection:
     """A DuckDB connection to the lake's catalog, rebuilt first unless it is current; with
-    ``cluster``, every table that names machines shows only that machine's rows."""
+    ``cluster`` (a machine, or its name), every table that names machines shows only that
+    machine's rows."""
     root = lake_path(lake)
     ensure(root)
+    if isinstance(cluster, str):
+        cluster = cluster_of(root, cluster)  # an unknown name: one line listing the machines
     con = duckdb.connect(str(root / CATALOG), read_only=read_only)
     con.execute(f"SET file_search_path = {sql_literal(str(root))}")
     if cluster is not None:

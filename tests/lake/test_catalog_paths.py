@@ -58,3 +58,20 @@ def test_a_copied_lake_reads_its_own_files_after_any_command(tmp_path: Path) -> 
     shutil.rmtree(lake)
     assert catalog.sql(copy, "SELECT count(*) FROM node_io").column(0).to_pylist() == [7]
     assert _duckdb(tmp_path, "copy/catalog.duckdb") == "7"
+
+
+def test_connect_takes_a_machine_by_its_name(tmp_path: Path) -> None:
+    """``catalog.connect(lake, cluster="edison")``, as the design shows it: only that machine's
+    rows; an unknown name is refused in one line listing the machines."""
+    lake = tmp_path / "lake"
+    for name, n in (("edison", 2), ("tiny", 5)):
+        rows = _rows(f"{name}-cn1", n)
+        write_table(lake, "node_io", rows.append_column("cluster", pa.array([name] * n)), name)
+    con = catalog.connect(lake, cluster="edison")
+    assert con.execute("SELECT count(*), min(cluster) FROM node_io").fetchone() == (2, "edison")
+    try:
+        catalog.connect(lake, cluster="mira")
+    except ValueError as err:
+        assert "mira" in str(err) and "edison" in str(err) and "\n" not in str(err)
+    else:
+        raise AssertionError("an unknown machine name was accepted")
