@@ -306,9 +306,7 @@ def scores(
 ) -> dict[str, dict[str, float | None]]:
     """Each policy's scores (label → metric → value) of a scenario that reads no lake, written
     nowhere: what notebooks, benchmarks and tests compare with a paper's figures."""
-    kind = workloads.kind(scenario.workload["source"])
-    if kind.reads_lake or topologies.reads_lake(scenario.topology):
-        raise ValueError(f"scenario {scenario.name} reads a lake: replay it with run()")
+    kind = _lakeless(scenario)
     return {
         label: {score.metric: score.value for score in scored.scores}
         for label, scored in _scored(
@@ -317,14 +315,20 @@ def scores(
     }
 
 
+def _lakeless(scenario: Scenario) -> workloads.Kind:
+    """The workload kind of a scenario that reads no lake; refused in one line otherwise."""
+    kind = workloads.kind(scenario.workload["source"])
+    if kind.reads_lake or topologies.reads_lake(scenario.topology):
+        raise ValueError(f"scenario {scenario.name} reads a lake: replay it with run()")
+    return kind
+
+
 def runs(
     scenario: Scenario, progress: Progress = None, thresholds: MetricSettings | None = None
 ) -> pa.Table:
     """The ``replay_scores`` rows of every seed of a scenario that reads no lake, written
     nowhere (``spread.summary`` of them: their spread)."""
-    kind = workloads.kind(scenario.workload["source"])
-    if kind.reads_lake or topologies.reads_lake(scenario.topology):
-        raise ValueError(f"scenario {scenario.name} reads a lake: replay it with run()")
+    kind = _lakeless(scenario)
     return _runs(
         scenario, kind, Cluster(Path("."), None), progress, thresholds or MetricSettings()
     )[0]

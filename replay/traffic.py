@@ -80,6 +80,19 @@ def jittered(interval_s: float, count: int, rng: np.random.Generator) -> np.ndar
     return interval_s * rng.uniform(1 - JITTER, 1 + JITTER, count)
 
 
+def random_pairs(count: int, rng: np.random.Generator) -> np.ndarray:
+    """Each of ``count`` processes' partner, paired at random (000 §3.2); with an odd count the
+    last one drawn sends to the first of another pair."""
+    order = rng.permutation(count)
+    partner = np.empty(count, dtype=np.int64)
+    even = count - count % 2
+    partner[order[0:even:2]] = order[1:even:2]
+    partner[order[1:even:2]] = order[0:even:2]
+    if count % 2:
+        partner[order[-1]] = order[0]
+    return partner
+
+
 def mpi_pairs(
     nodes: int,
     message_bytes: float,
@@ -93,13 +106,7 @@ def mpi_pairs(
     to a partner of another pair."""
     if nodes < 2:
         raise ValueError(f"an mpi job needs at least 2 nodes, got {nodes}")
-    order = rng.permutation(nodes)
-    partner = np.empty(nodes, dtype=np.int64)
-    even = nodes - nodes % 2
-    partner[order[0:even:2]] = order[1:even:2]
-    partner[order[1:even:2]] = order[0:even:2]
-    if nodes % 2:
-        partner[order[-1]] = order[0]
+    partner = random_pairs(nodes, rng)
     ranks = np.arange(nodes)
     sizes = np.full(nodes, float(message_bytes))
     return _streams("mpi", ranks, partner[ranks], sizes, messages, warmup, interval_s, rng)

@@ -658,14 +658,7 @@ def partners(pattern: str, ranks: int, rng: np.random.Generator) -> np.ndarray |
     if pattern == "ring":
         return (np.arange(ranks) + 1) % ranks
     if pattern == "random-pairs":
-        order = rng.permutation(ranks)
-        partner = np.empty(ranks, dtype=np.int64)
-        even = ranks - ranks % 2
-        partner[order[0:even:2]] = order[1:even:2]
-        partner[order[1:even:2]] = order[0:even:2]
-        if ranks % 2:
-            partner[order[-1]] = order[0]
-        return partner
+        return tr.random_pairs(ranks, rng)
     return None
 
 

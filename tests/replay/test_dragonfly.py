@@ -18,6 +18,7 @@ from burstlake.replay.topologies import build
 from burstlake.replay.topologies import dragonfly as df
 from burstlake.replay.topologies import dragonfly_routing as dr
 from burstlake.replay.workloads import synthetic as sy
+from tests.replay.graphs import cyclic
 
 CODES_GIT = Path("/work/.mirror/codes-org+codes/repo")
 CONF = "src/network-workloads/conf/dragonfly-dally"
@@ -119,25 +120,6 @@ def test_adaptive_rows_by_hand() -> None:
             assert names(five, at[1])[1] in ("global:0-3#0", "global:0-5#1")
         seen.add(tuple(sorted(at)))
     assert seen == {(1, 2), (2,)}
-
-
-def cyclic(edges: dict) -> bool:
-    """Whether the directed graph ``{node: {successors}}`` has a cycle (Kahn's algorithm)."""
-    nodes = set(edges) | {m for succ in edges.values() for m in succ}
-    indegree = dict.fromkeys(nodes, 0)
-    for succ in edges.values():
-        for m in succ:
-            indegree[m] += 1
-    ready = [n for n in nodes if indegree[n] == 0]
-    seen = 0
-    while ready:
-        n = ready.pop()
-        seen += 1
-        for m in edges.get(n, ()):
-            indegree[m] -= 1
-            if indegree[m] == 0:
-                ready.append(m)
-    return seen < len(nodes)
 
 
 @pytest.mark.parametrize("routing", dr.ROUTINGS)

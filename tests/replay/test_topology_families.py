@@ -14,6 +14,7 @@ from burstlake.replay.graph import ResourceSet, Router, Topology
 from burstlake.replay.scenario import load
 from burstlake.replay.solver import Paths
 from burstlake.replay.topologies import Family, build, fattree
+from tests.replay.graphs import cyclic
 
 
 def same_machine(a: Topology, b: Topology) -> None:
@@ -255,25 +256,6 @@ def test_route_vcs_is_aligned_with_the_paths() -> None:
     tree = build({"name": "fattree", "radix": 4, "leaves": 8})
     assert tree.route_vcs(tree.io_paths()).tolist() == [0] * len(tree.io_paths().indices)
     assert t.route_vcs(Paths.from_lists([])).tolist() == []
-
-
-def cyclic(edges: dict) -> bool:
-    """Whether the directed graph ``{node: {successors}}`` has a cycle (Kahn's algorithm)."""
-    nodes = set(edges) | {m for succ in edges.values() for m in succ}
-    indegree = dict.fromkeys(nodes, 0)
-    for succ in edges.values():
-        for m in succ:
-            indegree[m] += 1
-    ready = [n for n in nodes if indegree[n] == 0]
-    seen = 0
-    while ready:
-        n = ready.pop()
-        seen += 1
-        for m in edges.get(n, ()):
-            indegree[m] -= 1
-            if indegree[m] == 0:
-                ready.append(m)
-    return seen < len(nodes)
 
 
 @pytest.mark.parametrize("dims", [[5], [4], [3, 4], [2, 3, 2]])
