@@ -149,23 +149,25 @@ def test_a_sample_overflowing_node_io_only_with_an_earlier_file_is_quarantined_b
     """Two files, each fine alone: the first's read counter rises 2^62 + 1 in an interval, the
     second's other read counter of the same node too. The second file's own sums stay below
     2^63 - 1, but its node_io interval with the first's pairs does not (before: DuckDB's
-    ConversionException). Its pass 2 overflows, it is parsed again record by record, and the
-    sample taking the node's traffic past 64 bits is quarantined by line; the first file's
-    rows stay. The first file, which overflows nothing, is parsed once."""
+    ConversionException). Its pass 2 overflows, its rows are discarded and the sample taking
+    the node's traffic past 64 bits is quarantined by line, then pass 2 runs again (within the
+    one parse); the first file's rows stay. The first file, which overflows nothing, runs pass
+    2 once."""
     first = [
         _line(101, "Lustre read bytes", T0, 0),
         _line(101, "Lustre read bytes", T0 + 10, HALF),
     ]
-    with caplog.at_level("INFO", logger="burstlake.jobs.ingest.base"):
+    with caplog.at_level("INFO", logger="burstlake.jobs.ingest"):
         lake, _ = _ingest(tmp_path, first, capsys)
-    assert "parsing it again" not in caplog.text
+    assert "quarantining the samples taking it there" not in caplog.text
     second = tmp_path / "history-second.ndjson"
     lines = [_line(201, "Lustre read bytes", T0, 0), _line(201, "Lustre read bytes", T0 + 10, HALF)]
     second.write_text("\n".join(lines) + "\n")
     argv = ["ingest", "zabbix", str(second), "--lake", str(lake), "--interval", "10"]
-    with caplog.at_level("INFO", logger="burstlake.jobs.ingest.base"):
+    with caplog.at_level("INFO", logger="burstlake.jobs.ingest"):
         assert main(argv) == 0
-    assert "parsing it again, record by record" in caplog.text
+    assert "quarantining the samples taking it there" in caplog.text
+    assert "parsing it again" not in caplog.text  # the engine's TrafficOverflow: never raised
     captured = capsys.readouterr()
     assert "Traceback" not in captured.out + captured.err
     assert "2 records in, 1 landed, 1 quarantined" in captured.out

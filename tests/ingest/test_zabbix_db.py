@@ -439,7 +439,7 @@ def test_a_connection_dropped_mid_stream_lands_what_came_before(
     same node_io as one uninterrupted read."""
     import psycopg
 
-    from burstlake.jobs.ingest import zabbix_db
+    from burstlake.jobs.ingest.zabbix import database as zabbix_db
 
     mapping = _mapping(tmp_path)
     monkeypatch.setattr(zabbix_db, "FETCH_ROWS", 40)

@@ -6,9 +6,9 @@ Zabbix's own tables (``schema.sql`` of Zabbix 6.0: ``hosts(hostid, host)``,
 for value type 0 and ``history_uint(itemid, clock, value numeric(20), ns)`` for type 3) in a
 clock window (``--since``/``--until``, Unix seconds or ISO times), with a server-side cursor so
 memory stays bounded, and writes the rows as the history-row files the export path reads
-(``itemid, clock, value, ns`` plus the item table). They then land through :mod:`.zabbix`: the
-same mapping, node names, sampling rule (:mod:`.counters`) and byte balance, so DB rows and the
-equivalent export give the same ``node_io`` to the byte.
+(``itemid, clock, value, ns`` plus the item table). They then land as any file does (the
+package doc): the same mapping, node names, sampling rule (:mod:`.deltas`) and byte balance, so
+DB rows and the equivalent export give the same ``node_io`` to the byte.
 
 A row lands once, whatever the order of the windows read (Zabbix documentation, "Real-time
 export of events, item values, trends": an item's value is identified by its ``itemid``,
@@ -44,10 +44,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from burstlake.jobs.ingest.zabbix.options import FUTURE_TOLERANCE_S
+from burstlake.jobs.ingest.zabbix.stream import DAY_S, STATE_TABLE, region_id
+
 LOG = logging.getLogger(__name__)
 TABLES = {"history": 0, "history_uint": 3}  # Zabbix value types 0 (float), 3 (unsigned)
 FETCH_ROWS = 50_000  # rows per round trip of the server-side cursor
-FUTURE_TOLERANCE_S = 3600  # default --future-tolerance: clock skew allowed past the read time
 NS = 1_000_000_000
 SCRATCH_PREFIX = "zabbix-db-"  # the history files a read writes (how its quarantine is found)
 
@@ -217,7 +219,6 @@ def held(lake: Path, cluster: str | None, window, retry: bool) -> Held:
     """:class:`Held` from the lake's ``zabbix_samples`` and ``quarantine``."""
     import pyarrow.compute as pc
 
-    from burstlake.jobs.ingest.zabbix import STATE_TABLE
     from burstlake.lake import dataset, read_table, table_files
 
     found = Held()
@@ -248,7 +249,6 @@ def held(lake: Path, cluster: str | None, window, retry: bool) -> Held:
 def _refused_nodes(lake: Path, cluster: str | None, mine) -> set[tuple[str, int]]:
     """(item, t_ns) of the machine's samples whose node's rows the lake refused (their
     region's node_io holds no row of the node)."""
-    from burstlake.jobs.ingest.zabbix import DAY_S, STATE_TABLE, region_id
     from burstlake.lake import contribution_keys, dataset
 
     have = contribution_keys(lake, "node_io", ["node"])

@@ -1,4 +1,4 @@
-"""Pass 1 of the Zabbix ingest (:mod:`.zabbix`): a file's lines, decoded and classified in
+"""Pass 1 of the Zabbix ingest (the package doc): a file's lines, decoded and classified in
 DuckDB SQL block by block; rejects go to quarantine with their line and reason, host names
 become node names, and the samples are spilled to Parquet by node bucket.
 
@@ -7,10 +7,10 @@ block at once (:func:`_read_block` and :func:`_members`, the fast path), DuckDB'
 functions take it line by line (``_JSON_MEMBERS``). A block the fast path cannot read as one
 object per line goes line by line, and the lines it classifies as rejects are classified again
 line by line, so every reason quotes the input as the line-by-line path reads it. Before any
-SQL, the lines of a block the fast path read that :func:`.zabbix_typed.split` vouches for are
+SQL, the lines of a block the fast path read that :func:`.typed.split` vouches for are
 samples at once (tests/ingest/test_zabbix_fast.py checks both against the line-by-line path).
 
-See the module doc of :mod:`.zabbix` for the input shapes and the accounting.
+See the package doc for the input shapes and the accounting.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import logging
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import duckdb
 import numpy as np
@@ -29,12 +29,11 @@ import pyarrow.compute as pc
 import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 
-from burstlake.jobs.ingest import inputs, zabbix_typed
+from burstlake.jobs.ingest import inputs
 from burstlake.jobs.ingest.base import Batch, ParseContext, Reject, UnusableInput
-from burstlake.jobs.ingest.zabbix_mapping import IGNORE, HostNames
-
-if TYPE_CHECKING:
-    from burstlake.jobs.ingest.zabbix import Settings
+from burstlake.jobs.ingest.zabbix import typed
+from burstlake.jobs.ingest.zabbix.mapping import IGNORE, HostNames
+from burstlake.jobs.ingest.zabbix.settings import Settings
 
 LOG = logging.getLogger(__name__)
 BLOCK_BYTES = 16 << 20  # text decoded per pass-1 step
@@ -377,7 +376,7 @@ class _Spill:
     threads: bool  # pyarrow may use its thread pool
     classify: str | None = None  # chosen from the first block
     fast: str | None = None  # NDJSON: _CLASSIFY over the members pyarrow read (_members)
-    rules: zabbix_typed.Rules | None = None  # the mapping's checks (None: no sure samples)
+    rules: typed.Rules | None = None  # the mapping's checks (None: no sure samples)
     ignored: int = 0  # lines of items on the mapping's ignore list
     # host name -> (node, why it names none, node bucket), as the file's lines taught them
     hostmap: dict[str, tuple[str | None, str | None, int | None]] = field(default_factory=dict)
@@ -415,14 +414,14 @@ class _Spill:
         ]
 
     def _decode(self, data: bytes, lines: pa.Table) -> tuple[pa.Table, list[tuple[int, str]]]:
-        """The block's samples (:data:`.zabbix_typed.SAMPLES`, host names not yet nodes) and
-        its rejects (line number, reason): the lines :func:`.zabbix_typed.split` vouches for
+        """The block's samples (:data:`.typed.SAMPLES`, host names not yet nodes) and
+        its rejects (line number, reason): the lines :func:`.typed.split` vouches for
         are samples, the classifier SQL takes the others."""
         read = _read_block(data, lines, self.threads) if self.fast else None
         if read is None:
             self._classify("decoded", self.classify, lines=lines)
             return self._decoded()
-        sure, others, ignored = zabbix_typed.split(read, lines, self.rules)
+        sure, others, ignored = typed.split(read, lines, self.rules)
         self.ignored += ignored
         if not len(others):
             return sure, []
@@ -449,7 +448,7 @@ class _Spill:
             f"SELECT count(*) FROM decoded WHERE reason = '{IGNORE}'"
         ).fetchone()[0]
         numbers, reasons = self._rejected()
-        return found.cast(zabbix_typed.SAMPLES), list(zip(numbers, reasons, strict=True))
+        return found.cast(typed.SAMPLES), list(zip(numbers, reasons, strict=True))
 
     def _spill(self, n: int, samples: pa.Table, nodes: pa.Array, buckets: pa.Array) -> None:
         """Write block ``n``'s samples (their host names replaced by ``nodes``) to one Parquet
@@ -574,8 +573,8 @@ def classify_params(settings: Settings) -> dict[str, Any]:
         "mapping": settings.mapping.origin,
         "interval": settings.interval,
         "max_line": inputs.MAX_LINE_BYTES,
-        "last_clock": zabbix_typed.LAST_CLOCK,
-        "latest_clock": zabbix_typed.LAST_CLOCK
+        "last_clock": typed.LAST_CLOCK,
+        "latest_clock": typed.LAST_CLOCK
         if settings.latest_clock is None
         else settings.latest_clock,
         "too_long": inputs.LINE_TOO_LONG,
@@ -600,7 +599,7 @@ def pass_one(
     (spill / SAMPLES).mkdir()
     state = _Spill(con, spill, settings.hosts, params, bucket_sql, settings.threads > 1)
     if settings.items is None:  # an item table may name the host or key: the classifier's
-        state.rules = zabbix_typed.Rules.of(settings.mapping.table(), settings.interval)
+        state.rules = typed.Rules.of(settings.mapping.table(), settings.interval)
     first = 1
     try:
         for n, block in enumerate(_blocks(_bytes(path, context.progress))):

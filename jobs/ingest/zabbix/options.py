@@ -1,12 +1,16 @@
 """The command-line options of the Zabbix source (``burstlake ingest zabbix``; the same names
-are the keys of its options in ``burstlake.yaml``); checked by
-:class:`burstlake.jobs.ingest.zabbix.Settings`."""
+are the keys of its options in ``burstlake.yaml``), and each option's default, written here
+once; checked by :class:`.settings.Settings`."""
 
 from __future__ import annotations
 
 import argparse
 
-from burstlake.jobs.ingest import counters
+INTERVAL_S = 10  # --interval: the lake's node_io grid (seconds)
+GAP_FACTOR = 3.0  # --gap-factor: a spacing above 3 × the item's own interval is a gap
+MEMORY_LIMIT = "1GB"  # --memory-limit: DuckDB's, while sorting
+THREADS = 1  # --threads: one file is one thread (docs/design.md, "Zabbix ingest speed")
+FUTURE_TOLERANCE_S = 3600  # --future-tolerance: clock skew allowed past a --db read's time
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--interval",
         type=int,
         default=None,
-        help="the lake's node_io grid in seconds (default 10); each item's own sampling "
+        help=f"the lake's node_io grid in seconds (default {INTERVAL_S}); each item's own sampling "
         "interval is read from its samples",
     )
     parser.add_argument(
@@ -35,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=None,
         help="a spacing between two samples of an item longer than this many times the item's "
-        f"own sampling interval (read from the data) is a gap (default {counters.GAP_FACTOR:g})",
+        f"own sampling interval (read from the data) is a gap (default {GAP_FACTOR:g})",
     )
     parser.add_argument(
         "--keep-domain",
@@ -74,7 +78,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="SECONDS",
         help="with --db: rows later than the read time plus this are quarantined, and read "
-        "again once they are not (default 3600)",
+        f"again once they are not (default {FUTURE_TOLERANCE_S})",
     )
     parser.add_argument(
         "--retry-quarantined",
@@ -86,12 +90,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--spill-dir", default=None, help="directory for temporary spill files (default: $TMPDIR)"
     )
     parser.add_argument(
-        "--memory-limit", default="1GB", help="DuckDB memory limit while sorting (default 1GB)"
+        "--memory-limit",
+        default=None,
+        help=f"DuckDB memory limit while sorting (default {MEMORY_LIMIT})",
     )
     parser.add_argument(
         "--threads",
         type=int,
         default=None,
-        help="threads parsing and sorting one file (default 1: on a machine whose cores are "
-        "busy, more threads wait on each other and take longer)",
+        help=f"threads parsing and sorting one file (default {THREADS}: on a machine whose cores "
+        "are busy, more threads wait on each other and take longer)",
     )

@@ -3,20 +3,22 @@
 node_io's byte columns and each file's balance in ``ingest_log`` are 64-bit integers
 (:data:`.accounting.MAX_BYTES`, schemas/tables.py). A uint64 counter may hold values up to
 2^64 - 1, so rises and resets near 2^63 (a hostile or corrupted export) would take the sums of
-paper 004 §2.2's per-node traffic past them. A file whose sums pass ``MAX_BYTES`` in pass 2 of
-:mod:`.zabbix` is parsed again (``base.TrafficOverflow``): then, before pass 2, :func:`refuse`
-pairs the file's samples with the stream's as :mod:`.counters` does (a sort of all of them,
-which only such a file pays for) and quarantines the sample whose pair would take
+paper 004 §2.2's per-node traffic past them. Pass 2 (:mod:`.regions`) keeps its node_io rows
+aside until it knows the file's sums hold (:func:`overflowing`); a file whose sums pass
+``MAX_BYTES`` has them discarded, and :func:`refuse` pairs the file's samples with the stream's
+as :mod:`.deltas` does (a sort of all of them, which only such a file pays for) and quarantines
+the sample whose pair would take
 
 * the file's traffic of a metric (its ``ingest_log`` balance, 'seen'), or
 * a node's traffic of a metric over the whole stream (which bounds each of its node_io
   intervals; the other files' pairs count first)
 
-past ``MAX_BYTES``, with a one-line reason under its ``line N``. A quarantined sample is no
-sample: the item's next one pairs with the last one kept, so the check runs again until no pair
-passes (at most ``MAX_ROUNDS`` rounds; a file needing more is refused as a whole). A pair counts
-whole here wherever it lands (a gap too), so the sums of pass 2 are at most these: the byte
-balance of what remains is exact (seen = landed + quarantined + gap + reset).
+past ``MAX_BYTES``, with a one-line reason under its ``line N``; then pass 2 runs again without
+them. A quarantined sample is no sample: the item's next one pairs with the last one kept, so
+the check runs again until no pair passes (at most ``MAX_ROUNDS`` rounds; a file needing more
+is refused as a whole). A pair counts whole here wherever it lands (a gap too), so the sums of
+pass 2 are at most these: the byte balance of what remains is exact (seen = landed +
+quarantined + gap + reset).
 """
 
 from __future__ import annotations
@@ -24,35 +26,23 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from burstlake.jobs.ingest import counters, zabbix_lines
-from burstlake.jobs.ingest.accounting import MAX_BYTES
+from burstlake.jobs.ingest.accounting import MAX_BYTES, overflowing
 from burstlake.jobs.ingest.base import Batch, Reject, UnusableInput
+from burstlake.jobs.ingest.zabbix import decode, deltas
+from burstlake.jobs.ingest.zabbix.stream import Stream
 from burstlake.lake import cluster_filter
-
-if TYPE_CHECKING:
-    from burstlake.jobs.ingest.zabbix import Stream
 
 LOG = logging.getLogger(__name__)
 
-REFUSED = "overflow_refused"  # temp table: line_no, reason of the samples quarantined here
 MAX_ROUNDS = 100  # rounds of :func:`refuse` before the file is refused as a whole
-_OTHERS = "overflow_others"
 _COLUMNS = "node, item, metric, kind, t_ns, value, line_no, seq"
-
-# A pair's bytes as counters._CLASSED counts them, gap or not: a rate's value over the spacing,
-# a counter's rise, or after a drop its value (a jump of MAX_RISE or more counts nothing).
-_AMOUNT = """
-CASE WHEN kind = 'rate' THEN CAST(round(CAST(value AS DOUBLE) * (t_ns - t_prev) / {ns}) AS HUGEINT)
-     WHEN value < v_prev THEN CAST(round(value) AS HUGEINT)
-     WHEN value - v_prev >= {max_rise} THEN CAST(0 AS HUGEINT)
-     ELSE CAST(round(value - v_prev) AS HUGEINT) END
-"""
+# the samples quarantined here: their line and reason
+REFUSED = pa.schema([("line_no", pa.int64()), ("reason", pa.string())])
 
 # The first pair of the file taking a sum past MAX_BYTES: per metric over the file (in time
 # order), per node and metric over the stream (the other files' pairs first).
@@ -65,7 +55,8 @@ pairs AS (
 ),
 amounts AS (
     SELECT node, item, metric, t_ns, line_no, seq, seq = {seq} AS mine, {amount} AS amount
-    FROM pairs WHERE t_prev IS NOT NULL
+    FROM (SELECT *, t_ns - t_prev AS spacing, value - v_prev AS rise FROM pairs)
+    WHERE t_prev IS NOT NULL
 ),
 summed AS (
     SELECT *,
@@ -84,90 +75,124 @@ UNION ALL
 """
 
 
-def kept(con: duckdb.DuckDBPyConnection) -> str:
+class Overflow(Exception):
+    """Pass 2 found a sum of the file past ``MAX_BYTES``: its rows are discarded and the
+    samples taking it there refused (:func:`refuse`)."""
+
+
+def kept(refused: pa.Table) -> str:
     """SQL condition on ``line_no``: the sample was not quarantined here ('true' when none
     was, so pass 2 reads the spill as before)."""
-    refused = con.execute(f"SELECT count(*) FROM {REFUSED}").fetchone()[0]
-    return f"line_no NOT IN (SELECT line_no FROM {REFUSED})" if refused else "true"
+    numbers = refused.column("line_no").to_pylist()
+    return f"line_no NOT IN ({', '.join(str(int(n)) for n in numbers)})" if numbers else "true"
 
 
-def refuse(con: duckdb.DuckDBPyConnection, spill: Path, stream: Stream) -> None:
-    """Quarantine (into :data:`REFUSED`) the file's samples (view ``all_new``) whose pairs
-    would take a sum past ``MAX_BYTES`` (module doc)."""
-    buckets = pa.array(sorted(zabbix_lines.spilled_buckets(spill)), pa.int32())
+def refuse(
+    con: duckdb.DuckDBPyConnection, spill: Path, stream: Stream, samples: duckdb.DuckDBPyRelation
+) -> pa.Table:
+    """The file's ``samples`` whose pairs would take a sum past ``MAX_BYTES`` (module doc):
+    their line and reason (:data:`REFUSED`)."""
+    buckets = pa.array(sorted(decode.spilled_buckets(spill)), pa.int32())
     where = pc.field("source_id").isin(pa.array(sorted(stream.others), pa.string()))
     where &= cluster_filter(stream.cluster) & pc.field("bucket").isin(buckets)
     others = stream.scan(where, [c.strip() for c in _COLUMNS.split(",")])
-    refused = _rounds(con, "all_new", others, stream.seq)
-    LOG.warning("%s: %d samples past a 64-bit traffic sum quarantined", stream.file, refused)
+    refused = _rounds(con, samples, others, stream.seq)
+    LOG.warning("%s: %d samples past a 64-bit traffic sum quarantined", stream.file, len(refused))
+    return refused
 
 
 def _rounds(
-    con: duckdb.DuckDBPyConnection, samples: str, others: pa.RecordBatchReader, seq: int
-) -> int:
+    con: duckdb.DuckDBPyConnection,
+    samples: duckdb.DuckDBPyRelation,
+    others: pa.RecordBatchReader,
+    seq: int,
+) -> pa.Table:
     """The rounds of :func:`refuse` over the file's ``samples`` (stream position ``seq``), the
-    stream's ``others`` samples of the same node buckets counting first: how many were
-    refused."""
+    stream's ``others`` samples of the same node buckets counting first: the refused lines."""
+    # names seen by this function's statements alone, dropped at its end
     con.register("overflow_reader", others)
-    con.execute(f"CREATE OR REPLACE TEMP TABLE {_OTHERS} AS SELECT {_COLUMNS} FROM overflow_reader")
+    con.execute("CREATE OR REPLACE TEMP TABLE overflow_others AS SELECT * FROM overflow_reader")
     con.unregister("overflow_reader")
+    samples.create_view("overflow_new", replace=True)
+    con.execute("CREATE OR REPLACE TEMP TABLE overflow_refused (line_no BIGINT, reason VARCHAR)")
     sql = _CROSSINGS.format(
-        clean=counters.clean_query(
-            f"(SELECT {_COLUMNS} FROM (SELECT *, {int(seq)}::BIGINT AS seq FROM {samples}) "
-            f"WHERE line_no NOT IN (SELECT line_no FROM {REFUSED}) "
-            f"UNION ALL SELECT {_COLUMNS} FROM {_OTHERS})"
+        clean=deltas.clean_query(
+            f"(SELECT {_COLUMNS} FROM (SELECT *, {int(seq)}::BIGINT AS seq FROM overflow_new) "
+            "WHERE line_no NOT IN (SELECT line_no FROM overflow_refused) "
+            f"UNION ALL SELECT {_COLUMNS} FROM overflow_others)"
         ),
         seq=int(seq),
-        amount=_AMOUNT.format(ns=counters.NS, max_rise=counters.MAX_RISE),
+        amount=deltas.amount_sql(),
         max_bytes=MAX_BYTES,
     )
-    refused = 0
-    for _ in range(MAX_ROUNDS):
-        found = con.execute(sql).fetchall()
-        if not found:
-            return refused
-        lines = {}
-        for sum_of, line_no, node, metric, mine, amount in found:
-            if not mine:  # the other files' pairs alone: never seen by an earlier ingest
-                raise UnusableInput(
-                    f"node {node}'s {metric} traffic passes {MAX_BYTES} bytes (a 64-bit count) "
-                    "with this file's samples between the stream's"
+    try:
+        for _ in range(MAX_ROUNDS):
+            found = con.execute(sql).fetchall()
+            if not found:
+                return (
+                    con.execute("SELECT * FROM overflow_refused ORDER BY line_no")
+                    .fetch_arrow_table()
+                    .cast(REFUSED)
                 )
-            whose = "this file's" if sum_of == "file" else f"node {node}'s"
-            lines.setdefault(
-                line_no,
-                f"{metric}: its {amount} bytes would take {whose} {metric} traffic past "
-                f"{MAX_BYTES} bytes, the most a 64-bit count holds (the item's next sample "
-                "counts from the one before)",
-            )
-        con.executemany(f"INSERT INTO {REFUSED} VALUES (?, ?)", list(lines.items()))
-        refused += len(lines)
-    raise UnusableInput(
-        f"more than {refused} samples would take traffic past {MAX_BYTES} bytes (a 64-bit "
-        "count): counter values near 2^63?"
-    )
+            lines = {}
+            for sum_of, line_no, node, metric, mine, amount in found:
+                if not mine:  # the other files' pairs alone: never seen by an earlier ingest
+                    raise UnusableInput(
+                        f"node {node}'s {metric} traffic passes {MAX_BYTES} bytes (a 64-bit "
+                        "count) with this file's samples between the stream's"
+                    )
+                whose = "this file's" if sum_of == "file" else f"node {node}'s"
+                lines.setdefault(
+                    line_no,
+                    f"{metric}: its {amount} bytes would take {whose} {metric} traffic past "
+                    f"{MAX_BYTES} bytes, the most a 64-bit count holds (the item's next sample "
+                    "counts from the one before)",
+                )
+            con.executemany("INSERT INTO overflow_refused VALUES (?, ?)", list(lines.items()))
+        refused = con.execute("SELECT count(*) FROM overflow_refused").fetchone()[0]
+        raise UnusableInput(
+            f"more than {refused} samples would take traffic past {MAX_BYTES} bytes (a 64-bit "
+            "count): counter values near 2^63?"
+        )
+    finally:
+        con.execute("DROP VIEW IF EXISTS overflow_new")
+        con.execute("DROP TABLE IF EXISTS overflow_others")
+        con.execute("DROP TABLE IF EXISTS overflow_refused")
 
 
 def past_64_bits(err: duckdb.ConversionException) -> str:
     """The one-line reason for a file whose node_io interval passed ``MAX_BYTES`` in pass 2
-    (DuckDB's cast to BIGINT failed): the first parse's cue to parse again with
-    :func:`refuse`, and the file's reason if the interval passes it even then."""
+    (DuckDB's cast to BIGINT failed): pass 2's cue to :func:`refuse`, and the file's reason if
+    the interval passes it even then."""
     detail = str(err).splitlines()[0] if str(err) else type(err).__name__
     return f"a node_io interval's traffic passes {MAX_BYTES} bytes (a 64-bit count): {detail}"
 
 
-def rejects(con: duckdb.DuckDBPyConnection, spill: Path) -> Iterator[Batch]:
-    """The quarantined samples as rejects, with their lines (kept in the spill by pass 1)."""
-    if not con.execute(f"SELECT count(*) FROM {REFUSED}").fetchone()[0]:
+def past_file_sum(traffic: dict[str, dict[str, int]]) -> str | None:
+    """The one-line reason for a file whose balance of a metric passes ``MAX_BYTES`` (None:
+    none does): pass 2's cue to :func:`refuse`, and the file's reason if it passes it even
+    then."""
+    metric = overflowing(traffic)
+    if metric is None:
+        return None
+    return (
+        f"its {metric} traffic passes {MAX_BYTES} bytes, the most a 64-bit byte count "
+        "holds (counter values near 2^63?)"
+    )
+
+
+def rejects(refused: pa.Table, spill: Path) -> Iterator[Batch]:
+    """The quarantined samples (:data:`REFUSED`) as rejects, with their lines (kept in the
+    spill by pass 1)."""
+    if not len(refused):
         return
-    for lines in zabbix_lines.spilled_lines(spill):
+    reasons = dict(zip(*(c.to_pylist() for c in refused.columns), strict=True))
+    for lines in decode.spilled_lines(spill):
         numbers = lines.column("line_no")
-        rows = con.execute(
-            f"SELECT line_no, reason FROM {REFUSED} WHERE line_no BETWEEN ? AND ? ORDER BY line_no",
-            [numbers[0].as_py(), numbers[-1].as_py()],
-        ).fetchall()
+        first, last = numbers[0].as_py(), numbers[-1].as_py()
+        rows = sorted((n, why) for n, why in reasons.items() if first <= n <= last)
         if rows:
-            texts = zabbix_lines.taken(lines, [n for n, _ in rows]).column("line").to_pylist()
+            texts = decode.taken(lines, [n for n, _ in rows]).column("line").to_pylist()
             yield Batch(
                 {},
                 0,

@@ -1,9 +1,9 @@
-"""Pass 1 of the Zabbix ingest (:mod:`.zabbix_lines`), its quickest step: the lines of a block
+"""Pass 1 of the Zabbix ingest (:mod:`.decode`), its quickest step: the lines of a block
 that are surely samples, told from the numbers pyarrow's JSON reader already parsed.
 
-The classifier SQL of :mod:`.zabbix_lines` (``_CLASSIFY``) is the rule; it reads every member
+The classifier SQL of :mod:`.decode` (``_CLASSIFY``) is the rule; it reads every member
 as text and parses numbers again, which is most of pass 1's cost on a usual export. A block
-read with the export's own member types (:data:`.zabbix_lines._SCHEMA`: ``host.host``, ``name``
+read with the export's own member types (:data:`.decode._SCHEMA`: ``host.host``, ``name``
 and ``key_`` text, the others integers) is first split here. A line is **surely a sample** when
 each check the classifier makes passes with room to spare: a host name that is not blank, an
 itemid, no ``key_`` (so the item is matched by name alone), a name the mapping maps with
@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from burstlake.jobs.ingest import inputs
-from burstlake.jobs.ingest.zabbix_mapping import IGNORE
+from burstlake.jobs.ingest.zabbix.mapping import IGNORE
 
 # A sample as pass 1 spills it before host names become node names.
 SAMPLES = pa.schema(

@@ -1,0 +1,89 @@
+"""The Zabbix source's parse options, checked (their declaration and defaults:
+:mod:`.options`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from burstlake import readonly
+from burstlake.jobs.ingest.zabbix import database, options
+from burstlake.jobs.ingest.zabbix.mapping import (
+    HostNames,
+    ItemMapping,
+    load_mapping,
+    prefix_rewrite,
+)
+from burstlake.jobs.ingest.zabbix.stream import DAY_S
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The parse options, checked."""
+
+    mapping: ItemMapping
+    interval: int
+    hosts: HostNames
+    items: Path | None = None
+    gap_factor: float = options.GAP_FACTOR
+    spill_dir: str | None = None
+    memory_limit: str = options.MEMORY_LIMIT
+    threads: int = options.THREADS
+    latest_clock: int | None = None  # set by a --db read: later clocks are quarantined
+
+    @classmethod
+    def from_options(cls, given: dict[str, Any]) -> Settings:
+        """Check the options (``None`` or absent: the default of :mod:`.options`)."""
+        interval = _or_default(given, "interval", options.INTERVAL_S, int)
+        if not 1 <= interval <= DAY_S:
+            raise ValueError(f"--interval must be 1..{DAY_S} seconds (a day), not {interval}")
+        factor = _or_default(given, "gap_factor", options.GAP_FACTOR, float)
+        if not factor >= 1 or factor == float("inf"):
+            raise ValueError(f"--gap-factor must be a finite number >= 1, not {factor:g}")
+        threads = readonly.check_threads(
+            _or_default(given, "threads", options.THREADS, int), "--threads"
+        )
+        items = given.get("items")
+        if items is not None and not Path(items).is_file():
+            raise FileNotFoundError(f"item table {items} does not exist")
+        return cls(
+            mapping=load_mapping(given.get("mapping")),
+            interval=interval,
+            hosts=HostNames(
+                strip_domain=not given.get("keep_domain", False),
+                prefixes=tuple(prefix_rewrite(p) for p in given.get("host_prefix") or ()),
+            ),
+            items=Path(items) if items else None,
+            gap_factor=factor,
+            spill_dir=given.get("spill_dir"),
+            memory_limit=readonly.memory_limit(
+                given.get("memory_limit") or options.MEMORY_LIMIT, "--memory-limit"
+            ),
+            threads=threads,
+            latest_clock=_latest_clock(given.get("latest_clock")),
+        )
+
+
+def _or_default(given: Mapping[str, Any], name: str, default: Any, kind: type) -> Any:
+    value = given.get(name)
+    return default if value is None else kind(value)
+
+
+def _latest_clock(given: object) -> int | None:
+    """The internal option ``latest_clock`` (Unix seconds) a ``--db`` read passes on."""
+    if given is None:
+        return None
+    if not str(given).isdigit():
+        raise ValueError(f"latest_clock {given!r} is not Unix seconds")
+    return int(str(given))
+
+
+def check_options(given: Mapping[str, Any]) -> None:
+    """The parse options are those :meth:`Settings.from_options` accepts (it raises), and the
+    ``--db`` window's."""
+    Settings.from_options(dict(given))
+    for name in ("since", "until"):
+        database.parse_time(given.get(name), name)
+    database.future_tolerance(given)
