@@ -13,7 +13,7 @@ import pytest
 
 from burstlake.jobs.ingest import accounting, inputs, zabbix
 from burstlake.jobs.ingest.base import ingest
-from burstlake.jobs.ingest.zabbix import decode, typed
+from burstlake.jobs.ingest.zabbix import classify, decode
 from burstlake.lake import read_table
 
 T0 = 1700000000
@@ -211,16 +211,16 @@ def test_typed_samples_are_the_classifiers(tmp_path: Path) -> None:
     text = "\n".join(_typed_lines()).encode()
     lines = decode._lines(text, 1)
     table = decode._read_block(text, lines)
-    assert table is not None and typed.typed(table)
-    rules = typed.Rules.of(settings.mapping.table(), settings.interval)
-    sure, others, ignored = typed.split(table, lines, rules)
+    assert table is not None and classify.typed(table)
+    rules = classify.Rules.of(settings.mapping.table(), settings.interval)
+    sure, others, ignored = classify.split(table, lines, rules)
     with duckdb.connect() as con:
         con.register("mapping", settings.mapping.table())
         decode._load_items(con, None)
         con.register("lines", lines)
         classified = con.execute(
-            decode._CLASSIFY.format(decoder=decode._decoder(None)),
-            decode.classify_params(settings),
+            classify.CLASSIFY.format(decoder=decode._decoder(None)),
+            classify.params(settings),
         )
         by_line = {r["line_no"]: r for r in classified.fetch_arrow_table().to_pylist()}
     assert 0 < sure.num_rows < lines.num_rows and ignored == 1

@@ -20,7 +20,7 @@ and interval twice. The package, by pass:
 
 * :mod:`.options`: the options and their defaults; :mod:`.settings`: them checked;
   :mod:`.mapping`: what items and hosts mean in node_io terms;
-* pass 1, :mod:`.decode` (with :mod:`.typed`): each block of lines is decoded and classified,
+* pass 1, :mod:`.decode`: each block of lines is decoded and classified (:mod:`.classify`),
   rejects go to quarantine, host names become node names and samples are spilled to Parquet,
   partitioned by node bucket;
 * pass 2, :mod:`.regions` (with :mod:`.batches`): bucket by bucket and day by day, the rule of
