@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from burstlake.cli import main
+from burstlake.jobs.ingest.zabbix import database
 from burstlake.lake import read_table
 
 pytestmark = pytest.mark.slow
@@ -321,6 +322,8 @@ def test_rows_of_a_node_added_to_the_topology_land_on_retry(loaded, tmp_path, ca
     topology(lake, ["cn01"])
     assert _db(lake, loaded, mapping) == 0
     assert {r[0] for r in _node_io(lake)} == {"cn01"}
+    refused = read_table(lake, "quarantine", ["location"]).column(0).to_pylist()
+    assert f"host cn02 (120 samples of {database.source(loaded)})" in refused  # the bad node
     topology(lake, list(NODES))
     assert _db(lake, loaded, mapping) == 0  # without the flag: nothing new
     assert {r[0] for r in _node_io(lake)} == {"cn01"}
@@ -387,6 +390,13 @@ def test_a_null_ns_is_one_quarantined_row(loaded, tmp_path, capsys) -> None:
     try:
         assert _db(lake, loaded, mapping) == 0
         assert [r for r in _reasons(lake) if r.startswith("ns ")] == ["ns  is not 0..999999999"]
+        # the row is named by its database, item, instant and host, not by the read's
+        # scratch file (deleted when the command ends)
+        where = read_table(lake, "quarantine", ["location", "reason"]).to_pylist()
+        (location,) = [r["location"] for r in where if r["reason"].startswith("ns ")]
+        assert (
+            location == f"{database.source(loaded)} item 100 clock {T0 + 660} ns null (host cn01)"
+        )
         assert _node_io(lake) == before
         capsys.readouterr()
         assert _db(lake, loaded, mapping) == 0

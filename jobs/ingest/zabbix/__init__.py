@@ -83,9 +83,10 @@ def pull(options: Mapping[str, Any], lake: Path, folder: Path) -> Pulled | None:
     if not options.get("db"):
         return None
     got = database.extract(options["db"], folder, lake, options)
+    internal = {"latest_clock": str(got.latest_clock), "db_source": database.source(options["db"])}
     return Pulled(
         [got.history] if got.rows else [],
-        {"items": str(got.items), "latest_clock": str(got.latest_clock)},
+        {"items": str(got.items), **internal},
         [f"zabbix --db {database.where(options['db'])}: {database.summary(got)}"],
         got.lost,
     )

@@ -121,6 +121,12 @@ def where(url: str) -> str:
     return _SECRET.sub(r"\1***", text.split("?", 1)[0])
 
 
+def source(url: str) -> str:
+    """How quarantine rows name the database a row came from (:func:`where`): ``db URL``; a
+    row's location adds its item, clock, ns and host (:func:`.decode.location`)."""
+    return f"db {where(url)}"
+
+
 def redact(text: str, url: str | None) -> str:
     """``text`` (a driver's message) with the password of ``url`` and any ``password=`` gone."""
     text = _SECRET.sub(r"\1***", text)
@@ -234,11 +240,17 @@ def held(lake: Path, cluster: str | None, window, retry: bool) -> Held:
         if retry:
             found.retry = _refused_nodes(lake, cluster, mine)
     if table_files(lake, "quarantine") and not retry:
-        where = (pc.field("source") == "zabbix") & pc.starts_with(pc.field("location"), "line ")
-        rows = read_table(lake, "quarantine", ["file", "raw", "reason"], filter=where)
-        for file, raw, reason in zip(*(c.to_pylist() for c in rows.columns), strict=True):
+        location = pc.field("location")
+        where = (pc.field("source") == "zabbix") & (
+            pc.starts_with(location, "line ") | pc.starts_with(location, "db ")
+        )
+        rows = read_table(lake, "quarantine", ["file", "location", "raw", "reason"], filter=where)
+        for file, at, raw, reason in zip(*(c.to_pylist() for c in rows.columns), strict=True):
             fields = (raw or "").split("\t")
-            if not Path(file).name.startswith(SCRATCH_PREFIX) or len(fields) != 4:
+            # rows a read quarantined: named by the database, or (lakes before) by line of
+            # the read's scratch file
+            ours = at.startswith("db ") or Path(file).name.startswith(SCRATCH_PREFIX)
+            if not ours or len(fields) != 4:
                 continue
             if fields[1].isdigit() and fields[2:] and (fields[3] or "0").isdigit():
                 key = (fields[0], int(fields[1]), int(fields[3] or -1))

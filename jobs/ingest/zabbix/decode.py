@@ -306,6 +306,7 @@ class _Spill:
     params: dict[str, Any]  # SQL parameters of :data:`.classify.CLASSIFY`
     bucket_sql: str  # SQL of the node bucket of m.node
     threads: bool  # pyarrow may use its thread pool
+    source: str | None = None  # a --db read's database (:func:`location`)
     classify: str | None = None  # chosen from the first block
     fast: str | None = None  # NDJSON: the classifier over the members pyarrow read (_members)
     rules: classify.Rules | None = None  # the mapping's checks (None: no sure samples)
@@ -341,9 +342,24 @@ class _Spill:
         )
         rejected.sort()
         texts = taken(lines, [no for no, _ in rejected]).column("line").to_pylist()
+        hosts = self._hosts(samples.filter(unnamed)) if self.source else {}
         return lines.num_rows, [
-            Reject(f"line {no}", text, why) for (no, why), text in zip(rejected, texts, strict=True)
+            Reject(location(no, text, self.source, hosts.get(no)), text, why)
+            for (no, why), text in zip(rejected, texts, strict=True)
         ]
+
+    def _hosts(self, unnamed: pa.Table) -> dict[int, str]:
+        """The host names of the block's rejected lines, where known (a DB read's rows: the
+        classifier took every line of the block, see :func:`location`)."""
+        found = dict(
+            self.con.execute(
+                "SELECT line_no, host FROM decoded WHERE reason IS NOT NULL AND host IS NOT NULL"
+            ).fetchall()
+        )
+        found.update(
+            zip(*(unnamed.column(c).to_pylist() for c in ("line_no", "host")), strict=True)
+        )
+        return found
 
     def _decode(self, data: bytes, lines: pa.Table) -> tuple[pa.Table, list[tuple[int, str]]]:
         """The block's samples (:data:`.classify.SAMPLES`, host names not yet nodes) and
@@ -466,6 +482,22 @@ class _Spill:
         self.hostmap.update((host, (node, reason, bucket)) for host, node, reason, bucket in found)
 
 
+def location(
+    number: int, raw: str | None, source: str | None, node: str | None = None, of: str = "host"
+) -> str:
+    """Where a rejected line is, as its quarantine row says: ``line N`` of the file, or for the
+    rows of a ``--db`` read (``source``, :func:`.database.source`), the database row, which
+    outlives the read's scratch file: ``db URL item I clock C ns N`` and its host (``of``
+    ``node``) where known."""
+    fields = (raw or "").split("\t")
+    if source is None or len(fields) != 4:
+        return f"line {number}" if source is None else f"{source} line {number}"
+    item, clock, _, ns = fields
+    return f"{source} item {item} clock {clock} ns {ns or 'null'}" + (
+        f" ({of} {node})" if node else ""
+    )
+
+
 def taken(lines: pa.Table, numbers: list[int]) -> pa.Table:
     """The rows of a block's ``lines`` (numbered consecutively) with these line numbers."""
     if not numbers:
@@ -513,7 +545,9 @@ def pass_one(
     params = classify.params(settings)
     (spill / RAW).mkdir()
     (spill / SAMPLES).mkdir()
-    state = _Spill(con, spill, settings.hosts, params, bucket_sql, settings.threads > 1)
+    state = _Spill(
+        con, spill, settings.hosts, params, bucket_sql, settings.threads > 1, settings.db_source
+    )
     if settings.items is None:  # an item table may name the host or key: the classifier's
         state.rules = classify.Rules.of(settings.mapping.table(), settings.interval)
     first = 1
@@ -531,6 +565,10 @@ def pass_one(
     else:
         if first == 1:
             raise UnusableInput("empty file: no Zabbix history lines")
+    finally:  # pass 1's names: pass 2 reads the spill alone
+        con.unregister("mapping")
+        for table in ("items", "decoded", "rechecked"):
+            con.execute(f"DROP TABLE IF EXISTS {table}")
     if state.ignored:
         LOG.info("%s: %d lines of items on the ignore list (landed, unused)", path, state.ignored)
 

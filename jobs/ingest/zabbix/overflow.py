@@ -42,7 +42,7 @@ LOG = logging.getLogger(__name__)
 MAX_ROUNDS = 100  # rounds of :func:`refuse` before the file is refused as a whole
 _COLUMNS = "node, item, metric, kind, t_ns, value, line_no, seq"
 # the samples quarantined here: their line and reason
-REFUSED = pa.schema([("line_no", pa.int64()), ("reason", pa.string())])
+REFUSED = pa.schema([("line_no", pa.int64()), ("reason", pa.string()), ("node", pa.string())])
 
 # The first pair of the file taking a sum past MAX_BYTES: per metric over the file (in time
 # order), per node and metric over the stream (the other files' pairs first).
@@ -114,7 +114,10 @@ def _rounds(
     con.execute("CREATE OR REPLACE TEMP TABLE overflow_others AS SELECT * FROM overflow_reader")
     con.unregister("overflow_reader")
     samples.create_view("overflow_new", replace=True)
-    con.execute("CREATE OR REPLACE TEMP TABLE overflow_refused (line_no BIGINT, reason VARCHAR)")
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE overflow_refused "
+        "(line_no BIGINT, reason VARCHAR, node VARCHAR)"
+    )
     sql = _CROSSINGS.format(
         clean=deltas.clean_query(
             f"(SELECT {_COLUMNS} FROM (SELECT *, {int(seq)}::BIGINT AS seq FROM overflow_new) "
@@ -144,11 +147,17 @@ def _rounds(
                 whose = "this file's" if sum_of == "file" else f"node {node}'s"
                 lines.setdefault(
                     line_no,
-                    f"{metric}: its {amount} bytes would take {whose} {metric} traffic past "
-                    f"{MAX_BYTES} bytes, the most a 64-bit count holds (the item's next sample "
-                    "counts from the one before)",
+                    (
+                        f"{metric}: its {amount} bytes would take {whose} {metric} traffic past "
+                        f"{MAX_BYTES} bytes, the most a 64-bit count holds (the item's next "
+                        "sample counts from the one before)",
+                        node,
+                    ),
                 )
-            con.executemany("INSERT INTO overflow_refused VALUES (?, ?)", list(lines.items()))
+            con.executemany(
+                "INSERT INTO overflow_refused VALUES (?, ?, ?)",
+                [(n, why, node) for n, (why, node) in lines.items()],
+            )
         refused = con.execute("SELECT count(*) FROM overflow_refused").fetchone()[0]
         raise UnusableInput(
             f"more than {refused} samples would take traffic past {MAX_BYTES} bytes (a 64-bit "
@@ -181,12 +190,13 @@ def past_file_sum(traffic: dict[str, dict[str, int]]) -> str | None:
     )
 
 
-def rejects(refused: pa.Table, spill: Path) -> Iterator[Batch]:
+def rejects(refused: pa.Table, spill: Path, source: str | None = None) -> Iterator[Batch]:
     """The quarantined samples (:data:`REFUSED`) as rejects, with their lines (kept in the
-    spill by pass 1)."""
+    spill by pass 1; ``source``: a --db read's database, :func:`.decode.location`)."""
     if not len(refused):
         return
-    reasons = dict(zip(*(c.to_pylist() for c in refused.columns), strict=True))
+    numbers, reasons, nodes = (refused.column(c).to_pylist() for c in REFUSED.names)
+    reasons = dict(zip(numbers, zip(reasons, nodes, strict=True), strict=True))
     for lines in decode.spilled_lines(spill):
         numbers = lines.column("line_no")
         first, last = numbers[0].as_py(), numbers[-1].as_py()
@@ -196,5 +206,8 @@ def rejects(refused: pa.Table, spill: Path) -> Iterator[Batch]:
             yield Batch(
                 {},
                 0,
-                [Reject(f"line {n}", raw, why) for (n, why), raw in zip(rows, texts, strict=True)],
+                [
+                    Reject(decode.location(n, raw, source, node, "node"), raw, why)
+                    for (n, (why, node)), raw in zip(rows, texts, strict=True)
+                ],
             )

@@ -62,6 +62,7 @@ _SAMPLE_COLUMNS = ["node", "item", "metric", "kind", "t_ns", "value", "line_no",
 DUPLICATES = pa.schema(
     [
         ("line_no", pa.int64()),
+        ("node", pa.string()),
         ("first_file", pa.string()),
         ("first_line", pa.int64()),
         ("same", pa.bool_()),
@@ -93,8 +94,8 @@ def pass_two(
         except overflow.Overflow as again:  # refuse() bounds every sum: not seen yet
             raise UnusableInput(str(again)) from None
     yield from rows.batches()
-    yield from _duplicate_batches(rows.duplicates, spill)
-    yield from overflow.rejects(refused, spill)
+    yield from _duplicate_batches(rows.duplicates, spill, settings.db_source)
+    yield from overflow.rejects(refused, spill, settings.db_source)
     yield from _store_samples(con, spill, stream, refused)
 
 
@@ -378,6 +379,7 @@ def _region(
     )
     traffic, by_record = _balance(con, settings, (first, last), stream.seq, nodes)
     contribution = region_id(day, bucket, stream.cluster)
+    of = settings.db_source or "this file"  # a --db read's rows: its database
     try:
         reader = con.execute(query).fetch_record_batch(ROWS_PER_BATCH)
         for table in batches.whole_nodes(reader, ROWS_PER_BATCH):
@@ -389,7 +391,7 @@ def _region(
                 {"node_io": rows},
                 0,
                 origins={
-                    r: (f"host {nodes[r][0]} ({nodes[r][1]} samples of this file)", None)
+                    r: (f"host {nodes[r][0]} ({nodes[r][1]} samples of {of})", None)
                     for r in records
                 },
                 weights={r: nodes[r][1] for r in records},
@@ -411,13 +413,14 @@ def _duplicates(con: duckdb.DuckDBPyConnection, own: str) -> pa.Table:
     an earlier line of the file, else of an earlier member's line (a repeated instant lies
     within one day, so each region finds those of its own day)."""
     within = con.execute(
-        "SELECT line_no, NULL::VARCHAR AS first_file, first_line, value = first_value AS same, "
+        "SELECT line_no, node, NULL::VARCHAR AS first_file, first_line, "
+        "value = first_value AS same, "
         f"first_value AS kept FROM ({deltas.duplicates_query(f'(SELECT * FROM {own})')})"
     ).fetch_arrow_table()
     con.register("file_duplicates", within)
     try:
         earlier = con.execute(
-            "SELECT n.line_no, o.file AS first_file, o.line_no AS first_line, "
+            "SELECT n.line_no, n.node, o.file AS first_file, o.line_no AS first_line, "
             "n.value = o.value AS same, o.value AS kept "
             f"FROM (SELECT * FROM {own}) n JOIN other_samples o USING (node, item, t_ns) "
             "WHERE n.line_no NOT IN (SELECT line_no FROM file_duplicates) AND o.seq < n.seq "
@@ -528,9 +531,11 @@ def stream_balance(
     return traffic
 
 
-def _duplicate_batches(duplicates: pa.Table, spill: Path) -> Iterator[Batch]:
+def _duplicate_batches(
+    duplicates: pa.Table, spill: Path, source: str | None = None
+) -> Iterator[Batch]:
     """The duplicate samples (:data:`DUPLICATES`) as rejects, with their lines (kept in the
-    spill by pass 1)."""
+    spill by pass 1; ``source``: a --db read's database, :func:`.decode.location`)."""
     if not len(duplicates):
         return
     with duckdb.connect() as con:
@@ -538,7 +543,7 @@ def _duplicate_batches(duplicates: pa.Table, spill: Path) -> Iterator[Batch]:
         for lines in decode.spilled_lines(spill):  # a block's duplicates at a time
             numbers = lines.column("line_no")
             rows = con.execute(
-                "SELECT line_no, first_file, first_line, same, "
+                "SELECT line_no, node, first_file, first_line, same, "
                 "rtrim(rtrim(CAST(kept AS VARCHAR), '0'), '.') "
                 "FROM duplicates WHERE line_no BETWEEN ? AND ? ORDER BY line_no",
                 [numbers[0].as_py(), numbers[-1].as_py()],
@@ -548,12 +553,12 @@ def _duplicate_batches(duplicates: pa.Table, spill: Path) -> Iterator[Batch]:
             texts = decode.taken(lines, [row[0] for row in rows]).column("line").to_pylist()
             rejects = [
                 Reject(
-                    f"line {n}",
+                    decode.location(n, raw, source, node, "node"),
                     raw,
                     f"duplicate sample of {f'{first_file} ' if first_file else ''}line {first}"
                     + ("" if same else f" with another value (kept {kept})"),
                 )
-                for (n, first_file, first, same, kept), raw in zip(rows, texts, strict=True)
+                for (n, node, first_file, first, same, kept), raw in zip(rows, texts, strict=True)
             ]
             yield Batch({}, 0, rejects)
 

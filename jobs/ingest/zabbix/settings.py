@@ -32,6 +32,7 @@ class Settings:
     memory_limit: str = options.MEMORY_LIMIT
     threads: int = options.THREADS
     latest_clock: int | None = None  # set by a --db read: later clocks are quarantined
+    db_source: str | None = None  # set by a --db read: the database its rows come from
 
     @classmethod
     def from_options(cls, given: dict[str, Any]) -> Settings:
@@ -63,6 +64,7 @@ class Settings:
             ),
             threads=threads,
             latest_clock=_latest_clock(given.get("latest_clock")),
+            db_source=given.get("db_source"),
         )
 
 
