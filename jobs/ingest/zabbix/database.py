@@ -22,9 +22,10 @@ window and compares each row. Rows later than the read's time plus ``--future-to
 quarantined (they never move a watermark) and read again once they are no longer in the future;
 a row with no ``ns`` is quarantined. Rows repeating an (itemid, clock, ns) are read ordered by
 value: the smallest lands, the others are quarantined as duplicates, on every run alike; a
-landed sample is never replaced by a later read. ``--retry-quarantined`` reads again the rows a
-read quarantined and those whose node's rows the lake refused (a node not yet in the topology),
-so they land once their reason is gone. Rows are read in clock order, so a connection lost
+landed sample is never replaced by a later read. The rows of a node whose rows the lake refused
+(a node not yet in the topology) are read again by the first read after the topology has the
+node (their reason is gone); ``--retry-quarantined`` reads again every row a read quarantined
+and those of every refused node. Rows are read in clock order, so a connection lost
 mid-stream lands every row read before it.
 The password comes from ``$PGPASSWORD`` (libpq), the environment variable the deployment file
 names (``password_env``), or an Airflow connection, never from the URL or the file.
@@ -242,10 +243,17 @@ def held(lake: Path, cluster: str | None, window, retry: bool) -> Held:
     if table_files(lake, "quarantine") and not retry:
         location = pc.field("location")
         where = (pc.field("source") == "zabbix") & (
-            pc.starts_with(location, "line ") | pc.starts_with(location, "db ")
+            pc.starts_with(location, "line ")
+            | pc.starts_with(location, "db ")
+            | pc.match_substring(location, " samples of db ")
         )
         rows = read_table(lake, "quarantine", ["file", "location", "raw", "reason"], filter=where)
+        refused = set()  # nodes whose rows the lake refused
         for file, at, raw, reason in zip(*(c.to_pylist() for c in rows.columns), strict=True):
+            node = _REFUSED_NODE.match(at)
+            if node:
+                refused.add(node.group(1))
+                continue
             fields = (raw or "").split("\t")
             # rows a read quarantined: named by the database, or (lakes before) by line of
             # the read's scratch file
@@ -255,7 +263,31 @@ def held(lake: Path, cluster: str | None, window, retry: bool) -> Held:
             if fields[1].isdigit() and fields[2:] and (fields[3] or "0").isdigit():
                 key = (fields[0], int(fields[1]), int(fields[3] or -1))
                 found.quarantined[key] = "future" in reason
+        back = _in_topology(lake, cluster, refused)
+        if back and found.samples is not None:  # their reason is gone: read them again
+            found.retry = _refused_nodes(lake, cluster, mine & pc.field("node").isin(back))
     return found
+
+
+# the quarantine row of a node whose rows the lake refused (regions._region's origin)
+_REFUSED_NODE = re.compile(r"^host (\S+) \(\d+ samples of db ")
+
+
+def _in_topology(lake: Path, cluster: str | None, nodes: set[str]) -> list[str]:
+    """Of ``nodes``, those the lake's topology now has for the machine (as validation checks
+    them: :func:`burstlake.lake.checked_keys`)."""
+    import pyarrow as pa
+
+    from burstlake.lake import checked_keys, node_keys, read_table, table_files
+
+    if not nodes or not table_files(lake, "topology"):
+        return []
+    known = read_table(lake, "topology", columns=["cluster", "node"])
+    keys = node_keys(known.column("cluster"), known.column("node")).to_pylist()
+    names = sorted(nodes)
+    looked = checked_keys(pa.array([cluster] * len(names), pa.string()), pa.array(names), keys)
+    have = set(keys)
+    return [n for n, key in zip(names, looked.to_pylist(), strict=True) if key in have]
 
 
 def _refused_nodes(lake: Path, cluster: str | None, mine) -> set[tuple[str, int]]:

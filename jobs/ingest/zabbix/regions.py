@@ -16,10 +16,10 @@ known that no sum of the file passes 64 bits. If one does, they are discarded, t
 taking it there are quarantined (:func:`.overflow.refuse`) and the regions computed again
 without them; every other file is computed once.
 
-The temporary tables and views of this module (``new_samples``, ``other_samples``,
-``region``, the pair tables of :mod:`.deltas`, ``nodes``) are made and dropped by the function
-that reads them; what passes between functions and modules is an argument (a relation, an
-Arrow table, the spill folder).
+The temporary tables and views of this module are made and dropped by one function each
+(``new_samples`` by :func:`_regions`; ``other_samples``, ``region`` and the pair tables of
+:mod:`.deltas` by :func:`_span`, whose days read them; ``nodes`` by :func:`_region`); what
+passes to other modules is an argument (a relation, an Arrow table, the spill folder).
 """
 
 from __future__ import annotations
