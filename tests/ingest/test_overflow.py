@@ -180,3 +180,32 @@ def test_a_sample_overflowing_node_io_only_with_an_earlier_file_is_quarantined_b
     assert _node_io_sum(lake, "read_bytes") == HALF
     logs = {r["file"]: r for r in read_table(lake, "ingest_log").to_pylist()}
     assert (logs[str(second)]["landed"], logs[str(second)]["quarantined"]) == (1, 1)
+
+
+def test_an_overflow_found_late_in_a_span_of_days_reruns_pass_2_cleanly(
+    tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read counter rises 2^62 + 1 on one day and again the next: the file's read_bytes
+    passes 2^63 - 1 only with the second day, which pass 2 computes in the same span as the
+    first. Batches of one row make pass 2 stop in the middle of the span; its tables are
+    dropped before it runs again without line 4, so the first rise lands as before."""
+    from burstlake.jobs.ingest.zabbix import regions
+
+    monkeypatch.setattr(regions, "ROWS_PER_BATCH", 1)
+    day = 86_400
+    lines = [
+        _line(101, "Lustre read bytes", T0, 0),
+        _line(101, "Lustre read bytes", T0 + 10, HALF),
+        _line(101, "Lustre read bytes", T0 + day, HALF),
+        _line(101, "Lustre read bytes", T0 + day + 10, 2 * HALF),
+    ]
+    lake, out = _ingest(tmp_path, lines, capsys)
+    assert "4 records in, 3 landed, 1 quarantined" in out
+    (reject,) = read_table(lake, "quarantine").to_pylist()
+    assert (reject["location"], reject["raw"]) == ("line 4", lines[3])
+    assert reject["reason"].startswith(
+        f"read_bytes: its {HALF} bytes would take this file's read_bytes traffic past"
+    )
+    log = _balanced(lake)
+    assert log["read_bytes"]["seen"] == log["read_bytes"]["landed"] == HALF
+    assert _node_io_sum(lake, "read_bytes") == HALF

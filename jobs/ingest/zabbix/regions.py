@@ -141,10 +141,10 @@ def _node_io(
     found: list[pa.Table] = []
     kept = _Kept(folder)
     traffic: dict[str, dict[str, int]] = {}
+    regions = _regions(con, spill, settings, stream, refused, found)
+    merged = batches.merged(regions, ROWS_PER_BATCH)
     try:
-        for batch in batches.merged(
-            _regions(con, spill, settings, stream, refused, found), ROWS_PER_BATCH
-        ):
+        for batch in merged:
             batches.add_traffic(traffic, batch.traffic)
             reason = overflow.past_file_sum(traffic)
             if reason is not None:
@@ -152,6 +152,9 @@ def _node_io(
             kept.add(batch)
     except duckdb.ConversionException as err:  # a node_io interval past 64 bits
         raise overflow.Overflow(overflow.past_64_bits(err)) from None
+    finally:  # stopped early: the regions drop their tables now, before any second run
+        merged.close()
+        regions.close()
     if found:
         kept.duplicates = pa.concat_tables(found).cast(DUPLICATES)
     return kept
