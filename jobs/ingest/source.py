@@ -121,10 +121,10 @@ class Option:
         low, high = self.bounds or (None, None)
         unit = f" {self.unit}" if self.unit else ""
         if low is not None and high is not None:
-            return f"{low:g}..{high:g}{unit}"
+            return f"{low}..{high}{unit}"
         if low is not None:
-            return f"a finite number >= {low:g}{unit}"
-        return f"a finite number <= {high:g}{unit}"
+            return f"a finite number >= {low}{unit}"
+        return f"a finite number <= {high}{unit}"
 
 
 CLUSTER = Option(

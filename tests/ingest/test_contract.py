@@ -86,6 +86,26 @@ def test_every_declared_type_and_bound_is_refused_naming_the_key(
             assert message.startswith(f"machines.m.sources.{source}.{option.name}: "), message
 
 
+def test_an_option_converts_and_checks_one_value() -> None:
+    level = Option("level", type=int, choices=(1, 2, 3))
+    assert level.convert("2") == 2
+    with pytest.raises(ValueError, match=r"^'4' is not one of 1, 2, 3$"):
+        level.convert("4")
+    size = Option("size", type=int, bounds=(1, 2_000_000), unit="bytes")
+    assert size.convert("2000000") == 2_000_000
+    with pytest.raises(ValueError, match=r"^--size must be 1\.\.2000000 bytes, not 2000001$"):
+        size.convert("2000001")
+    share = Option("share", type=float, bounds=(None, 1))
+    assert share.convert("-0.5") == -0.5
+    for text, shown in (("1.5", "1.5"), ("nan", "nan"), ("-inf", "-inf")):
+        with pytest.raises(
+            ValueError, match=rf"^--share must be a finite number <= 1, not {shown}$"
+        ):
+            share.convert(text)
+    assert Option("prefix", repeated=True).initial == []
+    assert Option("keep", flag=True).initial is False
+
+
 def test_the_command_line_refuses_what_the_file_refuses(capsys) -> None:
     """The flags are built from the same schema: the same bound, the same wording."""
     parse = build_parser().parse_args
