@@ -58,7 +58,7 @@ the node is not in the topology), those samples count as quarantined.
 
 All Zabbix input of a lake is taken to be one centre's export at one ``--interval``: items are
 matched across files by itemid (or item name without one) and node. An export names no
-machine: ``--cluster`` does (base.record_cluster), and a series is one cluster × node × item, so
+machine: ``--cluster`` does (source.record_cluster), and a series is one cluster × node × item, so
 two machines' exports with the same node names stay apart (their node_io contributions too:
 :func:`region_id`).
 """
@@ -82,13 +82,15 @@ import pyarrow.compute as pc
 
 from burstlake import readonly
 from burstlake.jobs.ingest import counters, zabbix_batches, zabbix_db, zabbix_lines, zabbix_overflow
-from burstlake.jobs.ingest.base import (
+from burstlake.jobs.ingest.source import (
     CONTRIBUTION,
     Batch,
+    CounterStream,
     ParseContext,
     Pulled,
     Reject,
     Source,
+    StreamPart,
     TrafficOverflow,
     record_cluster,
 )
@@ -98,7 +100,7 @@ from burstlake.jobs.ingest.zabbix_mapping import (
     load_mapping,
     prefix_rewrite,
 )
-from burstlake.jobs.ingest.zabbix_options import add_arguments
+from burstlake.jobs.ingest.zabbix_options import OPTIONS
 from burstlake.lake import (
     cluster_filter,
     contribution_keys,
@@ -504,14 +506,18 @@ def _region(
                 for r in records
             },
             weights={r: nodes[r][1] for r in records},
-            contributions=frozenset([contribution]),
+            stream=StreamPart(contributions=frozenset([contribution])),
             traffic=traffic,
             record_traffic={r: by_record.pop(r) for r in records if r in by_record},
         )
         traffic = {}
     # the contribution is recomputed even when nothing remains in it
     yield Batch(
-        {}, 0, contributions=frozenset([contribution]), traffic=traffic, record_traffic=by_record
+        {},
+        0,
+        stream=StreamPart(contributions=frozenset([contribution])),
+        traffic=traffic,
+        record_traffic=by_record,
     )
 
 
@@ -638,7 +644,7 @@ def _duplicate_batches(con: duckdb.DuckDBPyConnection, spill: Path) -> Iterator[
 
 def _store_samples(con: duckdb.DuckDBPyConnection, spill: Path, stream: Stream) -> Iterator[Batch]:
     """Keep this file's samples in the lake for the files that continue its items (state rows
-    landing with the file's node_io, see ``Batch.state``)."""
+    landing with the file's node_io, see ``StreamPart.state``)."""
     files = sql_literal(spill / zabbix_lines.samples_pattern())
     same = {  # the file's own columns, repeated by pyarrow (DuckDB would copy them per row)
         "cluster": pa.scalar(stream.cluster, pa.string()),
@@ -656,8 +662,8 @@ def _store_samples(con: duckdb.DuckDBPyConnection, spill: Path, stream: Stream) 
             rows = pa.Table.from_batches([batch])
             for name, value in same.items():
                 rows = rows.append_column(name, pa.repeat(value, rows.num_rows))
-            yield Batch({}, 0, state={STATE_TABLE: rows})
-    yield Batch({}, 0, keep_previous=frozenset(stream.kept))
+            yield Batch({}, 0, stream=StreamPart(state={STATE_TABLE: rows}))
+    yield Batch({}, 0, stream=StreamPart(keep_previous=frozenset(stream.kept)))
 
 
 # ------------------------------------------------------------------ the source
@@ -703,15 +709,16 @@ SOURCE = Source(
     name=SOURCE_NAME,
     tables=("node_io",),
     parse=parse,
-    state_tables=(STATE_TABLE,),
-    serial=True,  # a file reads the stream's samples and rewrites shared node_io parts
     check_options=check_options,
     file_pattern="*",
-    add_arguments=add_arguments,
+    options=OPTIONS,
     path_options=("mapping", "items", "spill_dir"),
-    pull=pull,
-    balance=lambda lake, options, reports: (
-        "zabbix stream in the lake (all export files)",
-        stream_balance(lake, options),
+    stream=CounterStream(  # a file reads the stream's samples and rewrites shared node_io parts
+        state_tables=(STATE_TABLE,),
+        pull=pull,
+        balance=lambda lake, options, reports: (
+            "zabbix stream in the lake (all export files)",
+            stream_balance(lake, options),
+        ),
     ),
 )

@@ -30,7 +30,7 @@ import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 
 from burstlake.jobs.ingest import inputs, zabbix_typed
-from burstlake.jobs.ingest.base import Batch, ParseContext, Reject, UnusableInput
+from burstlake.jobs.ingest.source import Batch, ParseContext, Reject, UnusableInput
 from burstlake.jobs.ingest.zabbix_mapping import IGNORE, HostNames
 
 if TYPE_CHECKING:

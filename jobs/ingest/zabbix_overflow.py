@@ -4,7 +4,7 @@ node_io's byte columns and each file's balance in ``ingest_log`` are 64-bit inte
 (:data:`.accounting.MAX_BYTES`, schemas/tables.py). A uint64 counter may hold values up to
 2^64 - 1, so rises and resets near 2^63 (a hostile or corrupted export) would take the sums of
 paper 004 §2.2's per-node traffic past them. A file whose sums pass ``MAX_BYTES`` in pass 2 of
-:mod:`.zabbix` is parsed again (``base.TrafficOverflow``): then, before pass 2, :func:`refuse`
+:mod:`.zabbix` is parsed again (``source.TrafficOverflow``): then, before pass 2, :func:`refuse`
 pairs the file's samples with the stream's as :mod:`.counters` does (a sort of all of them,
 which only such a file pays for) and quarantines the sample whose pair would take
 
@@ -32,7 +32,7 @@ import pyarrow.compute as pc
 
 from burstlake.jobs.ingest import counters, zabbix_lines
 from burstlake.jobs.ingest.accounting import MAX_BYTES
-from burstlake.jobs.ingest.base import Batch, Reject, UnusableInput
+from burstlake.jobs.ingest.source import Batch, Reject, UnusableInput
 from burstlake.lake import cluster_filter
 
 if TYPE_CHECKING:

@@ -156,14 +156,14 @@ def test_a_sample_overflowing_node_io_only_with_an_earlier_file_is_quarantined_b
         _line(101, "Lustre read bytes", T0, 0),
         _line(101, "Lustre read bytes", T0 + 10, HALF),
     ]
-    with caplog.at_level("INFO", logger="burstlake.jobs.ingest.base"):
+    with caplog.at_level("INFO", logger="burstlake.jobs.ingest.landing"):
         lake, _ = _ingest(tmp_path, first, capsys)
     assert "parsing it again" not in caplog.text
     second = tmp_path / "history-second.ndjson"
     lines = [_line(201, "Lustre read bytes", T0, 0), _line(201, "Lustre read bytes", T0 + 10, HALF)]
     second.write_text("\n".join(lines) + "\n")
     argv = ["ingest", "zabbix", str(second), "--lake", str(lake), "--interval", "10"]
-    with caplog.at_level("INFO", logger="burstlake.jobs.ingest.base"):
+    with caplog.at_level("INFO", logger="burstlake.jobs.ingest.landing"):
         assert main(argv) == 0
     assert "parsing it again, record by record" in caplog.text
     captured = capsys.readouterr()

@@ -18,7 +18,7 @@ import pytest
 
 from burstlake.cli import main
 from burstlake.jobs.ingest import inputs, zabbix, zabbix_lines
-from burstlake.jobs.ingest.base import ingest
+from burstlake.jobs.ingest.landing import ingest
 from burstlake.jobs.ingest.zabbix_mapping import HostNames, load_mapping, prefix_rewrite
 from burstlake.lake import read_table, write_table
 from burstlake.schemas.tables import NODE_IO_TRAFFIC

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 from burstlake.jobs.ingest import accounting, inputs, zabbix, zabbix_lines, zabbix_typed
-from burstlake.jobs.ingest.base import ingest
+from burstlake.jobs.ingest.landing import ingest
 from burstlake.lake import read_table
 
 T0 = 1700000000
