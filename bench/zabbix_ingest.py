@@ -79,7 +79,7 @@ def _slice(export: Path, into: Path, size: int) -> None:
 
 def _ingest(export: str, lake: str, threads: str = "1") -> None:
     from burstlake.jobs.ingest import zabbix
-    from burstlake.jobs.ingest.base import ingest
+    from burstlake.jobs.ingest.landing import ingest
 
     (report,) = ingest(zabbix.SOURCE, [export], lake, options={"threads": int(threads)})
     print(report.records_in, report.landed, report.quarantined, report.rows.get("node_io", 0))

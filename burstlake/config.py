@@ -18,9 +18,11 @@ without one, every option comes from the command line (or its defaults). The sha
     replay:                         # scenario files the scheduled replay runs, in this order
       - scenarios/ion_remap.yaml
 
-Options are a source's command-line options by their long name (``host_prefix`` or
-``host-prefix``); a machine's options apply to all its files of that source, a drop folder's on
-top of them, and a flag given on the command line on top of both. Relative paths (a drop
+Options are a source's options (``Source.options``, the schema its command-line flags are
+built from) by name (``host_prefix`` or ``host-prefix``), each checked against its declared
+type and bounds before any work; a machine's options apply to all its files of that source, a
+drop folder's on top of them, and a flag given on the command line on top of both, whatever
+its value. Relative paths (a drop
 folder, a source's file options such as ``mapping``) are relative to the file's folder.
 Passwords never live in the file: a key naming a secret, or a URL holding a password, is
 refused wherever it is. The file is read as :mod:`burstlake.strict_yaml` reads YAML (no aliases,
@@ -32,7 +34,6 @@ naming the file and the key.
 
 from __future__ import annotations
 
-import argparse
 import functools
 import logging
 import os
@@ -40,9 +41,12 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from burstlake.strict_yaml import StrictYAMLError, loads
+
+if TYPE_CHECKING:
+    from burstlake.jobs.ingest.source import Option
 
 LOG = logging.getLogger(__name__)
 FILE_NAME = "burstlake.yaml"
@@ -265,18 +269,16 @@ def _known_machine(path: Path, key: str, name: Any, machines: Mapping[str, Any])
 
 
 @functools.cache
-def source_options(source: str) -> dict[str, argparse.Action]:
-    """A source's options by their destination name (the parse options' keys)."""
+def source_options(source: str) -> dict[str, Option]:
+    """A source's options by name (the parse options' keys), from its schema."""
     from burstlake.jobs.ingest import source_module
 
-    parser = argparse.ArgumentParser(add_help=False)
-    source_module(source).SOURCE.add_arguments(parser)
-    return {a.dest: a for a in parser._actions}
+    return {option.name: option for option in source_module(source).SOURCE.options}
 
 
 def _options(path: Path, key: str, source: Any, options: Any, machine: str | None) -> dict:
-    """A source's options from the file: known names, values of the option's type, paths
-    resolved against the file's folder, and the source's own check."""
+    """A source's options from the file: known names, values of the option's type within its
+    bounds, paths resolved against the file's folder, and the source's own check."""
     from burstlake.jobs.ingest import SOURCES, source_module
 
     if source not in SOURCES:
@@ -284,12 +286,11 @@ def _options(path: Path, key: str, source: Any, options: Any, machine: str | Non
     known = source_options(source)
     checked: dict[str, Any] = {}
     for name, value in _mapping(path, key, options).items():
-        dest = str(name).replace("-", "_")
-        action = known.get(dest)
-        if action is None or dest == "cluster":
+        option = known.get(str(name).replace("-", "_"))
+        if option is None:
             hint = ", ".join(sorted(known)) or "none"
             raise _fail(path, f"{key}.{name}", f"not an option of {source} (options: {hint})")
-        checked[dest] = _value(path, f"{key}.{name}", action, value)
+        checked[option.name] = _value(path, f"{key}.{name}", option, value)
     source_spec = source_module(source).SOURCE
     for dest in source_spec.path_options:
         if isinstance(checked.get(dest), str):
@@ -301,27 +302,23 @@ def _options(path: Path, key: str, source: Any, options: Any, machine: str | Non
     return checked
 
 
-def _value(path: Path, key: str, action: argparse.Action, value: Any) -> Any:
-    """A value as the command line would have given it (its type; a list for a repeatable
-    option; true/false for a flag)."""
-    if isinstance(action, argparse._StoreTrueAction):
+def _value(path: Path, key: str, option: Option, value: Any) -> Any:
+    """A value as the command line would have given it (:meth:`Option.convert`: its type,
+    choices and bounds; a list for a repeated option; true/false for a flag)."""
+    if option.flag:
         if not isinstance(value, bool):
             raise _fail(path, key, f"must be true or false, not {value!r}")
         return value
-    repeated = isinstance(action, argparse._AppendAction)
-    values = value if repeated and isinstance(value, list) else [value]
-    if (not repeated and isinstance(value, list | dict)) or any(
+    values = value if option.repeated and isinstance(value, list) else [value]
+    if (not option.repeated and isinstance(value, list | dict)) or any(
         isinstance(v, list | dict) for v in values
     ):
         raise _fail(path, key, f"must be a single value, not {value!r}")
-    convert = action.type or str
     try:
-        converted = [convert(str(v)) for v in values]
-    except (ValueError, TypeError) as err:
-        raise _fail(path, key, f"{value!r} is not a valid value ({err})") from None
-    if action.choices is not None and any(v not in action.choices for v in converted):
-        raise _fail(path, key, f"{value!r} is not one of {', '.join(map(str, action.choices))}")
-    return converted if repeated else converted[0]
+        converted = [option.convert(str(v)) for v in values]
+    except ValueError as err:
+        raise _fail(path, key, str(err)) from None
+    return converted if option.repeated else converted[0]
 
 
 def _drop(path: Path, key: str, entry: Any, machines: Mapping[str, Any]) -> Drop:

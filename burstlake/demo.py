@@ -22,7 +22,7 @@ from burstlake import catalog
 from burstlake.formatting import format_table
 from burstlake.jobs.ingest import source_module
 from burstlake.jobs.ingest.accounting import describe, totals
-from burstlake.jobs.ingest.base import expand_paths, ingest
+from burstlake.jobs.ingest.landing import expand_paths, ingest
 
 log = logging.getLogger(__name__)
 

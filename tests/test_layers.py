@@ -59,6 +59,19 @@ def test_library_never_imports_the_cli_nor_prints() -> None:
     assert offenders == []
 
 
+def test_library_never_builds_arguments() -> None:
+    """Only the command line builds argparse parsers: a source declares its options as data
+    (``burstlake.jobs.ingest.source.Option``), and the ingest stage draws no bars either."""
+    offenders = []
+    for path in _library_modules():
+        names = _imports(ast.parse(path.read_text(), str(path)))
+        if "argparse" in names:
+            offenders.append(f"{path}: imports argparse")
+        if "tqdm" in names and path.relative_to(PACKAGE).parts[:2] == ("jobs", "ingest"):
+            offenders.append(f"{path}: imports tqdm")
+    assert offenders == []
+
+
 def test_a_missing_subcommand_module_fails_loudly(monkeypatch) -> None:
     monkeypatch.setattr(cli, "COMMANDS", (*cli.COMMANDS, "nosuchcommand"))
     with pytest.raises(ModuleNotFoundError, match=r"burstlake\.cli\.nosuchcommand"):

@@ -13,11 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from burstlake.cli import add_lake_argument
+from burstlake.cli.bars import rendered
 from burstlake.jobs.ingest import SOURCES, source_module
-
-_NOT_OPTIONS = (
-    "paths", "lake", "handler", "lake_must_exist", "command", "source", "config", "workers",
-)  # fmt: skip
+from burstlake.jobs.ingest.source import CLUSTER, Option, Source
 
 
 def add_config_argument(parser: argparse.ArgumentParser) -> None:
@@ -29,8 +27,6 @@ def add_config_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from burstlake.jobs.ingest.base import add_cluster_argument
-
     parser = subparsers.add_parser(
         "ingest",
         help="land raw input files in the lake",
@@ -44,7 +40,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         sub.add_argument("paths", nargs="*", metavar="PATH", help="files or directories")
         add_lake_argument(sub)
         add_config_argument(sub)
-        add_cluster_argument(sub)
         if module.SOURCE.grouped:
             sub.add_argument(
                 "--workers",
@@ -54,13 +49,41 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                 help="parse the files in N processes while this one validates and commits "
                 "(default 1: parse here)",
             )
-        module.SOURCE.add_arguments(sub)
-        defaults = {}
-        for action in sub._actions:  # a flag absent from the namespace was not given
-            if action.dest not in _NOT_OPTIONS and action.dest != "help":
-                defaults[action.dest] = action.default
-                action.default = argparse.SUPPRESS
-        sub.set_defaults(handler=run, flag_defaults=defaults)
+        for option in _options(module.SOURCE):
+            add_option(sub, option)
+        sub.set_defaults(handler=run)
+
+
+def _options(source: Source) -> tuple[Option, ...]:
+    """The parse options of a source's files: ``--cluster`` (every source's), then its own."""
+    return (CLUSTER, *source.options)
+
+
+def add_option(parser: argparse.ArgumentParser, option: Option) -> None:
+    """The flag of an :class:`Option`. It has no default in the namespace: a flag absent from
+    it was not given, so one given wins over the deployment file whatever its value."""
+    common = {"dest": option.name, "default": argparse.SUPPRESS, "help": option.help}
+    if option.flag:
+        parser.add_argument(option.flag_name, action="store_true", **common)
+        return
+    parser.add_argument(
+        option.flag_name,
+        action="append" if option.repeated else "store",
+        type=_converter(option),
+        metavar=option.metavar,
+        **common,
+    )
+
+
+def _converter(option: Option):
+    def convert(text: str) -> object:
+        try:
+            return option.convert(text)
+        except ValueError as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
+
+    convert.__name__ = option.type.__name__  # argparse names the type in its messages
+    return convert
 
 
 def _positive(text: str) -> int:
@@ -76,21 +99,23 @@ def options_of(args: argparse.Namespace) -> dict[str, Any]:
     too)."""
     from burstlake.config import load
 
-    defaults = args.flag_defaults
-    given = {k: v for k, v in vars(args).items() if k in defaults and k not in _NOT_OPTIONS}
+    options = _options(source_module(args.source).SOURCE)
+    defaults = {option.name: option.initial for option in options}
+    given = {o.name: getattr(args, o.name) for o in options if hasattr(args, o.name)}
     deployment = load(args.config, args.lake)
     return {**defaults, **deployment.options(args.source, given.get("cluster")), **given}
 
 
 def run(args: argparse.Namespace) -> int:
-    from burstlake.jobs.ingest.base import IngestFailed, expand_paths, ingest
+    from burstlake.jobs.ingest.landing import IngestFailed, expand_paths, ingest
     from burstlake.lake import lake_path
 
     source = source_module(args.source).SOURCE
     options = options_of(args)
     files = expand_paths(args.paths, source.file_pattern)
     with tempfile.TemporaryDirectory(prefix=f"burstlake-{args.source}-") as scratch:
-        pulled = source.pull(options, lake_path(args.lake), Path(scratch)) if source.pull else None
+        pull = source.stream.pull if source.stream is not None else None
+        pulled = pull(options, lake_path(args.lake), Path(scratch)) if pull else None
         if pulled is not None:
             files += pulled.files
             options = {**options, **pulled.options}
@@ -103,14 +128,15 @@ def run(args: argparse.Namespace) -> int:
             )
             return 2
         try:
-            reports = ingest(
-                source,
-                files,
-                args.lake,
-                options,
-                progress=sys.stderr.isatty(),
-                workers=getattr(args, "workers", 1),
-            )
+            with rendered() as report:
+                reports = ingest(
+                    source,
+                    files,
+                    args.lake,
+                    options,
+                    report=report,
+                    workers=getattr(args, "workers", 1),
+                )
         except IngestFailed as err:  # what landed and what did not, then the one-line error
             for report in err.reports:
                 print(report.line())

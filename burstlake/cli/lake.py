@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
         for name, count in removed.items():
             print(f"{name}: {count} files removed")
     elif args.action == "clean":
-        from burstlake.jobs.ingest.base import reconcile
+        from burstlake.jobs.ingest.landing import reconcile
 
         print(f"{lake.clean_leftovers(root)} leftovers removed")
         for report in reconcile(root):

@@ -52,7 +52,7 @@ def undo_landing(
     was before the landing: earlier contents of the same path come back with their
     ``ingest_log`` row. Sound because a landing's contributions are written by no one else
     until it is reconciled (writers of a shared contribution hold their source's lock, see
-    ``Source.serial``). Returns the number of commits undone.
+    ``CounterStream``). Returns the number of commits undone.
     """
     root = lake_path(lake)
     undone = 0

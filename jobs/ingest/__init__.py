@@ -1,8 +1,9 @@
-"""Ingest: one module per input source, all landing through :mod:`.base` (docs/design.md,
+"""Ingest: one module per input source, all landing through :mod:`.landing` (docs/design.md,
 "Sources").
 
-Each source module defines ``SOURCE`` (a :class:`~burstlake.jobs.ingest.base.Source`) and
-``add_arguments(parser)`` for its command-line options, which arrive as the parse options.
+Each source module defines ``SOURCE`` (a :class:`~burstlake.jobs.ingest.source.Source`, the
+contract), whose ``options`` (:class:`~burstlake.jobs.ingest.source.Option` records) are its
+command-line flags and deployment-file keys, and arrive as the parse options.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ class FileReport:
     error: str | None = None  # set when the file was unusable as a whole
     traffic: dict[str, dict[str, int]] = field(default_factory=dict)  # metric -> reason -> n
     same_as: str | None = None  # the file already landed with the same bytes (nothing to do)
-    keep: frozenset[str] = frozenset()  # earlier contents the parser keeps (Batch.keep_previous)
+    keep: frozenset[str] = frozenset()  # earlier contents a stream keeps (StreamPart.keep_previous)
     # set when the lake could not take the file (full disk, read-only): what was committed
     failure: str | None = None
 

@@ -31,7 +31,6 @@ a damaged log, so logs are read in a separate process."""
 
 from __future__ import annotations
 
-import argparse
 import atexit
 import hashlib
 import json
@@ -51,7 +50,8 @@ import numpy as np
 import pyarrow as pa
 
 from burstlake.jobs.ingest import darshan_dxt, darshan_log
-from burstlake.jobs.ingest.base import (
+from burstlake.jobs.ingest.darshan_log import MEASURES, STORAGE_MODULES, DarshanLog, UnreadableLog
+from burstlake.jobs.ingest.source import (
     RECORD,
     Batch,
     ParseContext,
@@ -59,15 +59,10 @@ from burstlake.jobs.ingest.base import (
     UnusableInput,
     record_cluster,
 )
-from burstlake.jobs.ingest.darshan_log import MEASURES, STORAGE_MODULES, DarshanLog, UnreadableLog
 from burstlake.schemas import spec
 
 FILE_PATTERN = "*.darshan"
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The Darshan source has no options of its own (``--cluster`` is every source's)."""
 
 
 class _IsolatedReader:
@@ -357,7 +352,6 @@ SOURCE = Source(
     name="darshan",
     tables=("darshan_jobs", "darshan_rank_io", "darshan_heatmap", "darshan_files", "darshan_dxt"),
     parse=parse,
-    add_arguments=add_arguments,
     file_pattern=FILE_PATTERN,
     grouped=True,
 )

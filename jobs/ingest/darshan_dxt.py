@@ -28,8 +28,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from burstlake.jobs.ingest.base import RECORD, Batch, Reject
 from burstlake.jobs.ingest.darshan_log import DXT_COUNTED, DXT_MODULES, DXT_OPS, DarshanLog
+from burstlake.jobs.ingest.source import RECORD, Batch, Reject
 from burstlake.schemas import spec
 
 NS = 10**9

@@ -17,7 +17,7 @@ from typing import Any
 
 from burstlake.jobs.ingest import source_module
 from burstlake.jobs.ingest.accounting import totals
-from burstlake.jobs.ingest.base import content_id, expand_paths, ingest
+from burstlake.jobs.ingest.landing import content_id, expand_paths, ingest
 from burstlake.lake import lake_path, read_table, table_files
 
 LOG = logging.getLogger(__name__)
@@ -93,17 +93,17 @@ def land_files(
 def land_pulled(
     source: str, options: Mapping[str, Any], lake: str | os.PathLike | None = None
 ) -> dict:
-    """Read a source's input from elsewhere (``Source.pull``: a database) and land it, as
+    """Read a source's input from elsewhere (``CounterStream.pull``: a database) and land it, as
     ``burstlake ingest`` does; returns the row accounting and the pull's notes. Raises when the
     read ended early (what came before it landed; the next run continues) or a file was
     unusable."""
     import tempfile
 
-    spec = source_module(source).SOURCE
-    if spec.pull is None:
+    stream = source_module(source).SOURCE.stream
+    if stream is None or stream.pull is None:
         raise ValueError(f"{source} reads files only")
     with tempfile.TemporaryDirectory(prefix=f"burstlake-{source}-") as scratch:
-        pulled = spec.pull(options, lake_path(lake), Path(scratch))
+        pulled = stream.pull(options, lake_path(lake), Path(scratch))
         if pulled is None:
             raise ValueError(f"{source}: the options name nothing to read")
         result = land_files(

@@ -41,25 +41,26 @@ import pyarrow.compute as pc
 from burstlake import lake as lakes
 from burstlake import paths
 from burstlake.jobs.ingest.accounting import FileReport
-from burstlake.jobs.ingest.base import (
-    RECORD,
+from burstlake.jobs.ingest.landing import (
     WHOLE_FILE,
-    Batch,
-    ParseContext,
-    Reject,
-    Source,
-    TrafficOverflow,
-    UnusableInput,
-    _account_traffic,
-    _check_sums,
-    _json_options,
-    _orphaned,
-    _quarantine_rows,
-    _refused_as,
     content_id,
     ingest_file,
     log_row,
     screen_records,
+)
+from burstlake.jobs.ingest.landing import account_traffic as _account_traffic
+from burstlake.jobs.ingest.landing import check_sums as _check_sums
+from burstlake.jobs.ingest.landing import json_options as _json_options
+from burstlake.jobs.ingest.landing import orphaned as _orphaned
+from burstlake.jobs.ingest.landing import quarantine_rows as _quarantine_rows
+from burstlake.jobs.ingest.landing import refused_as as _refused_as
+from burstlake.jobs.ingest.source import (
+    RECORD,
+    Batch,
+    ParseContext,
+    Reject,
+    Source,
+    UnusableInput,
 )
 from burstlake.lake import ContributionWriter, as_lake_error, checkpoint, read_table, table_files
 from burstlake.schemas import spec
@@ -328,7 +329,7 @@ class _Group:
             _account_traffic(report, batch, bad, good)
             try:
                 _check_sums(report)
-            except TrafficOverflow:
+            except UnusableInput:  # a 64-bit sum passed: the file is refused alone
                 return False
             rows += list(good.items())
             quarantined += batch.rejects + rejects

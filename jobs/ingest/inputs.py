@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from burstlake.jobs.ingest.base import UnusableInput
+from burstlake.jobs.ingest.source import UnusableInput
 
 READ_BYTES = 1 << 20
 GZIP_MAGIC = b"\x1f\x8b"

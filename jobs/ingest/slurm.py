@@ -21,7 +21,6 @@ a repeated header line (concatenated sacct outputs) is skipped, as are blank lin
 
 from __future__ import annotations
 
-import argparse
 import codecs
 import itertools
 import json
@@ -36,16 +35,17 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import pyarrow as pa
 
 from burstlake.jobs.ingest import hostlist, inputs
-from burstlake.jobs.ingest.base import (
+from burstlake.jobs.ingest.slurm_fields import json_entries, parse_state
+from burstlake.jobs.ingest.source import (
     RECORD,
     Batch,
+    Option,
     ParseContext,
     Reject,
     Source,
     UnusableInput,
     record_cluster,
 )
-from burstlake.jobs.ingest.slurm_fields import json_entries, parse_state
 from burstlake.schemas import spec
 from burstlake.schemas.sources import SACCT_TEXT_FIELDS as TEXT_FIELDS
 
@@ -79,17 +79,18 @@ def time_zone(name: str) -> tzinfo:
 
 
 def check_options(options: Mapping[str, Any]) -> None:
-    """``tz``: an IANA zone name (``--cluster`` is checked for every source by base.ingest)."""
+    """``tz``: an IANA zone name (``--cluster`` is checked for every source by landing.ingest)."""
     time_zone(str(options.get("tz") or "UTC"))
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--tz",
-        default="UTC",
-        help="time zone of the times in sacct text output (IANA name, default UTC); "
+OPTIONS = (
+    Option(
+        "tz",
+        "time zone of the times in sacct text output (IANA name, default UTC); "
         "they are stored in UTC",
-    )
+        default="UTC",
+    ),
+)
 
 
 # ---------------------------------------------------------------- field conversion
@@ -250,7 +251,7 @@ class _Collector:
     fields differ); a run with another start is another run of the job."""
 
     def __init__(self, options: Mapping[str, Any]) -> None:
-        self.options = options  # --cluster (see base.record_cluster)
+        self.options = options  # --cluster (see source.record_cluster)
         self.seen: dict[tuple, tuple[str, int]] = {}  # (cluster, job, step, run start) -> ...
         self.rows = _Rows()
         self.failed: dict[tuple, str] = {}  # (cluster, job) of a rejected allocation -> where
@@ -574,6 +575,6 @@ SOURCE = Source(
     name="slurm",
     tables=("jobs", "job_steps", "job_nodes"),
     parse=parse,
-    add_arguments=add_arguments,
+    options=OPTIONS,
     check_options=check_options,
 )

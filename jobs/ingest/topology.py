@@ -4,7 +4,7 @@ See docs/design.md, 'Sources'.
 
 CSV: a header with at least ``node`` and ``cabinet`` (``cluster``, ``ion``, ``switch``, ``row``,
 ``col``, ``x``, ``y``, ``z``, ``node_type`` optional, other columns ignored). A row's machine is
-``--cluster``, else its ``cluster`` field, else the unnamed one (base.record_cluster).
+``--cluster``, else its ``cluster`` field, else the unnamed one (source.record_cluster).
 
 ``xtdb2proc``: one ``key=value,...`` line per processor. The node name is ``nid%05d`` of
 ``processor_id`` (Slurm's name on Cray XC); the cabinet is the Cray cname ``c<cab_position>-
@@ -15,7 +15,6 @@ as paper 004 §2.1 does for Tianhe-1A.
 
 from __future__ import annotations
 
-import argparse
 import csv
 import io
 import os
@@ -28,9 +27,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from burstlake.jobs.ingest import inputs
-from burstlake.jobs.ingest.base import (
+from burstlake.jobs.ingest.source import (
     RECORD,
     Batch,
+    Option,
     ParseContext,
     Reject,
     Source,
@@ -48,13 +48,14 @@ CSV_COLUMNS = (
 INT_COLUMNS = ("row", "col", "x", "y", "z")
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--ion-per-cabinet",
-        action="store_true",
-        help="assume one hypothetical I/O node per cabinet where the input names none "
+OPTIONS = (
+    Option(
+        "ion_per_cabinet",
+        "assume one hypothetical I/O node per cabinet where the input names none "
         "(paper 004 §2.1 does this for Tianhe-1A)",
-    )
+        flag=True,
+    ),
+)
 
 
 def _lines(path: Path) -> list[str | Reject]:
@@ -274,6 +275,6 @@ SOURCE = Source(
     parse=parse,
     check_options=check_options,
     file_pattern=FILE_PATTERN,
-    add_arguments=add_arguments,
+    options=OPTIONS,
     after_landing=after_landing,
 )

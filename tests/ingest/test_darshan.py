@@ -19,7 +19,8 @@ from darshan.backend import cffi_backend as backend
 
 from burstlake.catalog import sql
 from burstlake.jobs.ingest import darshan
-from burstlake.jobs.ingest.base import ParseContext, UnusableInput, ingest
+from burstlake.jobs.ingest.landing import ingest
+from burstlake.jobs.ingest.source import ParseContext, UnusableInput
 from burstlake.lake import read_table
 from tests.conftest import SHARED_DATA
 

@@ -16,7 +16,7 @@ from darshan.backend import cffi_backend as backend
 
 from burstlake.catalog import sql
 from burstlake.jobs.ingest import darshan
-from burstlake.jobs.ingest.base import ingest
+from burstlake.jobs.ingest.landing import ingest
 from burstlake.lake import read_table
 from tests.conftest import SHARED_DATA
 

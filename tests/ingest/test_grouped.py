@@ -13,7 +13,7 @@ import pytest
 from burstlake import lake as lakes
 from burstlake.catalog import sql
 from burstlake.jobs.ingest import darshan
-from burstlake.jobs.ingest.base import ingest
+from burstlake.jobs.ingest.landing import ingest
 from burstlake.lake import read_table
 from tests.lake.test_faults import _cli, _kill, _paused
 

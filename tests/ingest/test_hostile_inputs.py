@@ -1021,17 +1021,17 @@ DEPLOYMENT_CASES = [
     (
         "interval-overflow",
         "machines: {m: {sources: {zabbix: {interval: 9223372037}}}}\n",
-        "machines.m.sources.zabbix: --interval must be 1..86400 seconds (a day)",
+        "machines.m.sources.zabbix.interval: --interval must be 1..86400 seconds (a day)",
     ),
     (
         "interval-1e23",
         "machines: {m: {sources: {zabbix: {interval: 100000000000000000000000}}}}\n",
-        "machines.m.sources.zabbix: --interval must be 1..86400 seconds (a day)",
+        "machines.m.sources.zabbix.interval: --interval must be 1..86400 seconds (a day)",
     ),
     (
         "threads-1e8",
         "machines: {m: {sources: {zabbix: {threads: 100000000}}}}\n",
-        "machines.m.sources.zabbix: --threads must be 1..256, not 100000000",
+        "machines.m.sources.zabbix.threads: --threads must be 1..256, not 100000000",
     ),
     (
         "memory-lots",

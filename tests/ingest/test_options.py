@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from burstlake.jobs.ingest import source_module
-from burstlake.jobs.ingest.base import ingest
+from burstlake.jobs.ingest.landing import ingest
 from tests.conftest import FIXTURES
 
 

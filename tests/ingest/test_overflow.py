@@ -167,7 +167,6 @@ def test_a_sample_overflowing_node_io_only_with_an_earlier_file_is_quarantined_b
     with caplog.at_level("INFO", logger="burstlake.jobs.ingest"):
         assert main(argv) == 0
     assert "quarantining the samples taking it there" in caplog.text
-    assert "parsing it again" not in caplog.text  # the engine's TrafficOverflow: never raised
     captured = capsys.readouterr()
     assert "Traceback" not in captured.out + captured.err
     assert "2 records in, 1 landed, 1 quarantined" in captured.out
@@ -209,3 +208,36 @@ def test_an_overflow_found_late_in_a_span_of_days_reruns_pass_2_cleanly(
     log = _balanced(lake)
     assert log["read_bytes"]["seen"] == log["read_bytes"]["landed"] == HALF
     assert _node_io_sum(lake, "read_bytes") == HALF
+
+
+def test_another_sources_file_past_a_64_bit_sum_is_refused_whole_after_one_parse(
+    lake: Path, tmp_path: Path
+) -> None:
+    """The landing engine's own guard (``landing.check_sums``), for a source that cannot name
+    the records responsible: two batches whose read_bytes seen adds to 2^63 refuse the file as
+    a whole, in one line, parsed once (no second parse: no source re-reads on overflow)."""
+    from burstlake.jobs.ingest.landing import WHOLE_FILE, ingest
+    from burstlake.jobs.ingest.source import Batch, ParseContext, Source
+
+    parses: list[Path] = []
+
+    def parse(path: Path, context: ParseContext):
+        parses.append(path)
+        for amount in (MAX_BYTES, 1):
+            yield Batch({}, 1, traffic={"read_bytes": {"seen": amount}})
+
+    path = tmp_path / "huge.txt"
+    path.write_text("two records\n")
+    source = Source(name="slurm", tables=("jobs",), parse=parse)
+    (report,) = ingest(source, [path], lake)
+    assert parses == [path]
+    assert (report.records_in, report.landed, report.quarantined) == (1, 0, 1)
+    assert report.error == (
+        f"its read_bytes traffic passes {MAX_BYTES} bytes, the most a 64-bit byte count "
+        "holds (counter values near 2^63?)"
+    )
+    (reject,) = read_table(lake, "quarantine").to_pylist()
+    assert (reject["location"], reject["reason"]) == (WHOLE_FILE, report.error)
+    (log,) = read_table(lake, "ingest_log").to_pylist()  # nothing of the file landed
+    assert (log["records_in"], log["landed"], log["quarantined"]) == (1, 0, 1)
+    assert not log["traffic"]

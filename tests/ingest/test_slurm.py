@@ -15,7 +15,8 @@ import pytest
 from burstlake import catalog
 from burstlake.cli import main
 from burstlake.jobs.ingest import slurm
-from burstlake.jobs.ingest.base import ParseContext, ingest
+from burstlake.jobs.ingest.landing import ingest
+from burstlake.jobs.ingest.source import ParseContext
 from burstlake.lake import read_table
 from tests.conftest import FIXTURES as ALL_FIXTURES
 

@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from burstlake import catalog
 from burstlake.jobs.ingest import slurm
-from burstlake.jobs.ingest.base import ingest
+from burstlake.jobs.ingest.landing import ingest
 from burstlake.lake import read_table, write_table
 
 HEADER = "JobID|JobIDRaw|JobName|State|Start|End|NNodes|NodeList"

@@ -12,7 +12,7 @@ import pytest
 
 from burstlake.cli import main
 from burstlake.jobs.ingest import zabbix
-from burstlake.jobs.ingest.base import ingest
+from burstlake.jobs.ingest.landing import ingest
 from burstlake.lake import read_table, write_table
 from tests.conftest import FIXTURES as TESTS_FIXTURES
 

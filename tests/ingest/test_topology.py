@@ -12,7 +12,7 @@ import pytest
 
 from burstlake import catalog
 from burstlake.jobs.ingest import topology
-from burstlake.jobs.ingest.base import ingest
+from burstlake.jobs.ingest.landing import ingest
 from burstlake.lake import read_table
 from tests.conftest import FIXTURES as ALL_FIXTURES
 

@@ -18,7 +18,7 @@ import pytest
 
 from burstlake.cli import main
 from burstlake.jobs.ingest import inputs, zabbix
-from burstlake.jobs.ingest.base import ingest
+from burstlake.jobs.ingest.landing import ingest
 from burstlake.jobs.ingest.zabbix import decode, regions, stream
 from burstlake.jobs.ingest.zabbix.mapping import HostNames, load_mapping, prefix_rewrite
 from burstlake.lake import read_table, write_table

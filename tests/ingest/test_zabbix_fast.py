@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 from burstlake.jobs.ingest import accounting, inputs, zabbix
-from burstlake.jobs.ingest.base import ingest
+from burstlake.jobs.ingest.landing import ingest
 from burstlake.jobs.ingest.zabbix import classify, decode
 from burstlake.lake import read_table
 

@@ -21,7 +21,7 @@ import pytest
 from burstlake.cli import main
 from burstlake.jobs.ingest import zabbix
 from burstlake.jobs.ingest.accounting import totals
-from burstlake.jobs.ingest.base import ingest
+from burstlake.jobs.ingest.landing import ingest
 from burstlake.jobs.ingest.zabbix import regions
 from burstlake.lake import latest_version, read_table, table_files
 from tests.conftest import FIXTURES

@@ -19,7 +19,7 @@ from pathlib import Path
 from burstlake import catalog
 from burstlake import lake as lakes
 from burstlake.cli import main
-from burstlake.jobs.ingest.base import IngestFailed
+from burstlake.jobs.ingest.landing import IngestFailed
 from burstlake.lake import read_table
 from tests.lake.conftest import write_sacct
 

@@ -20,7 +20,7 @@ import pytest
 from burstlake import catalog
 from burstlake import lake as lakes
 from burstlake.jobs.ingest import slurm, topology
-from burstlake.jobs.ingest.base import ingest
+from burstlake.jobs.ingest.landing import ingest
 from burstlake.lake import delete_contribution, read_table
 
 pytestmark = pytest.mark.slow  # kill tests: real processes killed at each phase

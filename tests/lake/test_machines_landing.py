@@ -11,7 +11,7 @@ import pytest
 from burstlake import lake as lakes
 from burstlake.cli import main
 from burstlake.jobs.ingest import source_module
-from burstlake.jobs.ingest.base import ingest
+from burstlake.jobs.ingest.landing import ingest
 from burstlake.jobs.ingest.topology import unknown_nodes
 from burstlake.lake import read_table
 from burstlake.schemas import spec

@@ -16,7 +16,7 @@ import pytest
 
 from burstlake.cli import main
 from burstlake.jobs.ingest import darshan, slurm
-from burstlake.jobs.ingest.base import content_id, ingest
+from burstlake.jobs.ingest.landing import content_id, ingest
 from burstlake.lake import read_table
 from tests.lake.test_faults import _cli, _kill, _paused
 

@@ -71,7 +71,7 @@ def test_a_two_machine_file_is_read(tmp_path: Path) -> None:
         ),
         (
             "machines: {m: {sources: {zabbix: {interval: 0}}}}\n",
-            "machines.m.sources.zabbix: --interval must be 1..86400 seconds (a day), not 0",
+            "machines.m.sources.zabbix.interval: --interval must be 1..86400 seconds (a day)",
         ),
         (
             "machines: {m: {sources: {slurm: {tz: Mars/Olympus}}}}\n",

@@ -50,9 +50,9 @@ from typing import Any
 
 import duckdb
 
-from burstlake.jobs.ingest.base import Batch, ParseContext, Pulled, Source
+from burstlake.jobs.ingest.source import Batch, CounterStream, ParseContext, Pulled, Source
 from burstlake.jobs.ingest.zabbix import database, decode
-from burstlake.jobs.ingest.zabbix.options import add_arguments
+from burstlake.jobs.ingest.zabbix.options import OPTIONS
 from burstlake.jobs.ingest.zabbix.regions import pass_two, stream_balance
 from burstlake.jobs.ingest.zabbix.settings import Settings, check_options
 from burstlake.jobs.ingest.zabbix.stream import (
@@ -65,10 +65,10 @@ from burstlake.jobs.ingest.zabbix.stream import (
 from burstlake.lake import sql_literal
 
 __all__ = [
+    "OPTIONS",
     "SOURCE",
     "STATE_TABLE",
     "Settings",
-    "add_arguments",
     "check_options",
     "parse",
     "pull",
@@ -125,15 +125,16 @@ SOURCE = Source(
     name=SOURCE_NAME,
     tables=("node_io",),
     parse=parse,
-    state_tables=(STATE_TABLE,),
-    serial=True,  # a file reads the stream's samples and rewrites shared node_io parts
     check_options=check_options,
     file_pattern="*",
-    add_arguments=add_arguments,
+    options=OPTIONS,
     path_options=("mapping", "items", "spill_dir"),
-    pull=pull,
-    balance=lambda lake, options, reports: (
-        "zabbix stream in the lake (all export files)",
-        stream_balance(lake, options),
+    stream=CounterStream(  # a file reads the stream's samples and rewrites shared node_io parts
+        state_tables=(STATE_TABLE,),
+        pull=pull,
+        balance=lambda lake, options, reports: (
+            "zabbix stream in the lake (all export files)",
+            stream_balance(lake, options),
+        ),
     ),
 )

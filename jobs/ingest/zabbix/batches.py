@@ -9,7 +9,7 @@ from collections.abc import Iterable, Iterator
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from burstlake.jobs.ingest.base import Batch
+from burstlake.jobs.ingest.source import Batch, StreamPart
 
 
 def merged(batches: Iterable[Batch], rows: int) -> Iterator[Batch]:
@@ -45,7 +45,7 @@ def combine(batches: list[Batch]) -> Batch:
         0,
         origins={k: v for b in batches for k, v in b.origins.items()},
         weights={k: v for b in batches for k, v in b.weights.items()},
-        contributions=frozenset().union(*(b.contributions for b in batches)),
+        stream=StreamPart(frozenset().union(*(b.stream.contributions for b in batches))),
         traffic=traffic,
         record_traffic={k: v for b in batches for k, v in b.record_traffic.items()},
     )

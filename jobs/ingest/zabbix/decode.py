@@ -30,7 +30,7 @@ import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 
 from burstlake.jobs.ingest import inputs
-from burstlake.jobs.ingest.base import Batch, ParseContext, Reject, UnusableInput
+from burstlake.jobs.ingest.source import Batch, ParseContext, Reject, UnusableInput
 from burstlake.jobs.ingest.zabbix import classify
 from burstlake.jobs.ingest.zabbix.mapping import IGNORE, HostNames
 from burstlake.jobs.ingest.zabbix.settings import Settings

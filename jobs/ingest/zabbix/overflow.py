@@ -32,7 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from burstlake.jobs.ingest.accounting import MAX_BYTES, overflowing
-from burstlake.jobs.ingest.base import Batch, Reject, UnusableInput
+from burstlake.jobs.ingest.source import Batch, Reject, UnusableInput
 from burstlake.jobs.ingest.zabbix import decode, deltas
 from burstlake.jobs.ingest.zabbix.stream import Stream
 from burstlake.lake import cluster_filter

@@ -36,7 +36,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from burstlake.jobs.ingest.base import CONTRIBUTION, Batch, Reject, UnusableInput
+from burstlake.jobs.ingest.source import CONTRIBUTION, Batch, Reject, StreamPart, UnusableInput
 from burstlake.jobs.ingest.zabbix import batches, decode, deltas, overflow
 from burstlake.jobs.ingest.zabbix.settings import Settings
 from burstlake.jobs.ingest.zabbix.stream import (
@@ -398,7 +398,7 @@ def _region(
                     for r in records
                 },
                 weights={r: nodes[r][1] for r in records},
-                contributions=frozenset([contribution]),
+                stream=StreamPart(contributions=frozenset([contribution])),
                 traffic=traffic,
                 record_traffic={r: by_record.pop(r) for r in records if r in by_record},
             )
@@ -407,7 +407,11 @@ def _region(
         _drop(con, "nodes")
     # the contribution is recomputed even when nothing remains in it
     yield Batch(
-        {}, 0, contributions=frozenset([contribution]), traffic=traffic, record_traffic=by_record
+        {},
+        0,
+        stream=StreamPart(contributions=frozenset([contribution])),
+        traffic=traffic,
+        record_traffic=by_record,
     )
 
 
@@ -570,7 +574,7 @@ def _store_samples(
     con: duckdb.DuckDBPyConnection, spill: Path, stream: Stream, refused: pa.Table
 ) -> Iterator[Batch]:
     """Keep this file's samples (but those ``refused``) in the lake for the files that continue
-    its items (state rows landing with the file's node_io, see ``Batch.state``)."""
+    its items (state rows landing with the file's node_io, see ``StreamPart.state``)."""
     files = sql_literal(spill / decode.samples_pattern())
     same = {  # the file's own columns, repeated by pyarrow (DuckDB would copy them per row)
         "cluster": pa.scalar(stream.cluster, pa.string()),
@@ -588,5 +592,5 @@ def _store_samples(
             rows = pa.Table.from_batches([batch])
             for name, value in same.items():
                 rows = rows.append_column(name, pa.repeat(value, rows.num_rows))
-            yield Batch({}, 0, state={STATE_TABLE: rows})
-    yield Batch({}, 0, keep_previous=frozenset(stream.kept))
+            yield Batch({}, 0, stream=StreamPart(state={STATE_TABLE: rows}))
+    yield Batch({}, 0, stream=StreamPart(keep_previous=frozenset(stream.kept)))

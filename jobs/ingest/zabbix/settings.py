@@ -16,7 +16,6 @@ from burstlake.jobs.ingest.zabbix.mapping import (
     load_mapping,
     prefix_rewrite,
 )
-from burstlake.jobs.ingest.zabbix.stream import DAY_S
 
 
 @dataclass(frozen=True)
@@ -36,41 +35,28 @@ class Settings:
 
     @classmethod
     def from_options(cls, given: dict[str, Any]) -> Settings:
-        """Check the options (``None`` or absent: the default of :mod:`.options`)."""
-        interval = _or_default(given, "interval", options.INTERVAL_S, int)
-        if not 1 <= interval <= DAY_S:
-            raise ValueError(f"--interval must be 1..{DAY_S} seconds (a day), not {interval}")
-        factor = _or_default(given, "gap_factor", options.GAP_FACTOR, float)
-        if not factor >= 1 or factor == float("inf"):
-            raise ValueError(f"--gap-factor must be a finite number >= 1, not {factor:g}")
-        threads = readonly.check_threads(
-            _or_default(given, "threads", options.THREADS, int), "--threads"
-        )
+        """Check the options (``None`` or absent: the default of :mod:`.options`; a value:
+        its :class:`~burstlake.jobs.ingest.source.Option`'s type and bounds)."""
         items = given.get("items")
         if items is not None and not Path(items).is_file():
             raise FileNotFoundError(f"item table {items} does not exist")
         return cls(
             mapping=load_mapping(given.get("mapping")),
-            interval=interval,
+            interval=options.checked(given.get("interval"), options.INTERVAL, options.INTERVAL_S),
             hosts=HostNames(
                 strip_domain=not given.get("keep_domain", False),
                 prefixes=tuple(prefix_rewrite(p) for p in given.get("host_prefix") or ()),
             ),
             items=Path(items) if items else None,
-            gap_factor=factor,
+            gap_factor=options.checked(given.get("gap_factor"), options.GAP, options.GAP_FACTOR),
             spill_dir=given.get("spill_dir"),
             memory_limit=readonly.memory_limit(
                 given.get("memory_limit") or options.MEMORY_LIMIT, "--memory-limit"
             ),
-            threads=threads,
+            threads=options.checked(given.get("threads"), options.THREAD_COUNT, options.THREADS),
             latest_clock=_latest_clock(given.get("latest_clock")),
             db_source=given.get("db_source"),
         )
-
-
-def _or_default(given: Mapping[str, Any], name: str, default: Any, kind: type) -> Any:
-    value = given.get(name)
-    return default if value is None else kind(value)
 
 
 def _latest_clock(given: object) -> int | None:

@@ -20,7 +20,7 @@ syncer file rotated and the path now holds later values, and the earlier content
 when the new content has no usable sample yet). A replacing version takes the stream position
 of the one it replaces.
 
-An export names no machine: ``--cluster`` does (base.record_cluster), and a series is one
+An export names no machine: ``--cluster`` does (source.record_cluster), and a series is one
 cluster × node × item, so two machines' exports with the same node names stay apart (their
 node_io contributions too: :func:`region_id`).
 """
@@ -38,14 +38,14 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from burstlake.jobs.ingest.base import ParseContext, record_cluster
+from burstlake.jobs.ingest.source import ParseContext, record_cluster
 from burstlake.jobs.ingest.zabbix import deltas
+from burstlake.jobs.ingest.zabbix.options import DAY_S
 from burstlake.lake import cluster_filter, dataset, lake_path, read_table
 
 SOURCE_NAME = "zabbix"
 STATE_TABLE = "zabbix_samples"  # every member's usable samples (the stream's state)
 NODE_BUCKETS = 16  # node_io contributions per day: pass 2 recomputes one day of one bucket
-DAY_S = 86_400
 
 
 def bucket_sql(node: str) -> str:

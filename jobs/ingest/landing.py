@@ -1,13 +1,11 @@
-"""The one ingest mechanism every source plugs into: nothing is lost silently.
+"""The landing engine every source plugs into: nothing is lost silently.
 
-See docs/design.md, 'Sources' and 'The lake'.
-
-A source module (slurm, topology, zabbix, darshan) provides a :class:`Source`: a parser from one
-file to a stream of :class:`Batch` es. This module does the rest, the same way for every source:
+See docs/design.md, 'Sources' and 'The lake'. A source gives a parser and its hooks
+(:mod:`.source`, the contract); this module does the rest, the same way for every source:
 
 1. name the file's contribution by its content (``source_id``) and drop what an earlier version
    of the same path contributed;
-2. validate each batch's rows with the table's Great Expectations suite;
+2. validate each batch's rows with the table's Great Expectations suite (:func:`screen_records`);
 3. land the good rows, send parse rejects and failing records to ``quarantine`` with file,
    location and reason;
 4. account for every input record: ``records_in = landed + quarantined``, logged in
@@ -19,28 +17,25 @@ of the same path wrote; ``ingest_log`` is committed last, so a file is never mar
 without its rows. An intent record under ``<lake>/_txn`` lives while the commits run; a landing
 killed there is reconciled by the next ``ingest``: the file is ingested again if it is
 unchanged, or the landing's commits are undone if it changed or vanished (earlier content of the
-path stays landed). A file may also write other contributions of a table
-(``Batch.contributions``: the Zabbix stream's day x node-bucket parts of ``node_io``); they land
-in the same commit as its own rows, under a lock per source (``Source.serial``) since other
-files share them.
+path stays landed). A counter stream's file (``Source.stream``) may also write contributions
+shared with other files (``StreamPart.contributions``); they land in the same commit as its own
+rows, under a lock per source since other files share them.
 
-Rows may carry a ``_record`` column: the index of the input record that produced them (one
-sacct line makes a ``jobs`` row and many ``job_nodes`` rows). A record with any failing row is
-quarantined whole, so no half of it lands. Rows without ``_record`` are quarantined one by one.
+Progress goes to a :data:`burstlake.progress.Report` (one task per command: the bytes of its
+files), never drawn here.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import hashlib
 import json
 import logging
 import os
 import shutil
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from contextlib import nullcontext
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -57,6 +52,15 @@ from burstlake.jobs.ingest.accounting import (
     add_traffic,
     overflowing,
 )
+from burstlake.jobs.ingest.source import (
+    CONTRIBUTION,
+    RECORD,
+    Batch,
+    ParseContext,
+    Reject,
+    Source,
+    UnusableInput,
+)
 from burstlake.lake import (
     ContributionWriter,
     LakeError,
@@ -70,24 +74,12 @@ from burstlake.lake import (
     table_files,
     write_table,
 )
+from burstlake.progress import Report, Step, silent
 from burstlake.schemas import spec
 from burstlake.validate import validate
 
-RECORD = "_record"
 WHOLE_FILE = "whole file"  # the quarantine location of a file refused as a whole
-CONTRIBUTION = "_contribution"
 log = logging.getLogger(__name__)
-
-
-class UnusableInput(Exception):
-    """The file as a whole cannot be read as this source; the message is the one-line reason."""
-
-
-class TrafficOverflow(UnusableInput):
-    """A traffic sum of the file passed :data:`MAX_BYTES` (counter values near 2^63). The file
-    is parsed once more with ``ParseContext.exact_sums``, where a parser that can find the
-    records responsible quarantines them; if a sum passes it again, the message is the file's
-    one-line reason."""
 
 
 class IngestFailed(LakeError):
@@ -106,153 +98,7 @@ def _files(count: int) -> str:
 NOT_ATTEMPTED = "not attempted: the lake failed on an earlier file"
 
 
-@dataclass(frozen=True)
-class Reject:
-    """One input record the parser could not use."""
-
-    location: str  # 'line 12', 'byte 4096', 'record 7'
-    raw: str | None
-    reason: str
-
-
-@dataclass
-class Batch:
-    """Part of a parsed file: rows per lake table, and the input records it covers.
-
-    ``records`` counts input records covered by this batch, rejected ones included.
-    ``origins`` maps a ``_record`` value to (location, raw) so validation failures can be
-    quarantined with the input that caused them. ``weights`` says how many input records a
-    ``_record`` value stands for when rows aggregate many records (default 1): a failing one is
-    one quarantine row that counts them all. ``parents`` maps a record to the record it belongs
-    to (a Darshan log's module records to its header): when the parent fails, so does the child,
-    so no row lands without the record it describes.
-    """
-
-    tables: dict[str, pa.Table]
-    records: int
-    rejects: list[Reject] = field(default_factory=list)
-    origins: dict[int, tuple[str, str | None]] = field(default_factory=dict)
-    weights: dict[int, int] = field(default_factory=dict)
-    parents: dict[int, int] = field(default_factory=dict)
-    # Rows computed from several files (Zabbix export files read as one stream) carry the
-    # contribution they land in as a column _contribution instead of landing in the file's
-    # own; every contribution named here is replaced, even if no row of it remains. All of
-    # them land in the file's one commit per table.
-    contributions: frozenset[str] = frozenset()
-    # Earlier contents of this path that stay in the lake instead of being replaced by this one
-    # (a rotated Zabbix export file continues the stream, see zabbix.py).
-    keep_previous: frozenset[str] = frozenset()
-    # Byte accounting (see :func:`_account_traffic`): metric -> reason -> amount for traffic
-    # seen in the input ('seen') and not landed ('gap', 'reset', 'quarantined'), and
-    # _record -> metric -> amount landing with that record's rows.
-    traffic: dict[str, dict[str, int]] = field(default_factory=dict)
-    record_traffic: dict[int, dict[str, int]] = field(default_factory=dict)
-    # Byte accounting of batches too large for ``record_traffic`` (a record per DXT segment):
-    # metric -> amount in given tables; the rows that pass screening land it, the others
-    # count as quarantined.
-    measure: Callable[[Mapping[str, pa.Table]], dict[str, int]] | None = None
-    # The record of an earlier batch that every record of this one belongs to (a Darshan
-    # log's header): when that record was quarantined, the whole batch is too.
-    belongs_to: int | None = None
-    # Rows of the source's state tables (``Source.state_tables``), landed unvalidated in the
-    # file's contribution with the rest of the file.
-    state: dict[str, pa.Table] = field(default_factory=dict)
-
-
-# ---------------------------------------------------------------- the machine (--cluster)
-
-
-def add_cluster_argument(parser: argparse.ArgumentParser) -> None:
-    """``--cluster NAME``: the one option every source shares (docs/design.md, "Several
-    machines in one lake")."""
-    parser.add_argument(
-        "--cluster",
-        default=None,
-        help="the machine these records come from; it overrides a cluster named in the input "
-        "(sacct's Cluster field). Without either the records belong to the unnamed machine",
-    )
-
-
-def record_cluster(options: Mapping[str, Any], named: str | None = None) -> str | None:
-    """The cluster of a record: ``--cluster`` if given, else the one the input names
-    (``named``), else None (the unnamed machine). The one place this rule lives."""
-    return options.get("cluster") or named or None
-
-
-@dataclass(frozen=True)
-class ParseContext:
-    """What a parser gets besides the path: user options and a progress callback (bytes read)."""
-
-    options: Mapping[str, Any] = field(default_factory=dict)
-    progress: Callable[[int], None] = lambda nbytes: None
-    lake: Path | None = None  # set by ingest_file: sources reading earlier files' state
-    source_id: str = ""  # set by ingest_file: the file's contribution
-    exact_sums: bool = False  # set after a TrafficOverflow: check each record's 64-bit sums
-
-
-@dataclass(frozen=True)
-class Pulled:
-    """Input a source read from elsewhere (``Source.pull``): files to ingest with extra
-    options, lines to tell the user, and why the read ended early (what came before lands)."""
-
-    files: list[Path]
-    options: dict[str, Any] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
-    error: str | None = None
-
-
-@dataclass(frozen=True)
-class Source:
-    """An input source: its name, the tables it writes, and its parser.
-
-    ``state_tables`` hold ingest state the source keeps for later files (not records). A
-    ``serial`` source reads that state while parsing and writes contributions shared by
-    several files, so its files land one at a time (a lock per source and lake).
-    """
-
-    name: str
-    tables: tuple[str, ...]
-    parse: Callable[[Path, ParseContext], Iterable[Batch]]
-    state_tables: tuple[str, ...] = ()
-    serial: bool = False
-    # The one check of the parse options, made by ingest() before any file for every caller
-    # (command line, drop-directory DAG, demo): raises ValueError with a one-line reason.
-    check_options: Callable[[Mapping[str, Any]], None] = lambda options: None
-    # The source's hooks (docs/design.md, "To add a source"), so that the command line, the
-    # drop directory and the deployment file never name a source:
-    # the files a directory given to ingest holds (a glob on the name);
-    file_pattern: str = "*"
-    # its command-line options, which arrive as the parse options, and those naming files
-    # (resolved against the deployment file's folder);
-    add_arguments: Callable[[argparse.ArgumentParser], None] = lambda parser: None
-    path_options: tuple[str, ...] = ()
-    # checks of rows landed earlier, made after each landing: check name -> one line per
-    # finding (the topology re-checks node names that landed before it);
-    after_landing: Callable[[Path], dict[str, list[str]]] = lambda lake: {}
-    # inputs read from elsewhere than files (a database) when the options ask for them:
-    # (options, lake, scratch folder) -> Pulled, or None when the options ask for none;
-    pull: Callable[[Mapping[str, Any], Path, Path], Pulled | None] | None = None
-    # the byte balance to print after a command: (title, metric -> reason -> bytes);
-    balance: Callable[[Path, Mapping[str, Any], list[FileReport]], tuple[str, dict]] | None = None
-    # small files land in groups, one validation and one commit per table for many files
-    # (grouped.py): every row carries _record, no table has a precedence, no state tables.
-    grouped: bool = False
-
-    def traffic(
-        self, lake: Path, options: Mapping[str, Any], reports: list[FileReport]
-    ) -> tuple[str, dict[str, dict[str, int]]]:
-        """The balance hook's answer, by default the files' traffic summed."""
-        if self.balance is not None:
-            return self.balance(lake, options, reports)
-        summed: dict[str, dict[str, int]] = {}
-        for report in reports:
-            for metric, parts in report.traffic.items():
-                for reason, amount in parts.items():
-                    add_traffic(summed, metric, reason, amount)
-        return f"{self.name} traffic", summed
-
-
-def _account_traffic(
+def account_traffic(
     report: FileReport, batch: Batch, failed: set[int], good: Mapping[str, pa.Table]
 ) -> None:
     """Add a batch's byte accounting to the report: a record's traffic lands with its rows, or
@@ -273,13 +119,14 @@ def _account_traffic(
                 add_traffic(report.traffic, metric, "quarantined", amount - landed.get(metric, 0))
 
 
-def _check_sums(report: FileReport) -> None:
+def check_sums(report: FileReport) -> None:
     """The guard of ``ingest_log``'s 64-bit balance: a file whose traffic of a metric passes
-    :data:`MAX_BYTES` raises :class:`TrafficOverflow` (parsed once more record by record, then
-    refused as a whole with a one-line reason if it still passes), never a traceback."""
+    :data:`MAX_BYTES` is refused as a whole with a one-line reason (:class:`UnusableInput`),
+    never a traceback. A source whose counters may come near 2^63 finds the records
+    responsible itself, within its parse (Zabbix: ``zabbix/overflow.py``)."""
     metric = overflowing(report.traffic)
     if metric is not None:
-        raise TrafficOverflow(
+        raise UnusableInput(
             f"its {metric} traffic passes {MAX_BYTES} bytes, the most a 64-bit byte count "
             "holds (counter values near 2^63?)"
         )
@@ -296,7 +143,7 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def _quarantine_rows(report: FileReport, rejects: Iterable[Reject]) -> pa.Table:
+def quarantine_rows(report: FileReport, rejects: Iterable[Reject]) -> pa.Table:
     rows = [
         {
             "source": report.source,
@@ -372,7 +219,7 @@ def screen_records(
     return good, rejects, bad_records
 
 
-def _orphaned(batch: Batch, where: str) -> tuple[dict[str, pa.Table], list[Reject], int, set[int]]:
+def orphaned(batch: Batch, where: str) -> tuple[dict[str, pa.Table], list[Reject], int, set[int]]:
     """:func:`_screen`'s answer for a batch whose record it belongs to (at ``where``) was
     quarantined: one quarantine row stands for all its records the parser did not reject."""
     records = [
@@ -398,7 +245,7 @@ def _topology_nodes(lake: Path | str | None, source: Source) -> list[str] | None
 
 def _previous_versions(lake: Path | str | None, file: str, source_id: str) -> list[str]:
     """The source_ids earlier content of the same path landed as (replaced by this one unless
-    the parser keeps them, ``Batch.keep_previous``)."""
+    a stream keeps them, ``StreamPart.keep_previous``)."""
     if not table_files(lake, "ingest_log"):
         return []
     log = read_table(lake, "ingest_log", columns=["file", "source_id"]).to_pylist()
@@ -419,7 +266,7 @@ def _landed_as(lake: Path, report: FileReport) -> str | None:
     return next((f for f in rows.to_pylist() if f != report.file), None)
 
 
-def _refused_as(lake: Path, file: str) -> str | None:
+def refused_as(lake: Path, file: str) -> str | None:
     """Why ``file`` was refused as a whole (its 'whole file' quarantine row), if it was: a
     copy of an unusable file is unusable too, not 'already landed' (issue 25)."""
     rows = read_table(
@@ -431,7 +278,7 @@ def _refused_as(lake: Path, file: str) -> str | None:
     return rows[0].as_py() if len(rows) else None
 
 
-def _json_options(options: Mapping[str, Any]) -> dict[str, Any]:
+def json_options(options: Mapping[str, Any]) -> dict[str, Any]:
     plain = (str, int, float, bool, type(None))
     return {k: v for k, v in options.items() if isinstance(v, plain)}
 
@@ -480,7 +327,7 @@ def reconcile(
             log.warning(
                 "%s changed or vanished during an interrupted ingest; undoing its commits", file
             )
-            with _serial(root, source_module(record["source"]).SOURCE):
+            with _one_at_a_time(root, source_module(record["source"]).SOURCE):
                 lakes.undo_landing(root, sid, record["tables"], record["started"])
         shutil.rmtree(record["path"], ignore_errors=True)
     return reports
@@ -502,9 +349,11 @@ def _write(writer: ContributionWriter, rows: pa.Table) -> None:
         writer.write(rows.filter(pc.equal(names, name)).drop_columns([CONTRIBUTION]), name)
 
 
-def _serial(root: Path, source: Source) -> contextlib.AbstractContextManager:
-    """The lock a ``serial`` source's files land under (nothing for the others)."""
-    return lakes.exclusive(root, f"source-{source.name}") if source.serial else nullcontext()
+def _one_at_a_time(root: Path, source: Source) -> contextlib.AbstractContextManager:
+    """The lock a counter stream's files land under (nothing for other sources)."""
+    if source.stream is None:
+        return nullcontext()
+    return lakes.exclusive(root, f"source-{source.name}")
 
 
 def ingest_file(
@@ -528,11 +377,11 @@ def ingest_file(
     root = lake_path(lake)
     report.same_as = _landed_as(root, report)
     if report.same_as:
-        report.error = _refused_as(root, report.same_as)
+        report.error = refused_as(root, report.same_as)
         log.info("%s: same content as %s, %s", file, report.same_as, report.error or "landed")
         return report
     context = replace(context or ParseContext(), lake=root, source_id=report.source_id)
-    with _serial(root, source):
+    with _one_at_a_time(root, source):
         _Landing(source, file, root, context, topology_nodes, report).land()
     return report
 
@@ -561,28 +410,20 @@ class _Landing:
             self.report.failure = f"not landed ({failure}): {done}"
 
     def stage(self) -> dict[str, ContributionWriter]:
-        """Parse, screen and stage the file: nothing is committed yet. A file whose traffic
-        passes a 64-bit sum is parsed once more with ``exact_sums`` (:class:`TrafficOverflow`):
-        checking record by record costs more, so only such a file pays for it."""
+        """Parse, screen and stage the file: nothing is committed yet. A file that cannot be
+        read as this source, or whose traffic passes a 64-bit sum (:func:`check_sums`), is
+        refused as a whole."""
         writers = _writers(self.root, self.source, self.report.source_id)
         try:
-            try:
-                self._parse_into(writers)
-            except TrafficOverflow as err:
-                if self.context.exact_sums:
-                    raise
-                log.info("%s: %s; parsing it again, record by record", self.file, err)
-                _abort(writers)
-                writers = _writers(self.root, self.source, self.report.source_id)
-                self.context = replace(self.context, exact_sums=True)
-                self._parse_into(writers)
+            self._parse_into(writers)
         except UnusableInput as err:
             _abort(writers)
             writers = _writers(self.root, self.source, self.report.source_id)
             self.report.error = str(err)
             self.report.records_in, self.report.quarantined = 1, 1
+            self.report.traffic = {}  # nothing of it lands (and a passed 64-bit sum never logs)
             rejects = [Reject(WHOLE_FILE, None, str(err))]
-            writers["quarantine"].write(_quarantine_rows(self.report, rejects))
+            writers["quarantine"].write(quarantine_rows(self.report, rejects))
         except BaseException:
             _abort(writers)
             raise
@@ -591,32 +432,31 @@ class _Landing:
         return writers
 
     def _parse_into(self, writers: dict[str, ContributionWriter]) -> None:
-        """Parse the file, screen each batch and stage its rows into ``writers``; the
-        report's counts are this parse's alone (a second parse starts them again)."""
+        """Parse the file, screen each batch and stage its rows into ``writers``."""
         self.report.records_in = self.report.quarantined = 0
         self.report.traffic, self.report.keep = {}, frozenset()
         quarantined: dict[int, str] = {}  # location of earlier batches' (Batch.belongs_to)
         for batch in self.source.parse(self.file, self.context):
             checkpoint("ingest-parse")
             if batch.belongs_to in quarantined:
-                good, rejects, failed, bad_records = _orphaned(batch, quarantined[batch.belongs_to])
+                good, rejects, failed, bad_records = orphaned(batch, quarantined[batch.belongs_to])
             else:
                 good, rejects, failed, bad_records = _screen(batch, self.topology_nodes)
             if batch.belongs_to is None:  # records later batches may belong to
                 for record in bad_records:
                     quarantined[record] = batch.origins.get(record, (f"record {record}", None))[0]
-            _account_traffic(self.report, batch, bad_records, good)
-            _check_sums(self.report)
+            account_traffic(self.report, batch, bad_records, good)
+            check_sums(self.report)
             for table, rows in good.items():
                 _write(writers[table], rows)
-            for table, rows in batch.state.items():
+            for table, rows in batch.stream.state.items():
                 writers[table].write(rows)
             for table in self.source.tables:
-                writers[table].claim(batch.contributions)
-            writers["quarantine"].write(_quarantine_rows(self.report, batch.rejects + rejects))
+                writers[table].claim(batch.stream.contributions)
+            writers["quarantine"].write(quarantine_rows(self.report, batch.rejects + rejects))
             self.report.records_in += batch.records
             self.report.quarantined += len(batch.rejects) + failed
-            self.report.keep |= batch.keep_previous
+            self.report.keep |= batch.stream.keep_previous
 
     def commit(self, writers: dict[str, ContributionWriter]) -> None:
         """Commit the staged tables, then ``ingest_log``, as one landing (module doc). When
@@ -626,7 +466,7 @@ class _Landing:
         record = {
             "source": self.source.name,
             "file": self.report.file,
-            "options": _json_options(self.context.options),
+            "options": json_options(self.context.options),
             "replaces": replaces,
             "tables": [*writers, "ingest_log"],
         }
@@ -700,29 +540,30 @@ def ingest(
     paths: Iterable[str | os.PathLike],
     lake: str | os.PathLike | None = None,
     options: Mapping[str, Any] | None = None,
-    progress: bool = False,
+    report: Report = silent,
     workers: int = 1,
 ) -> list[FileReport]:
     """Ingest files of one source, then refresh the catalog. Returns one report per file.
 
+    ``report`` gets the progress: one task, ``ingest <source>``, in bytes of the files (what
+    the parser reads as it reads it, then each file's size once it has landed).
     ``workers``: processes parsing the files of a grouped source (``Source.grouped``)."""
-    from tqdm import tqdm
-
     from burstlake.jobs.ingest import grouped
 
     check_cluster((options or {}).get("cluster"), "--cluster")
     source.check_options(dict(options or {}))
     files = list(map(Path, paths))
     reports = reconcile(lake, skip=files)
-    bar = tqdm(
-        total=sum(f.stat().st_size for f in files if f.is_file()),
-        unit="B",
-        unit_scale=True,
-        desc=f"ingest {source.name}",
-        disable=not progress,
-    )
-    context = ParseContext(options=dict(options or {}), progress=bar.update)
-    bar_base = 0
+    task = f"ingest {source.name}"
+    total = sum(f.stat().st_size for f in files if f.is_file())
+    read = [0]  # bytes the parser said it read in the current run of files
+
+    def progress(nbytes: int) -> None:
+        read[0] += nbytes
+        report(Step(task, nbytes, total=total, unit="B"))
+
+    report(Step(task, 0, total=total, unit="B"))
+    context = ParseContext(options=dict(options or {}), progress=progress)
     topology_nodes = _topology_nodes(lake, source)  # a source checking names never writes them
     at = 0
     while at < len(files):
@@ -741,10 +582,11 @@ def ingest(
                 FileReport(source.name, str(f), "-", failure=NOT_ATTEMPTED) for f in skipped
             ]
             break
-        bar_base += sum(f.stat().st_size for f in run if f.is_file())
-        bar.n = bar_base
-        bar.refresh()
-    bar.close()
+        size = sum(f.stat().st_size for f in run if f.is_file())
+        if size != read[0]:  # the run's bytes, whatever the parser counted (compressed input)
+            report(Step(task, size - read[0], total=total, unit="B"))
+        read[0] = 0
+    report(Step(task, total=total, unit="B", done=True))
     _finish(lake, reports)
     return reports
 
