@@ -349,7 +349,7 @@ ZABBIX_SAMPLES = TableSpec(
     name="zabbix_samples",
     doc="Ingest state, not for analysis: the usable samples of every Zabbix file, so that the "
     "files of one export (one per history syncer, rotated to .old) are read as one stream per "
-    "item and a later file continues the series of an earlier one (jobs/ingest/zabbix.py).",
+    "item and a later file continues the series of an earlier one (jobs/ingest/zabbix/stream.py).",
     schema=_schema(
         ("node", pa.string(), False),
         ("cluster", pa.string(), True),  # a series is one cluster x node x item

@@ -60,7 +60,6 @@ from burstlake.jobs.ingest.source import (
     ParseContext,
     Reject,
     Source,
-    TrafficOverflow,
     UnusableInput,
 )
 from burstlake.lake import ContributionWriter, as_lake_error, checkpoint, read_table, table_files
@@ -330,7 +329,7 @@ class _Group:
             _account_traffic(report, batch, bad, good)
             try:
                 _check_sums(report)
-            except TrafficOverflow:
+            except UnusableInput:  # a 64-bit sum passed: the file is refused alone
                 return False
             rows += list(good.items())
             quarantined += batch.rejects + rejects

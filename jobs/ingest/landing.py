@@ -59,7 +59,6 @@ from burstlake.jobs.ingest.source import (
     ParseContext,
     Reject,
     Source,
-    TrafficOverflow,
     UnusableInput,
 )
 from burstlake.lake import (
@@ -122,11 +121,12 @@ def account_traffic(
 
 def check_sums(report: FileReport) -> None:
     """The guard of ``ingest_log``'s 64-bit balance: a file whose traffic of a metric passes
-    :data:`MAX_BYTES` raises :class:`TrafficOverflow` (parsed once more record by record, then
-    refused as a whole with a one-line reason if it still passes), never a traceback."""
+    :data:`MAX_BYTES` is refused as a whole with a one-line reason (:class:`UnusableInput`),
+    never a traceback. A source whose counters may come near 2^63 finds the records
+    responsible itself, within its parse (Zabbix: ``zabbix/overflow.py``)."""
     metric = overflowing(report.traffic)
     if metric is not None:
-        raise TrafficOverflow(
+        raise UnusableInput(
             f"its {metric} traffic passes {MAX_BYTES} bytes, the most a 64-bit byte count "
             "holds (counter values near 2^63?)"
         )
@@ -410,26 +410,18 @@ class _Landing:
             self.report.failure = f"not landed ({failure}): {done}"
 
     def stage(self) -> dict[str, ContributionWriter]:
-        """Parse, screen and stage the file: nothing is committed yet. A file whose traffic
-        passes a 64-bit sum is parsed once more with ``exact_sums`` (:class:`TrafficOverflow`):
-        checking record by record costs more, so only such a file pays for it."""
+        """Parse, screen and stage the file: nothing is committed yet. A file that cannot be
+        read as this source, or whose traffic passes a 64-bit sum (:func:`check_sums`), is
+        refused as a whole."""
         writers = _writers(self.root, self.source, self.report.source_id)
         try:
-            try:
-                self._parse_into(writers)
-            except TrafficOverflow as err:
-                if self.context.exact_sums:
-                    raise
-                log.info("%s: %s; parsing it again, record by record", self.file, err)
-                _abort(writers)
-                writers = _writers(self.root, self.source, self.report.source_id)
-                self.context = replace(self.context, exact_sums=True)
-                self._parse_into(writers)
+            self._parse_into(writers)
         except UnusableInput as err:
             _abort(writers)
             writers = _writers(self.root, self.source, self.report.source_id)
             self.report.error = str(err)
             self.report.records_in, self.report.quarantined = 1, 1
+            self.report.traffic = {}  # nothing of it lands (and a passed 64-bit sum never logs)
             rejects = [Reject(WHOLE_FILE, None, str(err))]
             writers["quarantine"].write(quarantine_rows(self.report, rejects))
         except BaseException:
@@ -440,8 +432,7 @@ class _Landing:
         return writers
 
     def _parse_into(self, writers: dict[str, ContributionWriter]) -> None:
-        """Parse the file, screen each batch and stage its rows into ``writers``; the
-        report's counts are this parse's alone (a second parse starts them again)."""
+        """Parse the file, screen each batch and stage its rows into ``writers``."""
         self.report.records_in = self.report.quarantined = 0
         self.report.traffic, self.report.keep = {}, frozenset()
         quarantined: dict[int, str] = {}  # location of earlier batches' (Batch.belongs_to)

@@ -42,13 +42,6 @@ class UnusableInput(Exception):
     """The file as a whole cannot be read as this source; the message is the one-line reason."""
 
 
-class TrafficOverflow(UnusableInput):
-    """A traffic sum of the file passed :data:`~.accounting.MAX_BYTES` (counter values near
-    2^63). The file is parsed once more with ``ParseContext.exact_sums``, where a parser that
-    can find the records responsible quarantines them; if a sum passes it again, the message is
-    the file's one-line reason."""
-
-
 @dataclass(frozen=True)
 class Reject:
     """One input record the parser could not use."""
@@ -152,7 +145,6 @@ class ParseContext:
     progress: Callable[[int], None] = lambda nbytes: None
     lake: Path | None = None  # set by the engine: sources reading earlier files' state
     source_id: str = ""  # set by the engine: the file's contribution
-    exact_sums: bool = False  # set after a TrafficOverflow: check each record's 64-bit sums
 
 
 # ---------------------------------------------------------------- batches

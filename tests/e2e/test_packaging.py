@@ -25,7 +25,7 @@ PACKAGE_DATA = (
     "burstlake/notebooks/coordination.ipynb",
     "burstlake/replay/scenarios/calciom_pair.yaml",
     "burstlake/replay/scenarios/ion_remap.yaml",
-    "burstlake/jobs/ingest/zabbix_mapping.yaml",
+    "burstlake/jobs/ingest/zabbix/zabbix_mapping.yaml",
 )
 
 

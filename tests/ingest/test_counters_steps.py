@@ -1,4 +1,4 @@
-"""The pair tables of jobs/ingest/counters.py take shortcuts that must not change a number: a
+"""The pair tables of jobs/ingest/zabbix/deltas.py take shortcuts that must not change a number: a
 window's samples are copied as they are when no instant repeats (no deduplicating sort), and
 landed bytes are spread in 64-bit integers where the products fit (128-bit otherwise)."""
 
@@ -10,7 +10,7 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-from burstlake.jobs.ingest import counters
+from burstlake.jobs.ingest.zabbix import deltas as counters
 
 NS = counters.NS
 INTERVAL = 10

@@ -149,23 +149,24 @@ def test_a_sample_overflowing_node_io_only_with_an_earlier_file_is_quarantined_b
     """Two files, each fine alone: the first's read counter rises 2^62 + 1 in an interval, the
     second's other read counter of the same node too. The second file's own sums stay below
     2^63 - 1, but its node_io interval with the first's pairs does not (before: DuckDB's
-    ConversionException). Its pass 2 overflows, it is parsed again record by record, and the
-    sample taking the node's traffic past 64 bits is quarantined by line; the first file's
-    rows stay. The first file, which overflows nothing, is parsed once."""
+    ConversionException). Its pass 2 overflows, its rows are discarded and the sample taking
+    the node's traffic past 64 bits is quarantined by line, then pass 2 runs again (within the
+    one parse); the first file's rows stay. The first file, which overflows nothing, runs pass
+    2 once."""
     first = [
         _line(101, "Lustre read bytes", T0, 0),
         _line(101, "Lustre read bytes", T0 + 10, HALF),
     ]
-    with caplog.at_level("INFO", logger="burstlake.jobs.ingest.landing"):
+    with caplog.at_level("INFO", logger="burstlake.jobs.ingest"):
         lake, _ = _ingest(tmp_path, first, capsys)
-    assert "parsing it again" not in caplog.text
+    assert "quarantining the samples taking it there" not in caplog.text
     second = tmp_path / "history-second.ndjson"
     lines = [_line(201, "Lustre read bytes", T0, 0), _line(201, "Lustre read bytes", T0 + 10, HALF)]
     second.write_text("\n".join(lines) + "\n")
     argv = ["ingest", "zabbix", str(second), "--lake", str(lake), "--interval", "10"]
-    with caplog.at_level("INFO", logger="burstlake.jobs.ingest.landing"):
+    with caplog.at_level("INFO", logger="burstlake.jobs.ingest"):
         assert main(argv) == 0
-    assert "parsing it again, record by record" in caplog.text
+    assert "quarantining the samples taking it there" in caplog.text
     captured = capsys.readouterr()
     assert "Traceback" not in captured.out + captured.err
     assert "2 records in, 1 landed, 1 quarantined" in captured.out
@@ -178,3 +179,65 @@ def test_a_sample_overflowing_node_io_only_with_an_earlier_file_is_quarantined_b
     assert _node_io_sum(lake, "read_bytes") == HALF
     logs = {r["file"]: r for r in read_table(lake, "ingest_log").to_pylist()}
     assert (logs[str(second)]["landed"], logs[str(second)]["quarantined"]) == (1, 1)
+
+
+def test_an_overflow_found_late_in_a_span_of_days_reruns_pass_2_cleanly(
+    tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read counter rises 2^62 + 1 on one day and again the next: the file's read_bytes
+    passes 2^63 - 1 only with the second day, which pass 2 computes in the same span as the
+    first. Batches of one row make pass 2 stop in the middle of the span; its tables are
+    dropped before it runs again without line 4, so the first rise lands as before."""
+    from burstlake.jobs.ingest.zabbix import regions
+
+    monkeypatch.setattr(regions, "ROWS_PER_BATCH", 1)
+    day = 86_400
+    lines = [
+        _line(101, "Lustre read bytes", T0, 0),
+        _line(101, "Lustre read bytes", T0 + 10, HALF),
+        _line(101, "Lustre read bytes", T0 + day, HALF),
+        _line(101, "Lustre read bytes", T0 + day + 10, 2 * HALF),
+    ]
+    lake, out = _ingest(tmp_path, lines, capsys)
+    assert "4 records in, 3 landed, 1 quarantined" in out
+    (reject,) = read_table(lake, "quarantine").to_pylist()
+    assert (reject["location"], reject["raw"]) == ("line 4", lines[3])
+    assert reject["reason"].startswith(
+        f"read_bytes: its {HALF} bytes would take this file's read_bytes traffic past"
+    )
+    log = _balanced(lake)
+    assert log["read_bytes"]["seen"] == log["read_bytes"]["landed"] == HALF
+    assert _node_io_sum(lake, "read_bytes") == HALF
+
+
+def test_another_sources_file_past_a_64_bit_sum_is_refused_whole_after_one_parse(
+    lake: Path, tmp_path: Path
+) -> None:
+    """The landing engine's own guard (``landing.check_sums``), for a source that cannot name
+    the records responsible: two batches whose read_bytes seen adds to 2^63 refuse the file as
+    a whole, in one line, parsed once (no second parse: no source re-reads on overflow)."""
+    from burstlake.jobs.ingest.landing import WHOLE_FILE, ingest
+    from burstlake.jobs.ingest.source import Batch, ParseContext, Source
+
+    parses: list[Path] = []
+
+    def parse(path: Path, context: ParseContext):
+        parses.append(path)
+        for amount in (MAX_BYTES, 1):
+            yield Batch({}, 1, traffic={"read_bytes": {"seen": amount}})
+
+    path = tmp_path / "huge.txt"
+    path.write_text("two records\n")
+    source = Source(name="slurm", tables=("jobs",), parse=parse)
+    (report,) = ingest(source, [path], lake)
+    assert parses == [path]
+    assert (report.records_in, report.landed, report.quarantined) == (1, 0, 1)
+    assert report.error == (
+        f"its read_bytes traffic passes {MAX_BYTES} bytes, the most a 64-bit byte count "
+        "holds (counter values near 2^63?)"
+    )
+    (reject,) = read_table(lake, "quarantine").to_pylist()
+    assert (reject["location"], reject["reason"]) == (WHOLE_FILE, report.error)
+    (log,) = read_table(lake, "ingest_log").to_pylist()  # nothing of the file landed
+    assert (log["records_in"], log["landed"], log["quarantined"]) == (1, 0, 1)
+    assert not log["traffic"]

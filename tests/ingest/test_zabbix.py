@@ -17,9 +17,10 @@ import pyarrow as pa
 import pytest
 
 from burstlake.cli import main
-from burstlake.jobs.ingest import inputs, zabbix, zabbix_lines
+from burstlake.jobs.ingest import inputs, zabbix
 from burstlake.jobs.ingest.landing import ingest
-from burstlake.jobs.ingest.zabbix_mapping import HostNames, load_mapping, prefix_rewrite
+from burstlake.jobs.ingest.zabbix import decode, regions, stream
+from burstlake.jobs.ingest.zabbix.mapping import HostNames, load_mapping, prefix_rewrite
 from burstlake.lake import read_table, write_table
 from burstlake.schemas.tables import NODE_IO_TRAFFIC
 from tests.conftest import FIXTURES as ALL_FIXTURES
@@ -326,10 +327,10 @@ def test_small_blocks_and_batches_give_the_same_rows(
 ) -> None:
     """Block, read and batch boundaries fall inside lines and between nodes; nodes spread
     over several pass-2 buckets."""
-    monkeypatch.setattr(zabbix, "NODE_BUCKETS", 3)
-    monkeypatch.setattr(zabbix_lines, "BLOCK_BYTES", 700)
+    monkeypatch.setattr(stream, "NODE_BUCKETS", 3)
+    monkeypatch.setattr(decode, "BLOCK_BYTES", 700)
     monkeypatch.setattr(inputs, "READ_BYTES", 333)
-    monkeypatch.setattr(zabbix, "ROWS_PER_BATCH", 2)
+    monkeypatch.setattr(regions, "ROWS_PER_BATCH", 2)
     path = tmp_path / "history-both.ndjson.gz"
     text = (FIXTURES / "history-tags.ndjson").read_text().splitlines()[:29]
     text += (FIXTURES / "history-apps.ndjson").read_text().splitlines()
@@ -386,7 +387,7 @@ def _export_lines(rng: np.random.Generator) -> tuple[list[str], dict]:
 
 
 def _expected_deltas(t_ns: np.ndarray, values: np.ndarray, interval: int) -> dict[int, int]:
-    """Plain-Python rendering of the rule (counters.py): each rise between consecutive samples
+    """Plain-Python rendering of the rule (zabbix/deltas.py): each rise between consecutive samples
     spread over the grid slots it covers in proportion to time (cumulative floor), unless the
     spacing exceeds 3 x the median spacing of its hour (lower median) or an hour; drops add
     nothing."""

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from burstlake.cli import main
+from burstlake.jobs.ingest.zabbix import database
 from burstlake.lake import read_table
 
 pytestmark = pytest.mark.slow
@@ -304,7 +305,8 @@ def test_an_earlier_window_after_a_later_one_is_read(loaded, tmp_path, capsys) -
 
 def test_rows_of_a_node_added_to_the_topology_land_on_retry(loaded, tmp_path, capsys) -> None:
     """cn02 is not in the topology at the first read: its rows are refused. Once the topology
-    has it, ``--retry-quarantined`` lands them: node_io equals a clean read."""
+    has it, the next read lands them on its own (their reason is gone), and so does
+    ``--retry-quarantined``: node_io equals a clean read, and a later read reads nothing."""
     import pyarrow as pa
 
     from burstlake.lake import write_table
@@ -315,19 +317,25 @@ def test_rows_of_a_node_added_to_the_topology_land_on_retry(loaded, tmp_path, ca
         rows = pa.table({"node": nodes, "cabinet": ["c0"] * len(nodes)})
         write_table(lake, "topology", rows, "topo", replaces=["topo"])
 
-    clean, lake = tmp_path / "clean", tmp_path / "lake"
+    clean = tmp_path / "clean"
     topology(clean, list(NODES))
     assert _db(clean, loaded, mapping) == 0
-    topology(lake, ["cn01"])
-    assert _db(lake, loaded, mapping) == 0
-    assert {r[0] for r in _node_io(lake)} == {"cn01"}
-    topology(lake, list(NODES))
-    assert _db(lake, loaded, mapping) == 0  # without the flag: nothing new
-    assert {r[0] for r in _node_io(lake)} == {"cn01"}
-    capsys.readouterr()
-    assert _db(lake, loaded, mapping, "--retry-quarantined") == 0
-    assert "120 history rows read" in capsys.readouterr().out
-    assert _node_io(lake) == _node_io(clean)
+    for flag in ((), ("--retry-quarantined",)):
+        lake = tmp_path / f"lake{len(flag)}"
+        topology(lake, ["cn01"])
+        assert _db(lake, loaded, mapping) == 0
+        assert {r[0] for r in _node_io(lake)} == {"cn01"}
+        refused = read_table(lake, "quarantine", ["location"]).column(0).to_pylist()
+        assert f"host cn02 (120 samples of {database.source(loaded)})" in refused  # the bad node
+        assert _db(lake, loaded, mapping) == 0  # still not in the topology: nothing new
+        assert {r[0] for r in _node_io(lake)} == {"cn01"}
+        topology(lake, list(NODES))
+        capsys.readouterr()
+        assert _db(lake, loaded, mapping, *flag) == 0
+        assert "120 history rows read" in capsys.readouterr().out
+        assert _node_io(lake) == _node_io(clean)
+        assert _db(lake, loaded, mapping) == 0
+        assert "0 history rows read, 230 already in the lake skipped" in capsys.readouterr().out
 
 
 def test_duplicate_rows_resolve_by_the_smallest_value_on_every_run(loaded, tmp_path) -> None:
@@ -387,6 +395,13 @@ def test_a_null_ns_is_one_quarantined_row(loaded, tmp_path, capsys) -> None:
     try:
         assert _db(lake, loaded, mapping) == 0
         assert [r for r in _reasons(lake) if r.startswith("ns ")] == ["ns  is not 0..999999999"]
+        # the row is named by its database, item, instant and host, not by the read's
+        # scratch file (deleted when the command ends)
+        where = read_table(lake, "quarantine", ["location", "reason"]).to_pylist()
+        (location,) = [r["location"] for r in where if r["reason"].startswith("ns ")]
+        assert (
+            location == f"{database.source(loaded)} item 100 clock {T0 + 660} ns null (host cn01)"
+        )
         assert _node_io(lake) == before
         capsys.readouterr()
         assert _db(lake, loaded, mapping) == 0
@@ -439,7 +454,7 @@ def test_a_connection_dropped_mid_stream_lands_what_came_before(
     same node_io as one uninterrupted read."""
     import psycopg
 
-    from burstlake.jobs.ingest import zabbix_db
+    from burstlake.jobs.ingest.zabbix import database as zabbix_db
 
     mapping = _mapping(tmp_path)
     monkeypatch.setattr(zabbix_db, "FETCH_ROWS", 40)

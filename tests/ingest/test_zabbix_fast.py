@@ -1,6 +1,6 @@
 """Zabbix ingest: the fast NDJSON decoder (pyarrow's JSON reader, whole blocks) lands exactly
 what the line-by-line decoder (DuckDB's JSON functions) lands: rows, quarantine rows and
-reasons, record counts and the byte balance (jobs/ingest/zabbix_lines.py)."""
+reasons, record counts and the byte balance (jobs/ingest/zabbix/decode.py)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-from burstlake.jobs.ingest import accounting, inputs, zabbix, zabbix_lines, zabbix_typed
+from burstlake.jobs.ingest import accounting, inputs, zabbix
 from burstlake.jobs.ingest.landing import ingest
+from burstlake.jobs.ingest.zabbix import classify, decode
 from burstlake.lake import read_table
 
 T0 = 1700000000
@@ -77,21 +78,21 @@ def _landed(lake: Path, path: Path, **options: object) -> dict:
 def test_fast_and_line_by_line_decoders_land_the_same(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, threads: int
 ) -> None:
-    monkeypatch.setattr(zabbix_lines, "BLOCK_BYTES", 4000)  # blocks of ~25 lines
+    monkeypatch.setattr(decode, "BLOCK_BYTES", 4000)  # blocks of ~25 lines
     monkeypatch.setattr(inputs, "READ_BYTES", 1000)
     path = _export(tmp_path / "history-mixed.ndjson")
     fast_blocks = []
-    read_block = zabbix_lines._read_block
+    read_block = decode._read_block
 
     def counted(*args: object) -> pa.Table | None:
         found = read_block(*args)
         fast_blocks.append(found is not None)
         return found
 
-    monkeypatch.setattr(zabbix_lines, "_read_block", counted)
+    monkeypatch.setattr(decode, "_read_block", counted)
     fast = _landed(tmp_path / "fast", path, threads=threads)
     assert any(fast_blocks) and not all(fast_blocks)  # both paths ran
-    monkeypatch.setattr(zabbix_lines, "_read_block", lambda *args: None)
+    monkeypatch.setattr(decode, "_read_block", lambda *args: None)
     slow = _landed(tmp_path / "slow", path, threads=threads)
     assert fast == slow
     assert fast["counts"] == (332, 323, 9)  # the unknown member is no fault
@@ -121,9 +122,9 @@ def test_fast_and_line_by_line_decoders_land_the_same(
     ],
 )
 def test_blocks_the_fast_path_cannot_read_line_by_line_go_line_by_line(text: bytes) -> None:
-    lines = zabbix_lines._lines(text, 1)
-    table = zabbix_lines._read_block(text, lines)
-    assert table is None or zabbix_lines._members(table, lines) is None
+    lines = decode._lines(text, 1)
+    table = decode._read_block(text, lines)
+    assert table is None or decode._members(table, lines) is None
 
 
 @pytest.mark.parametrize(
@@ -142,15 +143,15 @@ def test_blocks_the_fast_path_cannot_read_line_by_line_go_line_by_line(text: byt
 )
 def test_fast_members_are_the_text_duckdb_reads(records: list[dict]) -> None:
     text = "\n".join(json.dumps(r) for r in records).encode()
-    lines = zabbix_lines._lines(text, 1)
-    fast = zabbix_lines._members(zabbix_lines._read_block(text, lines), lines)
+    lines = decode._lines(text, 1)
+    fast = decode._members(decode._read_block(text, lines), lines)
     assert fast is not None
     with duckdb.connect() as con:
         con.register("lines", lines)
-        query = zabbix_lines._NDJSON_FIELDS.format(members=zabbix_lines._JSON_MEMBERS)
+        query = decode._NDJSON_FIELDS.format(members=decode._JSON_MEMBERS)
         slow = con.execute(query).fetch_arrow_table()
         con.register("members", fast)
-        query = zabbix_lines._NDJSON_FIELDS.format(members="SELECT * FROM members")
+        query = decode._NDJSON_FIELDS.format(members="SELECT * FROM members")
         assert con.execute(query).fetch_arrow_table().to_pylist() == slow.to_pylist()
 
 
@@ -204,22 +205,22 @@ def test_typed_samples_are_the_classifiers(tmp_path: Path) -> None:
     every line they count as ignored is one the classifier ignores, and they vouch for some
     lines and leave others to the classifier."""
     mapping = tmp_path / "mapping.yaml"
-    default = Path(zabbix_lines.__file__).with_name("zabbix_mapping.yaml").read_text()
+    default = Path(decode.__file__).with_name("zabbix_mapping.yaml").read_text()
     mapping.write_text(default + "ignore: {names: [Disk free]}\n")
     settings = zabbix.Settings.from_options({"mapping": str(mapping)})
     text = "\n".join(_typed_lines()).encode()
-    lines = zabbix_lines._lines(text, 1)
-    table = zabbix_lines._read_block(text, lines)
-    assert table is not None and zabbix_typed.typed(table)
-    rules = zabbix_typed.Rules.of(settings.mapping.table(), settings.interval)
-    sure, others, ignored = zabbix_typed.split(table, lines, rules)
+    lines = decode._lines(text, 1)
+    table = decode._read_block(text, lines)
+    assert table is not None and classify.typed(table)
+    rules = classify.Rules.of(settings.mapping.table(), settings.interval)
+    sure, others, ignored = classify.split(table, lines, rules)
     with duckdb.connect() as con:
         con.register("mapping", settings.mapping.table())
-        zabbix_lines._load_items(con, None)
+        decode._load_items(con, None)
         con.register("lines", lines)
         classified = con.execute(
-            zabbix_lines._CLASSIFY.format(decoder=zabbix_lines._decoder(None)),
-            zabbix_lines.classify_params(settings),
+            classify.CLASSIFY.format(decoder=decode._decoder(None)),
+            classify.params(settings),
         )
         by_line = {r["line_no"]: r for r in classified.fetch_arrow_table().to_pylist()}
     assert 0 < sure.num_rows < lines.num_rows and ignored == 1

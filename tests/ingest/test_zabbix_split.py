@@ -22,6 +22,7 @@ from burstlake.cli import main
 from burstlake.jobs.ingest import zabbix
 from burstlake.jobs.ingest.accounting import totals
 from burstlake.jobs.ingest.landing import ingest
+from burstlake.jobs.ingest.zabbix import regions
 from burstlake.lake import latest_version, read_table, table_files
 from tests.conftest import FIXTURES
 
@@ -322,20 +323,20 @@ def test_days_computed_in_one_span_land_what_each_day_alone_lands(
     reference: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Pass 2's span of days (both days of the export at once) gives each day's rows, rejects
-    and balance exactly as that day's region alone does (zabbix._span)."""
+    and balance exactly as that day's region alone does (regions._span)."""
     files = _write(tmp_path / "in", _split(reference["samples"], "time", np.random.default_rng(1)))
     spans = []
-    span = zabbix._span
+    span = regions._span
 
     def counted(con, new, bucket, days, *args):
         spans.append(len(days))
         yield from span(con, new, bucket, days, *args)
 
-    monkeypatch.setattr(zabbix, "_span", counted)
+    monkeypatch.setattr(regions, "_span", counted)
     landed = {}
-    default = zabbix.SPAN_SAMPLES
+    default = regions.SPAN_SAMPLES
     for limit in (default, 0):  # 0: every day alone, as before spans
-        monkeypatch.setattr(zabbix, "SPAN_SAMPLES", limit)
+        monkeypatch.setattr(regions, "SPAN_SAMPLES", limit)
         lake = tmp_path / f"lake-{limit}"
         ingest(zabbix.SOURCE, files, lake)
         quarantine = read_table(lake, "quarantine", columns=["location", "raw", "reason"])
@@ -352,10 +353,10 @@ def test_days_computed_in_one_span_land_what_each_day_alone_lands(
 
 def test_spans_group_consecutive_days_up_to_the_limit() -> None:
     days = {10: 5, 11: 3, 12: 4, 14: 1, 15: 9, 16: 0}
-    assert zabbix._spans(days, 8) == [[10, 11], [12], [14], [15], [16]]  # 15 alone is over 8
-    assert zabbix._spans(days, 100) == [[10, 11, 12], [14, 15, 16]]
-    assert zabbix._spans(days, 0) == [[d] for d in sorted(days)]
-    assert zabbix._spans({}, 8) == []
+    assert regions._spans(days, 8) == [[10, 11], [12], [14], [15], [16]]  # 15 alone is over 8
+    assert regions._spans(days, 100) == [[10, 11, 12], [14, 15, 16]]
+    assert regions._spans(days, 0) == [[d] for d in sorted(days)]
+    assert regions._spans({}, 8) == []
 
 
 def test_a_pair_from_before_a_days_window_stays_out_of_that_day_in_a_span(
@@ -371,9 +372,9 @@ def test_a_pair_from_before_a_days_window_stays_out_of_that_day_in_a_span(
     path = tmp_path / "history-quiet.ndjson"
     path.write_text(_text(rows))
     traffic = {}
-    default = zabbix.SPAN_SAMPLES
+    default = regions.SPAN_SAMPLES
     for limit in (default, 0):
-        monkeypatch.setattr(zabbix, "SPAN_SAMPLES", limit)
+        monkeypatch.setattr(regions, "SPAN_SAMPLES", limit)
         (report,) = ingest(zabbix.SOURCE, [path], tmp_path / f"lake-{limit}")
         traffic[limit] = report.traffic
     assert traffic[default] == traffic[0] == {"read_bytes": {"seen": 4000, "landed": 4000}}

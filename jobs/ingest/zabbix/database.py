@@ -6,9 +6,9 @@ Zabbix's own tables (``schema.sql`` of Zabbix 6.0: ``hosts(hostid, host)``,
 for value type 0 and ``history_uint(itemid, clock, value numeric(20), ns)`` for type 3) in a
 clock window (``--since``/``--until``, Unix seconds or ISO times), with a server-side cursor so
 memory stays bounded, and writes the rows as the history-row files the export path reads
-(``itemid, clock, value, ns`` plus the item table). They then land through :mod:`.zabbix`: the
-same mapping, node names, sampling rule (:mod:`.counters`) and byte balance, so DB rows and the
-equivalent export give the same ``node_io`` to the byte.
+(``itemid, clock, value, ns`` plus the item table). They then land as any file does (the
+package doc): the same mapping, node names, sampling rule (:mod:`.deltas`) and byte balance, so
+DB rows and the equivalent export give the same ``node_io`` to the byte.
 
 A row lands once, whatever the order of the windows read (Zabbix documentation, "Real-time
 export of events, item values, trends": an item's value is identified by its ``itemid``,
@@ -22,9 +22,10 @@ window and compares each row. Rows later than the read's time plus ``--future-to
 quarantined (they never move a watermark) and read again once they are no longer in the future;
 a row with no ``ns`` is quarantined. Rows repeating an (itemid, clock, ns) are read ordered by
 value: the smallest lands, the others are quarantined as duplicates, on every run alike; a
-landed sample is never replaced by a later read. ``--retry-quarantined`` reads again the rows a
-read quarantined and those whose node's rows the lake refused (a node not yet in the topology),
-so they land once their reason is gone. Rows are read in clock order, so a connection lost
+landed sample is never replaced by a later read. The rows of a node whose rows the lake refused
+(a node not yet in the topology) are read again by the first read after the topology has the
+node (their reason is gone); ``--retry-quarantined`` reads again every row a read quarantined
+and those of every refused node. Rows are read in clock order, so a connection lost
 mid-stream lands every row read before it.
 The password comes from ``$PGPASSWORD`` (libpq), the environment variable the deployment file
 names (``password_env``), or an Airflow connection, never from the URL or the file.
@@ -44,10 +45,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from burstlake.jobs.ingest.zabbix.options import FUTURE_TOLERANCE_S
+from burstlake.jobs.ingest.zabbix.stream import DAY_S, STATE_TABLE, region_id
+
 LOG = logging.getLogger(__name__)
 TABLES = {"history": 0, "history_uint": 3}  # Zabbix value types 0 (float), 3 (unsigned)
 FETCH_ROWS = 50_000  # rows per round trip of the server-side cursor
-FUTURE_TOLERANCE_S = 3600  # default --future-tolerance: clock skew allowed past the read time
 NS = 1_000_000_000
 SCRATCH_PREFIX = "zabbix-db-"  # the history files a read writes (how its quarantine is found)
 
@@ -117,6 +120,12 @@ def where(url: str) -> str:
         pass
     text = re.sub(r"(//[^/@:]*):[^/@]*@", r"\1@", text)  # user:password@ -> user@
     return _SECRET.sub(r"\1***", text.split("?", 1)[0])
+
+
+def source(url: str) -> str:
+    """How quarantine rows name the database a row came from (:func:`where`): ``db URL``; a
+    row's location adds its item, clock, ns and host (:func:`.decode.location`)."""
+    return f"db {where(url)}"
 
 
 def redact(text: str, url: str | None) -> str:
@@ -217,7 +226,6 @@ def held(lake: Path, cluster: str | None, window, retry: bool) -> Held:
     """:class:`Held` from the lake's ``zabbix_samples`` and ``quarantine``."""
     import pyarrow.compute as pc
 
-    from burstlake.jobs.ingest.zabbix import STATE_TABLE
     from burstlake.lake import dataset, read_table, table_files
 
     found = Held()
@@ -233,22 +241,58 @@ def held(lake: Path, cluster: str | None, window, retry: bool) -> Held:
         if retry:
             found.retry = _refused_nodes(lake, cluster, mine)
     if table_files(lake, "quarantine") and not retry:
-        where = (pc.field("source") == "zabbix") & pc.starts_with(pc.field("location"), "line ")
-        rows = read_table(lake, "quarantine", ["file", "raw", "reason"], filter=where)
-        for file, raw, reason in zip(*(c.to_pylist() for c in rows.columns), strict=True):
+        location = pc.field("location")
+        where = (pc.field("source") == "zabbix") & (
+            pc.starts_with(location, "line ")
+            | pc.starts_with(location, "db ")
+            | pc.match_substring(location, " samples of db ")
+        )
+        rows = read_table(lake, "quarantine", ["file", "location", "raw", "reason"], filter=where)
+        refused = set()  # nodes whose rows the lake refused
+        for file, at, raw, reason in zip(*(c.to_pylist() for c in rows.columns), strict=True):
+            node = _REFUSED_NODE.match(at)
+            if node:
+                refused.add(node.group(1))
+                continue
             fields = (raw or "").split("\t")
-            if not Path(file).name.startswith(SCRATCH_PREFIX) or len(fields) != 4:
+            # rows a read quarantined: named by the database, or (lakes before) by line of
+            # the read's scratch file
+            ours = at.startswith("db ") or Path(file).name.startswith(SCRATCH_PREFIX)
+            if not ours or len(fields) != 4:
                 continue
             if fields[1].isdigit() and fields[2:] and (fields[3] or "0").isdigit():
                 key = (fields[0], int(fields[1]), int(fields[3] or -1))
                 found.quarantined[key] = "future" in reason
+        back = _in_topology(lake, cluster, refused)
+        if back and found.samples is not None:  # their reason is gone: read them again
+            found.retry = _refused_nodes(lake, cluster, mine & pc.field("node").isin(back))
     return found
+
+
+# the quarantine row of a node whose rows the lake refused (regions._region's origin)
+_REFUSED_NODE = re.compile(r"^host (\S+) \(\d+ samples of db ")
+
+
+def _in_topology(lake: Path, cluster: str | None, nodes: set[str]) -> list[str]:
+    """Of ``nodes``, those the lake's topology now has for the machine (as validation checks
+    them: :func:`burstlake.lake.checked_keys`)."""
+    import pyarrow as pa
+
+    from burstlake.lake import checked_keys, node_keys, read_table, table_files
+
+    if not nodes or not table_files(lake, "topology"):
+        return []
+    known = read_table(lake, "topology", columns=["cluster", "node"])
+    keys = node_keys(known.column("cluster"), known.column("node")).to_pylist()
+    names = sorted(nodes)
+    looked = checked_keys(pa.array([cluster] * len(names), pa.string()), pa.array(names), keys)
+    have = set(keys)
+    return [n for n, key in zip(names, looked.to_pylist(), strict=True) if key in have]
 
 
 def _refused_nodes(lake: Path, cluster: str | None, mine) -> set[tuple[str, int]]:
     """(item, t_ns) of the machine's samples whose node's rows the lake refused (their
     region's node_io holds no row of the node)."""
-    from burstlake.jobs.ingest.zabbix import DAY_S, STATE_TABLE, region_id
     from burstlake.lake import contribution_keys, dataset
 
     have = contribution_keys(lake, "node_io", ["node"])

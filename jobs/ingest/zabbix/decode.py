@@ -1,4 +1,4 @@
-"""Pass 1 of the Zabbix ingest (:mod:`.zabbix`): a file's lines, decoded and classified in
+"""Pass 1 of the Zabbix ingest (the package doc): a file's lines, decoded and classified in
 DuckDB SQL block by block; rejects go to quarantine with their line and reason, host names
 become node names, and the samples are spilled to Parquet by node bucket.
 
@@ -7,10 +7,10 @@ block at once (:func:`_read_block` and :func:`_members`, the fast path), DuckDB'
 functions take it line by line (``_JSON_MEMBERS``). A block the fast path cannot read as one
 object per line goes line by line, and the lines it classifies as rejects are classified again
 line by line, so every reason quotes the input as the line-by-line path reads it. Before any
-SQL, the lines of a block the fast path read that :func:`.zabbix_typed.split` vouches for are
+SQL, the lines of a block the fast path read that :func:`.classify.split` vouches for are
 samples at once (tests/ingest/test_zabbix_fast.py checks both against the line-by-line path).
 
-See the module doc of :mod:`.zabbix` for the input shapes and the accounting.
+See the package doc for the input shapes and the accounting.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import logging
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import duckdb
 import numpy as np
@@ -29,12 +29,11 @@ import pyarrow.compute as pc
 import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 
-from burstlake.jobs.ingest import inputs, zabbix_typed
+from burstlake.jobs.ingest import inputs
 from burstlake.jobs.ingest.source import Batch, ParseContext, Reject, UnusableInput
-from burstlake.jobs.ingest.zabbix_mapping import IGNORE, HostNames
-
-if TYPE_CHECKING:
-    from burstlake.jobs.ingest.zabbix import Settings
+from burstlake.jobs.ingest.zabbix import classify
+from burstlake.jobs.ingest.zabbix.mapping import IGNORE, HostNames
+from burstlake.jobs.ingest.zabbix.settings import Settings
 
 LOG = logging.getLogger(__name__)
 BLOCK_BYTES = 16 << 20  # text decoded per pass-1 step
@@ -245,74 +244,6 @@ SELECT line_no, strlen(line) AS line_len, contains(line, chr(65533)) AS replaced
 FROM (SELECT line_no, line, string_split(line, '{delimiter}') AS f FROM lines)
 """
 
-# Classifies every decoded line: a ``reason`` to quarantine it, or a sample.
-_CLASSIFY = """
-WITH fields AS ({decoder}),
-resolved AS (
-    SELECT f.*, coalesce(f.host, i.host) AS node_host, coalesce(f.key_, i.key_) AS item_key,
-           coalesce(f.name, i.name) AS item_name, coalesce(f.type, i.value_type) AS value_type,
-           TRY_CAST(f.clock AS BIGINT) AS clock_s, TRY_CAST(coalesce(f.ns, '0') AS BIGINT) AS ns_i,
-           -- DOUBLE is exact below 2^53; larger values are uint64 counters, read as integers
-           -- (a direct VARCHAR -> DECIMAL cast is ~100x slower in DuckDB 1.5)
-           CASE WHEN abs(TRY_CAST(f.value AS DOUBLE)) < 9007199254740992
-                THEN TRY_CAST(TRY_CAST(f.value AS DOUBLE) AS DECIMAL(38, 6))
-                ELSE TRY_CAST(TRY_CAST(f.value AS HUGEINT) AS DECIMAL(38, 6)) END AS number
-    FROM fields f LEFT JOIN items i ON i.itemid = f.itemid
-),
-mapped AS (
-    SELECT r.*, coalesce(k.metric, n.metric) AS metric, coalesce(k.kind, n.kind) AS kind,
-           coalesce(k.scale, n.scale) AS scale,
-           -- far beyond 64 bits the exact product would overflow DECIMAL(38): no value then
-           -- (scale 1, the usual, skips DuckDB's slow 128-bit product: the same value)
-           CASE WHEN CAST(number AS DOUBLE) * CAST(coalesce(k.scale, n.scale) AS DOUBLE) < 1e20
-                THEN CASE WHEN coalesce(k.scale, n.scale) = 1 THEN number
-                          ELSE CAST(number * coalesce(k.scale, n.scale) AS DECIMAL(38, 6)) END
-           END AS scaled
-    FROM resolved r
-    LEFT JOIN mapping k ON k.match = 'key' AND k.ident = r.item_key
-    LEFT JOIN mapping n ON n.match = 'name' AND n.ident = r.item_name
-)
-SELECT line_no,
-    CASE WHEN line_len > $max_line THEN $too_long
-         WHEN bad IS NOT NULL THEN bad
-         WHEN replaced THEN $not_utf8
-         WHEN clock IS NULL THEN 'no clock'
-         WHEN value IS NULL THEN 'no value'
-         WHEN value_type IS NOT NULL AND value_type NOT IN ('0', '3') THEN
-              'value type ' || value_type || coalesce(' (' || CASE value_type WHEN '1'
-              THEN 'character' WHEN '2' THEN 'log' WHEN '4' THEN 'text' END || ')', '')
-              || ' is not numeric (0 float, 3 unsigned)'
-         WHEN number IS NULL THEN 'value ' || left(value, 40) || ' is not a number'
-         WHEN number < 0 THEN 'negative value ' || value
-         WHEN clock_s IS NULL OR clock_s NOT BETWEEN 0 AND $last_clock THEN
-              'clock ' || clock || ' is not a Unix time in seconds'
-         WHEN clock_s > $latest_clock THEN
-              'clock ' || clock || ' is in the future: later than the database read time '
-              || '+ --future-tolerance (read again once it is not)'
-         WHEN ns_i IS NULL OR ns_i NOT BETWEEN 0 AND 999999999 THEN
-              'ns ' || ns || ' is not 0..999999999'
-         WHEN node_host IS NOT NULL AND trim(node_host) = '' THEN 'empty host name'
-         WHEN node_host IS NULL AND itemid IS NULL THEN 'no host and no itemid'
-         WHEN node_host IS NULL AND NOT $has_items THEN
-              'no host: history rows need the item table (--items FILE)'
-         WHEN node_host IS NULL THEN 'itemid ' || itemid || ' is not in the item table'
-         WHEN kind = 'ignore' THEN 'ignore'
-         WHEN metric IS NULL THEN 'item ' || coalesce('key ''' || item_key || '''',
-              'name ''' || item_name || '''', 'without key or name')
-              || ' is not in the mapping ' || $mapping
-         -- a uint64 counter holds at most 2^64 - 1 (compared exactly, as DECIMAL)
-         WHEN scaled IS NULL OR kind = 'counter'
-                  AND scaled >= CAST('18446744073709551616' AS DECIMAL(38, 6))
-              OR kind <> 'counter' AND scaled >= CAST('9223372036854775808' AS DECIMAL(38, 6))
-                 / CASE kind WHEN 'rate' THEN $interval ELSE 1 END
-              THEN 'value ' || left(value, 40) || ' is beyond 64 bits'
-    END AS reason,
-    node_host AS host, coalesce(itemid, 'name:' || item_name) AS item, metric, kind,
-    clock_s * 1000000000 + ns_i AS t_ns,
-    scaled AS value
-FROM mapped
-"""
-
 
 def _decoder(header: str | None) -> str:
     """The decoder SQL for NDJSON (``header`` None) or a CSV/TSV with this header line."""
@@ -372,12 +303,13 @@ class _Spill:
     con: duckdb.DuckDBPyConnection
     root: Path
     hosts: HostNames
-    params: dict[str, Any]  # SQL parameters of _CLASSIFY
+    params: dict[str, Any]  # SQL parameters of :data:`.classify.CLASSIFY`
     bucket_sql: str  # SQL of the node bucket of m.node
     threads: bool  # pyarrow may use its thread pool
+    source: str | None = None  # a --db read's database (:func:`location`)
     classify: str | None = None  # chosen from the first block
-    fast: str | None = None  # NDJSON: _CLASSIFY over the members pyarrow read (_members)
-    rules: zabbix_typed.Rules | None = None  # the mapping's checks (None: no sure samples)
+    fast: str | None = None  # NDJSON: the classifier over the members pyarrow read (_members)
+    rules: classify.Rules | None = None  # the mapping's checks (None: no sure samples)
     ignored: int = 0  # lines of items on the mapping's ignore list
     # host name -> (node, why it names none, node bucket), as the file's lines taught them
     hostmap: dict[str, tuple[str | None, str | None, int | None]] = field(default_factory=dict)
@@ -387,10 +319,10 @@ class _Spill:
         its samples by node bucket; return its records and rejects."""
         if self.classify is None:
             decoder, lines = _first_block(lines)
-            self.classify = _CLASSIFY.format(decoder=decoder)
+            self.classify = classify.CLASSIFY.format(decoder=decoder)
             if decoder == _decoder(None):
                 members = _NDJSON_FIELDS.format(members="SELECT * FROM members")
-                self.fast = _CLASSIFY.format(decoder=members)
+                self.fast = classify.CLASSIFY.format(decoder=members)
         samples, rejected = self._decode(data, lines)
         self._learn_hosts(samples)
         hosts = pc.dictionary_encode(samples.column("host").combine_chunks())
@@ -410,19 +342,34 @@ class _Spill:
         )
         rejected.sort()
         texts = taken(lines, [no for no, _ in rejected]).column("line").to_pylist()
+        hosts = self._hosts(samples.filter(unnamed)) if self.source else {}
         return lines.num_rows, [
-            Reject(f"line {no}", text, why) for (no, why), text in zip(rejected, texts, strict=True)
+            Reject(location(no, text, self.source, hosts.get(no)), text, why)
+            for (no, why), text in zip(rejected, texts, strict=True)
         ]
 
+    def _hosts(self, unnamed: pa.Table) -> dict[int, str]:
+        """The host names of the block's rejected lines, where known (a DB read's rows: the
+        classifier took every line of the block, see :func:`location`)."""
+        found = dict(
+            self.con.execute(
+                "SELECT line_no, host FROM decoded WHERE reason IS NOT NULL AND host IS NOT NULL"
+            ).fetchall()
+        )
+        found.update(
+            zip(*(unnamed.column(c).to_pylist() for c in ("line_no", "host")), strict=True)
+        )
+        return found
+
     def _decode(self, data: bytes, lines: pa.Table) -> tuple[pa.Table, list[tuple[int, str]]]:
-        """The block's samples (:data:`.zabbix_typed.SAMPLES`, host names not yet nodes) and
-        its rejects (line number, reason): the lines :func:`.zabbix_typed.split` vouches for
+        """The block's samples (:data:`.classify.SAMPLES`, host names not yet nodes) and
+        its rejects (line number, reason): the lines :func:`.classify.split` vouches for
         are samples, the classifier SQL takes the others."""
         read = _read_block(data, lines, self.threads) if self.fast else None
         if read is None:
             self._classify("decoded", self.classify, lines=lines)
             return self._decoded()
-        sure, others, ignored = zabbix_typed.split(read, lines, self.rules)
+        sure, others, ignored = classify.split(read, lines, self.rules)
         self.ignored += ignored
         if not len(others):
             return sure, []
@@ -449,7 +396,7 @@ class _Spill:
             f"SELECT count(*) FROM decoded WHERE reason = '{IGNORE}'"
         ).fetchone()[0]
         numbers, reasons = self._rejected()
-        return found.cast(zabbix_typed.SAMPLES), list(zip(numbers, reasons, strict=True))
+        return found.cast(classify.SAMPLES), list(zip(numbers, reasons, strict=True))
 
     def _spill(self, n: int, samples: pa.Table, nodes: pa.Array, buckets: pa.Array) -> None:
         """Write block ``n``'s samples (their host names replaced by ``nodes``) to one Parquet
@@ -535,6 +482,22 @@ class _Spill:
         self.hostmap.update((host, (node, reason, bucket)) for host, node, reason, bucket in found)
 
 
+def location(
+    number: int, raw: str | None, source: str | None, node: str | None = None, of: str = "host"
+) -> str:
+    """Where a rejected line is, as its quarantine row says: ``line N`` of the file, or for the
+    rows of a ``--db`` read (``source``, :func:`.database.source`), the database row, which
+    outlives the read's scratch file: ``db URL item I clock C ns N`` and its host (``of``
+    ``node``) where known."""
+    fields = (raw or "").split("\t")
+    if source is None or len(fields) != 4:
+        return f"line {number}" if source is None else f"{source} line {number}"
+    item, clock, _, ns = fields
+    return f"{source} item {item} clock {clock} ns {ns or 'null'}" + (
+        f" ({of} {node})" if node else ""
+    )
+
+
 def taken(lines: pa.Table, numbers: list[int]) -> pa.Table:
     """The rows of a block's ``lines`` (numbered consecutively) with these line numbers."""
     if not numbers:
@@ -567,22 +530,6 @@ def spilled_lines(spill: Path) -> Iterator[pa.Table]:
             yield _lines(kept.read(), int(path.name))
 
 
-def classify_params(settings: Settings) -> dict[str, Any]:
-    """The SQL parameters of ``_CLASSIFY`` for an ingest with ``settings``."""
-    return {
-        "has_items": settings.items is not None,
-        "mapping": settings.mapping.origin,
-        "interval": settings.interval,
-        "max_line": inputs.MAX_LINE_BYTES,
-        "last_clock": zabbix_typed.LAST_CLOCK,
-        "latest_clock": zabbix_typed.LAST_CLOCK
-        if settings.latest_clock is None
-        else settings.latest_clock,
-        "too_long": inputs.LINE_TOO_LONG,
-        "not_utf8": inputs.NOT_UTF8,
-    }
-
-
 def pass_one(
     path: Path,
     context: ParseContext,
@@ -595,12 +542,14 @@ def pass_one(
     A broken compressed stream is one more record: the unreadable rest of the file."""
     con.register("mapping", settings.mapping.table())
     _load_items(con, settings.items)
-    params = classify_params(settings)
+    params = classify.params(settings)
     (spill / RAW).mkdir()
     (spill / SAMPLES).mkdir()
-    state = _Spill(con, spill, settings.hosts, params, bucket_sql, settings.threads > 1)
+    state = _Spill(
+        con, spill, settings.hosts, params, bucket_sql, settings.threads > 1, settings.db_source
+    )
     if settings.items is None:  # an item table may name the host or key: the classifier's
-        state.rules = zabbix_typed.Rules.of(settings.mapping.table(), settings.interval)
+        state.rules = classify.Rules.of(settings.mapping.table(), settings.interval)
     first = 1
     try:
         for n, block in enumerate(_blocks(_bytes(path, context.progress))):
@@ -616,6 +565,10 @@ def pass_one(
     else:
         if first == 1:
             raise UnusableInput("empty file: no Zabbix history lines")
+    finally:  # pass 1's names: pass 2 reads the spill alone
+        con.unregister("mapping")
+        for table in ("items", "decoded", "rechecked"):
+            con.execute(f"DROP TABLE IF EXISTS {table}")
     if state.ignored:
         LOG.info("%s: %d lines of items on the ignore list (landed, unused)", path, state.ignored)
 

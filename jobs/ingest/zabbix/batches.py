@@ -1,4 +1,4 @@
-"""Pass 2 of the Zabbix ingest (:mod:`.zabbix`): its node_io rows regrouped into batches of
+"""Pass 2 of the Zabbix ingest (:mod:`.regions`): its node_io rows regrouped into batches of
 about a given size, so that validation runs on few large batches and a node's rows stay in one
 batch (its record stands for them all)."""
 
@@ -27,13 +27,18 @@ def merged(batches: Iterable[Batch], rows: int) -> Iterator[Batch]:
         yield combine(pending)
 
 
+def add_traffic(into: dict[str, dict[str, int]], traffic: dict[str, dict[str, int]]) -> None:
+    """Add a balance (metric -> reason -> bytes) into another."""
+    for metric, parts in traffic.items():
+        sums = into.setdefault(metric, {})
+        for reason, amount in parts.items():
+            sums[reason] = sums.get(reason, 0) + amount
+
+
 def combine(batches: list[Batch]) -> Batch:
     traffic: dict[str, dict[str, int]] = {}
     for batch in batches:
-        for metric, parts in batch.traffic.items():
-            into = traffic.setdefault(metric, {})
-            for reason, amount in parts.items():
-                into[reason] = into.get(reason, 0) + amount
+        add_traffic(traffic, batch.traffic)
     tables = [b.tables["node_io"] for b in batches if "node_io" in b.tables]
     return Batch(
         {"node_io": pa.concat_tables(tables)} if tables else {},

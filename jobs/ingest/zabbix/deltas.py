@@ -1,4 +1,5 @@
-"""Monitoring samples → per-interval node traffic (paper 004 §2.2: 10 s node counters).
+"""Pass 2's rule: monitoring samples → per-interval node traffic (paper 004 §2.2: 10 s node
+counters), the deltas of consecutive samples spread over the lake's grid.
 
 See docs/design.md, 'Sources'.
 
@@ -33,12 +34,22 @@ The balance (:func:`balance_query`) is exact per pair: seen = landed + gap + res
 
 from __future__ import annotations
 
-from burstlake.jobs.ingest.zabbix_mapping import TRAFFIC
+from burstlake.jobs.ingest.zabbix.options import GAP_FACTOR
+from burstlake.schemas.tables import NODE_IO_TRAFFIC as TRAFFIC
 
 NS = 1_000_000_000
 MAX_RISE = 2**63  # a counter jumping this much (a 64-bit counter re-initialised) is a reset
 PERIOD_S = 3600  # an item's own interval is measured per hour; no pair spans more
-GAP_FACTOR = 3.0  # default: a spacing above 3 × the item's own interval is a gap
+
+# A pair's bytes, over the columns kind, value, ``spacing`` (t_ns - t_prev) and ``rise``
+# (value - v_prev): a rate's value over the spacing, a counter's rise, after a drop its value
+# (counted as ``reset``), a jump of MAX_RISE or more nothing. The one definition: the overflow
+# check (:mod:`.overflow`) counts pairs with it too.
+_AMOUNT = """CASE WHEN kind = 'rate'
+                 THEN CAST(round(CAST(value AS DOUBLE) * spacing / {ns}) AS HUGEINT)
+            WHEN rise < 0 THEN CAST(round(value) AS HUGEINT)
+            WHEN rise >= {max_rise} THEN CAST(0 AS HUGEINT)
+            ELSE CAST(round(rise) AS HUGEINT) END"""
 
 _RANKED = """
 SELECT *, row_number() OVER same AS copy, first_value(line_no) OVER same AS first_line,
@@ -76,11 +87,7 @@ SELECT p.node, p.metric, p.seq, p.t_prev, p.t_ns,
                  THEN 'reset'
             WHEN spacing > {period_ns} OR spacing > {gap_factor} * o.own_ns THEN 'gap'
             ELSE 'landed' END AS reason,
-       CASE WHEN kind = 'rate'
-                 THEN CAST(round(CAST(value AS DOUBLE) * spacing / {ns}) AS HUGEINT)
-            WHEN rise < 0 THEN CAST(round(value) AS HUGEINT)
-            WHEN rise >= {max_rise} THEN CAST(0 AS HUGEINT)
-            ELSE CAST(round(rise) AS HUGEINT) END AS amount
+       {amount} AS amount
 FROM pairs p LEFT JOIN own o USING (node, item, period)
 """
 
@@ -229,6 +236,12 @@ def duplicates_query(samples: str) -> str:
     return f"SELECT line_no, node, first_line, value, first_value FROM ({ranked}) WHERE copy > 1"
 
 
+def amount_sql() -> str:
+    """SQL for a pair's bytes (the module doc's rule) over columns ``kind``, ``value``,
+    ``spacing`` and ``rise``."""
+    return _AMOUNT.format(ns=NS, max_rise=MAX_RISE)
+
+
 def slot_sql(t_ns: str, interval: int) -> str:
     """SQL for the grid slot whose interval (start, end] holds a sample time."""
     return f"(({t_ns}) - 1) // {_step_ns(interval)}"
@@ -257,6 +270,7 @@ def _window(
         "first_slot": int(slots[0]),
         "last_slot": int(slots[1]),
         "max_rise": MAX_RISE,
+        "amount": amount_sql(),
     }
 
 
