@@ -1,7 +1,9 @@
 """Hostile arguments to the commands (issue 25, classes 5 to 7): outputs and inputs that are not
 regular files, flows that never finish, JSON nested 100 000 deep, replay windows of centuries,
 broken option files and policy paths. Each gets one line naming the file and what is wrong, or
-a result that is true; never a traceback, never a replaced device, never ``Infinity``.
+a result that is true; never a traceback, never a replaced device, never ``Infinity``. Issue
+41's memory cases (a deployment file, a topology, a flow file, the report's heat map) run under
+an address-space cap (last section).
 
 Ingest files of every source meet the grid of tests/test_hostile_inputs.py; `burstlake sql`
 meets tests/test_sql_readonly.py."""
@@ -23,6 +25,7 @@ from burstlake.lake import write_table
 from burstlake.presets import machine
 from burstlake.replay.topologies import build
 from burstlake.replay.workloads.lake import _interval_order, lake_demand
+from burstlake.report_parts import MAX_ROWS
 
 T0 = dt.datetime(2024, 3, 1, tzinfo=dt.UTC)
 
@@ -267,3 +270,226 @@ def test_infinite_scale_in_a_mapping_names_the_file(tmp_path, capsys):
     (tmp_path / "lake").mkdir()
     assert main([*args, "--lake", str(tmp_path / "lake")]) == 2
     assert str(mapping) in _one_line(capsys, "ingest")
+
+
+# ------------------------------------------------------------------ memory under RLIMIT_AS
+# Issue 41's memory cases, each run in a subprocess whose address space is capped
+# (``resource.setrlimit(RLIMIT_AS)``) at what the same command takes on a small input plus a
+# margin far below what the hostile input took before its fix: each finishes within the cap,
+# in one line naming the key and the estimate, and the lake holds what it held before.
+# (`burstlake sql`'s cases: tests/lake/test_sql_memory.py.)
+
+CAPPED = """import re, sys
+from burstlake.cli import main
+code = main(sys.argv[1:])
+peak = re.search(r"VmPeak:\\s+(\\d+)", open("/proc/self/status").read()).group(1)
+print("VmPeak", peak, file=sys.stderr)
+sys.exit(code)
+"""
+MARGIN = 256 << 20  # bytes over the small input's peak
+
+
+def _capped(argv: list[str], limit: int | None, code: str = CAPPED):
+    """``burstlake argv`` (or ``code`` with ``argv``) in a subprocess under ``limit`` bytes of
+    address space; (exit code, stderr lines without the VmPeak line, VmPeak in bytes, stdout)."""
+    import re
+    import resource
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    def cap() -> None:
+        if limit is not None:
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    done = subprocess.run(
+        [sys.executable, "-c", code, *argv],
+        cwd=REPO, preexec_fn=cap, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    found = re.search(r"VmPeak (\d+)", done.stderr)
+    lines = [line for line in done.stderr.splitlines() if not line.startswith("VmPeak ")]
+    assert found, done.stderr[-2000:]
+    return done.returncode, lines, int(found.group(1)) << 10, done.stdout
+
+
+def _within(argv_small: list[str], argv_hostile: list[str], code: str = CAPPED):
+    """Run the small input uncapped, then the hostile one capped at its peak + MARGIN."""
+    small_code, small_err, baseline, _ = _capped(argv_small, None, code)
+    assert "Traceback" not in "\n".join(small_err), small_err
+    code_hostile, err, peak, _ = _capped(argv_hostile, baseline + MARGIN, code)
+    assert peak <= baseline + MARGIN
+    return small_code, code_hostile, err
+
+
+def _ingest_rows(lake: Path) -> dict[str, int]:
+    from burstlake.lake import read_table
+
+    return {t: read_table(lake, t).num_rows for t in ("node_io", "quarantine", "ingest_log")}
+
+
+@pytest.mark.slow  # one subprocess per case, each importing the whole command
+@pytest.mark.parametrize(
+    "name, text, said",
+    [
+        (
+            "machines-100000",
+            "machines:\n" + "".join(f"  m{i}: {{}}\n" for i in range(100_000)),
+            "machines: 100000 machines; at most 1000",
+        ),
+        (
+            "alias-bomb",  # 496 bytes before: each level 9 times the last
+            "a: &a [x, x, x, x, x, x, x, x, x]\n"
+            + "".join(
+                f"{chr(98 + k)}: &{chr(98 + k)} [{', '.join([f'*{chr(97 + k)}'] * 9)}]\n"
+                for k in range(8)
+            )
+            + "machines: {m: {sources: {zabbix: {host_prefix: *i}}}}\n",
+            "aliases (*name) are not allowed",
+        ),
+        ("nested-5000", "x: " + "[" * 5000 + "]" * 5000 + "\n", "nested more than 32 deep"),
+        (
+            "interval-1e23",  # 24 GB, then the OOM killer, before
+            "machines: {m: {sources: {zabbix: {interval: 100000000000000000000000}}}}\n",
+            "machines.m.sources.zabbix: --interval must be 1..86400 seconds (a day)",
+        ),
+        (
+            "interval-1e9",
+            "machines: {m: {sources: {zabbix: {interval: 1000000000}}}}\n",
+            "machines.m.sources.zabbix: --interval must be 1..86400 seconds (a day)",
+        ),
+    ],
+)
+def test_a_hostile_deployment_file_is_refused_within_a_memory_cap(name, text, said, tmp_path):
+    from tests.conftest import FIXTURES
+
+    history = FIXTURES / "zabbix" / "history-tags.ndjson"
+    small, hostile = tmp_path / "small.yaml", tmp_path / "hostile.yaml"
+    small.write_text("machines: {m: {sources: {zabbix: {interval: 30}}}}\n")
+    hostile.write_text(text)
+    lakes = tmp_path / "small-lake", tmp_path / "lake"
+    for each in lakes:
+        each.mkdir()
+    argv = ["ingest", "zabbix", str(history), "--lake"]
+    small_code, code, err = _within(
+        [*argv, str(lakes[0]), "--config", str(small)],
+        [*argv, str(lakes[1]), "--config", str(hostile)],
+    )
+    assert small_code == 0 and _ingest_rows(lakes[0])["node_io"] > 0
+    assert code == 2 and len(err) == 1, err
+    assert err[0].startswith(f"burstlake ingest: {hostile}: ") and said in err[0], err
+    assert _ingest_rows(lakes[1]) == {"node_io": 0, "quarantine": 0, "ingest_log": 0}
+
+
+def _ior(tmp_path: Path, topology: str) -> Path:
+    path = tmp_path / f"s{abs(hash(topology))}.yaml"
+    path.write_text(
+        "name: s\nworkload: {source: ior, nodes: [1, 2], bytes_per_node: 4.0e+6, "
+        f"request_bytes: 1.0e+6}}\ntopology: {topology}\npolicies: [block]\n"
+    )
+    return path
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "topology, said",
+    [
+        (
+            "{name: fattree, radix: 36, leaves: 100000}",
+            "topology fattree: 1,800,000 nodes (about 2.2 GB to build); a topology has at most",
+        ),
+        (
+            "{name: torus, dims: [100000, 100000]}",
+            "topology torus: 10,000,000,000 nodes (about 12,000.0 GB to build)",
+        ),
+    ],
+)
+def test_a_topology_too_large_is_refused_within_a_memory_cap(topology, said, lake, tmp_path):
+    """The small input: the same command refused for a fat-tree of 0 leaves (its imports and
+    scenario load, no simulation)."""
+    small = _ior(tmp_path, "{name: fattree, radix: 36, leaves: 0}")
+    hostile = _ior(tmp_path, topology)
+    small_code, code, err = _within(
+        ["replay", "--lake", str(lake), "--scenario", str(small)],
+        ["replay", "--lake", str(lake), "--scenario", str(hostile)],
+    )
+    assert small_code == 2
+    assert code == 2 and len(err) == 1 and said in err[0], err
+    assert err[0].startswith("burstlake replay: ")
+    assert sorted(p.name for p in lake.iterdir() if not p.name.startswith("_")) in (
+        [],
+        ["catalog.duckdb"],
+    )  # no table written
+
+
+@pytest.mark.slow
+def test_a_flow_file_too_large_is_refused_within_a_memory_cap(tmp_path):
+    """A flow file past MAX_FILE_BYTES (sparse: no disk) is refused by its size, unread."""
+    from burstlake.replay.flows import MAX_FILE_BYTES
+
+    small = _flow_file(tmp_path, "{}")
+    big = tmp_path / "big.json"
+    with big.open("wb") as out:
+        out.truncate(MAX_FILE_BYTES + 1)
+    small_code, code, err = _within(["flows", str(small)], ["flows", str(big)])
+    assert small_code == 2
+    assert code == 2 and len(err) == 1, err
+    assert f"{big}: {MAX_FILE_BYTES + 1} bytes; a flow file is at most {MAX_FILE_BYTES}" in err[0]
+
+
+HEATMAP = """import re, sys
+from burstlake import lake
+from burstlake.report import heatmap_grid
+grid, levels, start, span = heatmap_grid(lake.Cluster(sys.argv[1], None))
+print(levels, grid.shape[1], float(grid.to_numpy().sum()))
+peak = re.search(r"VmPeak:\\s+(\\d+)", open("/proc/self/status").read()).group(1)
+print("VmPeak", peak, file=sys.stderr)
+"""
+
+
+def _traffic_lake(path: Path, nodes: int, times: int) -> float:
+    """node_io of ``nodes`` nodes (8 per cabinet: 960 make MAX_ROWS cabinets) × ``times`` 10 s
+    intervals, written in batches; returns the bytes it holds."""
+    path.mkdir(parents=True)
+    names = [f"cn{n:05d}" for n in range(nodes)]
+    write_table(
+        path,
+        "topology",
+        pa.table({"node": names, "cabinet": [f"c{n // 8:04d}" for n in range(nodes)]}),
+        "topo",
+    )
+
+    def batches():
+        for t in range(0, times, 100):
+            count = min(100, times - t)
+            ts = np.repeat(
+                np.datetime64("2024-03-01T00:00:00", "us") + np.arange(t, t + count) * 10_000_000,
+                nodes,
+            )
+            yield pa.table(
+                {
+                    "node": pa.array(names * count),
+                    "ts": pa.array(ts).cast(pa.timestamp("us", tz="UTC")),
+                    "interval_s": pa.array(np.full(nodes * count, 10, np.int32)),
+                    "read_bytes": pa.array(np.full(nodes * count, 3, np.int64)),
+                    "write_bytes": pa.array(np.full(nodes * count, 4, np.int64)),
+                }
+            )
+
+    write_table(path, "node_io", batches(), "traffic")
+    return 7.0 * nodes * times
+
+
+@pytest.mark.slow  # writes a 2.3 M-row node_io
+def test_the_report_heatmap_stays_flat_as_the_lake_grows(tmp_path):
+    """The heat map over 8 times the rows fits in the small lake's peak + MARGIN: reading
+    node_io into pandas, as before, held 1.8 GB at 4.36 M rows."""
+    small, large = tmp_path / "small", tmp_path / "large"
+    expected = (_traffic_lake(small, 960, 300), _traffic_lake(large, 960, 2400))
+    code, err, baseline, _ = _capped([str(small)], None, HEATMAP)
+    assert code == 0, err
+    for lake_dir, total in zip((small, large), expected, strict=True):
+        code, err, peak, out = _capped([str(lake_dir)], baseline + MARGIN, HEATMAP)
+        assert code == 0 and peak <= baseline + MARGIN, err[-20:]
+        levels, bins, got = out.split()
+        assert (int(levels), int(bins), float(got)) == (MAX_ROWS, 240, total)  # every byte binned
