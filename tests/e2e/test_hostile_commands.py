@@ -493,3 +493,84 @@ def test_the_report_heatmap_stays_flat_as_the_lake_grows(tmp_path):
         assert code == 0 and peak <= baseline + MARGIN, err[-20:]
         levels, bins, got = out.split()
         assert (int(levels), int(bins), float(got)) == (MAX_ROWS, 240, total)  # every byte binned
+
+
+# ------------------------------------------------------------------ issue 41: the lake's rows
+# Issue 41's refusals tested elsewhere at the level of the library (tests/replay/
+# test_model_honoured.py, tests/orchestration/test_config.py), here through the command line
+# with the lake's rows asserted.
+
+
+def _replay_rows(lake: Path) -> int:
+    from burstlake.lake import read_table
+
+    return sum(read_table(lake, t).num_rows for t in ("replay_scores", "replay_spread"))
+
+
+@pytest.mark.parametrize(
+    "text, said",
+    [
+        (  # the lake's scores were the flow model's, labelled packet
+            "workload: {source: lake}\ntopology: lake\npolicies: [given]\nmodel: packet\n",
+            "packet",
+        ),
+        (  # ran 2 nodes silently
+            "workload: {source: ior, nodes: [2.7, 4], bytes_per_node: 4.0e+6, "
+            "request_bytes: 1.0e+6}\ntopology: tiny\npolicies: [block]\n",
+            "workload ior: nodes[0] must be an integer >= 1, got 2.7",
+        ),
+        (
+            "workload: {source: ior, nodes: [.inf], bytes_per_node: 4.0e+6, "
+            "request_bytes: 1.0e+6}\ntopology: tiny\npolicies: [block]\n",
+            "workload ior: nodes[0] must be an integer >= 1, got inf",
+        ),
+        (  # NULL latencies with exit 0
+            "workload: {source: ior, nodes: [1, 2], bytes_per_node: 4.0e+6, "
+            "request_bytes: 1.0e+6}\ntopology: tiny\npolicies: [block]\n"
+            "model: {name: packet, nic_delay: 1.0e+308}\n",
+            "nic_delay must be 0..86400 seconds, got 1e+308",
+        ),
+    ],
+    ids=["packet-on-lake", "ior-2.7-nodes", "ior-inf-nodes", "nic-delay-1e308"],
+)
+def test_a_refused_scenario_writes_no_score(text, said, lake, tmp_path, capsys):
+    _one_node_lake(lake, T0, T0 + dt.timedelta(seconds=10))
+    path = tmp_path / "s.yaml"
+    path.write_text(f"name: s\n{text}")
+    assert main(["replay", "--lake", str(lake), "--scenario", str(path)]) == 2
+    assert said in _one_line(capsys, "replay")
+    assert _replay_rows(lake) == 0
+
+
+SACCT = (
+    "JobIDRaw|JobName|User|UID|Account|Partition|Submit|Eligible|Start|End|ReqCPUS|AllocCPUS"
+    "|NNodes|NodeList|State|ExitCode|Cluster\n"
+    "7|a|u|1|x|w|2024-03-01T00:00:00|2024-03-01T00:00:00|2024-03-01T00:10:00|"
+    "2024-03-01T01:00:00|8|8|1|cn001|COMPLETED|0:0|m\n"
+)
+
+
+@pytest.mark.parametrize(
+    "flags, start",
+    [
+        (["--tz", "UTC"], dt.datetime(2024, 3, 1, 0, 10, tzinfo=dt.UTC)),  # the default, given
+        ([], dt.datetime(2024, 3, 1, 8, 10, tzinfo=dt.UTC)),  # the file's: PST is UTC-8
+    ],
+    ids=["flag-equal-to-default-wins", "file-when-no-flag"],
+)
+def test_a_flag_equal_to_its_default_wins_in_the_rows(flags, start, tmp_path):
+    """``--tz UTC`` (the default) given on the command line wins over the file's time zone:
+    the job's start in the lake is 00:10 UTC, not 08:10 (7-8 h off, before)."""
+    from burstlake.lake import read_table
+
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    (lake / "burstlake.yaml").write_text(
+        "machines: {m: {sources: {slurm: {tz: America/Los_Angeles}}}}\n"
+    )
+    sacct = tmp_path / "jobs.sacct"
+    sacct.write_text(SACCT)
+    argv = ["ingest", "slurm", str(sacct), "--lake", str(lake), "--cluster", "m", *flags]
+    assert main(argv) == 0
+    rows = read_table(lake, "jobs", ["job_id", "cluster", "start"]).to_pylist()
+    assert rows == [{"job_id": "7", "cluster": "m", "start": start}]
