@@ -574,3 +574,58 @@ def test_a_flag_equal_to_its_default_wins_in_the_rows(flags, start, tmp_path):
     assert main(argv) == 0
     rows = read_table(lake, "jobs", ["job_id", "cluster", "start"]).to_pylist()
     assert rows == [{"job_id": "7", "cluster": "m", "start": start}]
+
+
+def _zabbix_export(path: Path, host: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        "".join(
+            f'{{"host": {{"host": "{host}"}}, "itemid": 1, "name": "Lustre read bytes", '
+            f'"clock": {1700000000 + 30 * i}, "ns": 0, "value": {100 * i}, "type": 3}}\n'
+            for i in range(4)
+        )
+    )
+    return path
+
+
+@pytest.mark.slow  # airflow dags test
+@pytest.mark.parametrize(
+    "drops, said",
+    [
+        ("  - {path: ., source: zabbix, machine: m}\n", "is or holds the lake"),
+        (
+            "  - {path: ../drops/d, source: zabbix, machine: m}\n"
+            "  - {path: ../drops/d/, source: zabbix, machine: n}\n",
+            "drops[1].path: ",
+        ),
+    ],
+    ids=["drop-is-the-lake", "two-drops-one-folder"],
+)
+def test_the_ingest_dag_refuses_a_drop_it_must_not_read(
+    drops, said, run_dag, lake, tmp_path, capfd
+):
+    """Before: the DAG ingested the lake's own files (15, then 86, then 500 files in two runs),
+    and a file in a folder two drops share landed under the first machine only. Now the run
+    fails on the deployment file and the lake keeps its files and rows."""
+    from burstlake.lake import read_table
+
+    lake.mkdir(parents=True, exist_ok=True)
+    export = _zabbix_export(tmp_path / "first.ndjson", "cn001")
+    assert main(["ingest", "zabbix", str(export), "--lake", str(lake)]) == 0
+    _zabbix_export(tmp_path / "drops" / "d" / "later.ndjson", "cn002")
+    (lake / "burstlake.yaml").write_text("machines: {m: {}, n: {}}\ndrops:\n" + drops)
+    files = sorted(p for p in lake.rglob("*") if p.is_file() and "_locks" not in p.parts)
+    rows = read_table(lake, "node_io").num_rows
+    try:
+        state = run_dag("ingest_zabbix").state
+    except Exception as err:  # refused while the DAG is built
+        assert said in str(err), err
+    else:
+        out, err = capfd.readouterr()
+        assert state == "failed" and "burstlake.yaml: drops[" in out + err, (out + err)[-3000:]
+        assert said in out + err
+    after = sorted(p for p in lake.rglob("*") if p.is_file() and "_locks" not in p.parts)
+    assert [p for p in after if p.name != "catalog.duckdb"] == [
+        p for p in files if p.name != "catalog.duckdb"
+    ]
+    assert read_table(lake, "node_io").num_rows == rows
