@@ -448,8 +448,9 @@ print("VmPeak", peak, file=sys.stderr)
 
 
 def _traffic_lake(path: Path, nodes: int, times: int) -> float:
-    """node_io of ``nodes`` nodes (8 per cabinet: 960 make MAX_ROWS cabinets) × ``times`` 10 s
-    intervals, written in batches; returns the bytes it holds."""
+    """node_io of ``nodes`` nodes (8 per cabinet: 960 make MAX_ROWS cabinets) at ``times``
+    instants 288 s apart (300 a day: the lake grows by days, as a machine's does), written in
+    batches; returns the bytes it holds."""
     path.mkdir(parents=True)
     names = [f"cn{n:05d}" for n in range(nodes)]
     write_table(
@@ -463,7 +464,7 @@ def _traffic_lake(path: Path, nodes: int, times: int) -> float:
         for t in range(0, times, 100):
             count = min(100, times - t)
             ts = np.repeat(
-                np.datetime64("2024-03-01T00:00:00", "us") + np.arange(t, t + count) * 10_000_000,
+                np.datetime64("2024-03-01T00:00:00", "us") + np.arange(t, t + count) * 288_000_000,
                 nodes,
             )
             yield pa.table(
@@ -480,17 +481,29 @@ def _traffic_lake(path: Path, nodes: int, times: int) -> float:
     return 7.0 * nodes * times
 
 
+NOT_FLAT = pytest.mark.xfail(
+    strict=True,
+    reason="not flat: from 1 to 8 days (0.29 to 2.3 M rows) the heat map's peak RSS grows "
+    "446 to 735 MB and Arrow's pool 22 to 96 MB (16 days, 4.6 M rows: 915 MB); the report's "
+    "to fix (pandas before grew about twice as fast)",
+)
+
+
 @pytest.mark.slow  # writes a 2.3 M-row node_io
-def test_the_report_heatmap_stays_flat_as_the_lake_grows(tmp_path):
-    """The heat map over 8 times the rows fits in the small lake's peak + MARGIN: reading
-    node_io into pandas, as before, held 1.8 GB at 4.36 M rows."""
+@pytest.mark.parametrize(
+    "margin", [MARGIN, pytest.param(32 << 20, marks=NOT_FLAT)], ids=["256MiB", "flat-32MiB"]
+)
+def test_the_report_heatmap_over_8_days_within_the_peak_of_1(margin, tmp_path):
+    """The heat map over 8 days of node_io (2.3 M rows) within the 1-day lake's peak +
+    ``margin``, every byte binned: reading node_io into pandas, as before, held 1.8 GB at 4.36
+    M rows, and needs more than 256 MiB over the 1-day peak here."""
     small, large = tmp_path / "small", tmp_path / "large"
     expected = (_traffic_lake(small, 960, 300), _traffic_lake(large, 960, 2400))
     code, err, baseline, _ = _capped([str(small)], None, HEATMAP)
     assert code == 0, err
     for lake_dir, total in zip((small, large), expected, strict=True):
-        code, err, peak, out = _capped([str(lake_dir)], baseline + MARGIN, HEATMAP)
-        assert code == 0 and peak <= baseline + MARGIN, err[-20:]
+        code, err, peak, out = _capped([str(lake_dir)], baseline + margin, HEATMAP)
+        assert code == 0 and peak <= baseline + margin, err[-20:]
         levels, bins, got = out.split()
         assert (int(levels), int(bins), float(got)) == (MAX_ROWS, 240, total)  # every byte binned
 
