@@ -30,14 +30,17 @@ import pyarrow as pa
 from burstlake import readonly
 from burstlake.lake import (
     DAY,
+    READERS,
     Cluster,
     LakeError,
     as_lake_error,
+    checkpoint,
     clean_leftovers,
     cluster_of,
     exclusive,
     lake_path,
     read_versions,
+    shared,
     sql_literal,
     table_files,
     table_layout,
@@ -257,25 +260,29 @@ def _read_only(
     head: int | None = None,
 ) -> Iterator[pa.RecordBatchReader]:
     """The result of one read-only query, streamed (see :func:`sql`; ``head``: its first rows
-    alone, see :func:`sql_head`); DuckDB errors as one-line ValueErrors."""
+    alone, see :func:`sql_head`); DuckDB errors as one-line ValueErrors. The lake's
+    :data:`~burstlake.lake.READERS` lock is held shared from before the catalog is read until
+    the last row, so a vacuum never deletes a file the query reads (it waits)."""
     readonly.check(query)
     readonly.memory_limit(memory)  # a bad setting is refused before any work
     root = lake_path(lake).resolve()
-    con = connect(root)
-    try:
-        versions = con.execute(f'SELECT name, version FROM "{META}"').fetchall()
-        files = [f for name, v in versions if v is not None for f in table_files(root, name, v)]
-        readonly.lock(con, readonly.lake_files(root, files), memory, threads)
-        if head is None:
-            yield con.execute(query).fetch_record_batch(STREAM_ROWS)
-        else:
-            limited = _head_query(con, query, head)
-            batch = max(1, min(head, STREAM_ROWS))
-            yield con.execute(limited or query).fetch_record_batch(batch)
-    except duckdb.Error as err:
-        raise ValueError(readonly.describe_error(err, memory)) from err
-    finally:
-        con.close()
+    with shared(root, READERS):
+        con = connect(root)
+        try:
+            versions = con.execute(f'SELECT name, version FROM "{META}"').fetchall()
+            files = [f for name, v in versions if v is not None for f in table_files(root, name, v)]
+            readonly.lock(con, readonly.lake_files(root, files), memory, threads)
+            checkpoint("sql-query")  # the fault tests' pause: the files are named, not yet read
+            if head is None:
+                yield con.execute(query).fetch_record_batch(STREAM_ROWS)
+            else:
+                limited = _head_query(con, query, head)
+                batch = max(1, min(head, STREAM_ROWS))
+                yield con.execute(limited or query).fetch_record_batch(batch)
+        except duckdb.Error as err:
+            raise ValueError(readonly.describe_error(err, memory)) from err
+        finally:
+            con.close()
 
 
 def delta_connection() -> duckdb.DuckDBPyConnection:

@@ -4,12 +4,15 @@ the lake may be, and a DuckDB connection that can read the lake's data files and
 Two locks:
 
 - the statement, classified by DuckDB's own parser (:func:`duckdb.extract_statements`): exactly
-  one ``SELECT`` (which covers ``WITH ... SELECT``, ``FROM``-first, ``VALUES``, a ``PIVOT`` with
-  an ``IN`` list, ``DESCRIBE``, ``SHOW``, ``SUMMARIZE`` and ``PRAGMA show_*``), or ``EXPLAIN``
+  one ``SELECT`` (which covers ``WITH ... SELECT``, ``FROM``-first, ``VALUES``, ``PIVOT``,
+  ``UNPIVOT``, ``DESCRIBE``, ``SHOW``, ``SUMMARIZE`` and ``PRAGMA show_*``; a ``PIVOT`` without
+  an ``IN`` list is parsed as enum types of its values, made in the temporary catalog, then the
+  SELECT: one statement as written, counted by DuckDB's tokenizer), or ``EXPLAIN``
   / ``EXPLAIN ANALYZE`` of such a statement (the explained statement is classified the same
   way: ``EXPLAIN ANALYZE`` runs it), calling only table functions that read (found in DuckDB's
-  parse tree, ``json_serialize_sql``). ``COPY``, ``EXPORT``, ``ATTACH``, ``INSTALL``, ``LOAD``,
-  ``CREATE``, ``SET``, ``CALL``, ``enable_logging()``, ``checkpoint()`` ... are refused, bare
+  parse tree, ``json_serialize_sql``, or for such a ``PIVOT`` in its tokens). ``COPY``,
+  ``EXPORT``, ``ATTACH``, ``INSTALL``, ``LOAD``, ``CREATE``, ``SET``, ``CALL``,
+  ``enable_logging()``, ``checkpoint()`` ... are refused, bare
   or wrapped;
 - the connection: the catalog opened read-only, external access off, the only files it may
   open are the Parquet files its views read (``allowed_paths``, files and not folders, so no
@@ -24,6 +27,7 @@ overwrite it if it ever passed the first lock.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import os
@@ -39,7 +43,9 @@ log = logging.getLogger(__name__)
 
 READ = duckdb.StatementType.SELECT
 EXPLAIN = duckdb.StatementType.EXPLAIN
-ALLOWED = "one SELECT (or WITH ... SELECT, EXPLAIN [ANALYZE] SELECT, DESCRIBE, SHOW, SUMMARIZE)"
+ALLOWED = (
+    "one SELECT (or WITH ... SELECT, PIVOT, EXPLAIN [ANALYZE] SELECT, DESCRIBE, SHOW, SUMMARIZE)"
+)
 DEFAULT_MEMORY = "25%"  # of the machine's RAM; docs/design.md, "Command line"
 # Table functions a query may call: they read data or describe the database. Any other (e.g.
 # ``enable_logging``, ``checkpoint``, ``copy_database``, ``import_database``, ``query`` whose SQL
@@ -99,10 +105,15 @@ def check(query: str) -> None:
         statements = duckdb.extract_statements(query)
     except duckdb.Error as err:
         raise ValueError(_one_line(err)) from err
+    written = _statements_written(query)
+    pivot_types = [s for s in statements if _is_pivot_type(s)]
+    if pivot_types and written == 1:
+        _check_pivot(query, statements)
+        return
     kinds = [s.type.name for s in statements]
     if len(statements) != 1:
-        if all(s.type == READ for s in statements):
-            raise ValueError(f"one query at a time, got {len(statements)} statements")
+        if all(s.type == READ for s in statements) or (pivot_types and _all_reads(statements)):
+            raise ValueError(f"one query at a time, got {written} statements")
         raise ValueError(
             f"the lake is read-only here: the query runs {len(statements)} statements "
             f"({', '.join(kinds)}), refused; allowed: {ALLOWED}"
@@ -120,11 +131,81 @@ def check(query: str) -> None:
         )
     else:
         for name in _table_functions(statement.query):
-            if name not in READ_FUNCTIONS and not name.startswith(READ_FUNCTION_PREFIXES):
-                raise ValueError(
-                    f"the lake is read-only here: table function {name}() is refused (it "
-                    "changes the database's state or runs SQL given as text)"
-                )
+            _check_function(name)
+
+
+def _check_function(name: str) -> None:
+    if name not in READ_FUNCTIONS and not name.startswith(READ_FUNCTION_PREFIXES):
+        raise ValueError(
+            f"the lake is read-only here: table function {name}() is refused (it "
+            "changes the database's state or runs SQL given as text)"
+        )
+
+
+def _statements_written(query: str) -> int:
+    """How many statements the text holds, by DuckDB's tokenizer: pieces between ``;``
+    operators that hold a token (comments and strings with ``;`` in them are single tokens)."""
+    count, open_piece = 0, False
+    for at, kind in duckdb.tokenize(query):
+        if kind == duckdb.token_type.operator and query[at] == ";":
+            count, open_piece = count + open_piece, False
+        else:
+            open_piece = True
+    return count + open_piece
+
+
+def _is_pivot_type(statement: duckdb.Statement) -> bool:
+    """A ``CREATE TYPE`` DuckDB's parser adds before a ``PIVOT`` without an ``IN`` list (an
+    enum of the pivot's values, in the temporary catalog): a CREATE with no text of its own."""
+    return statement.type == duckdb.StatementType.CREATE and not statement.query.strip()
+
+
+def _all_reads(statements: list[duckdb.Statement]) -> bool:
+    return all(s.type == READ or _is_pivot_type(s) for s in statements)
+
+
+def _check_pivot(query: str, statements: list[duckdb.Statement]) -> None:
+    """One statement the user wrote that holds a ``PIVOT`` without an ``IN`` list: DuckDB's
+    parser turns it into enum types and the statement (wrapped in a transaction unless it is a
+    SELECT). It is read-only when what remains is one SELECT calling only reading table
+    functions; DuckDB serializes no such statement, so the calls are found in its tokens (any
+    name followed by ``(`` that is a table function of DuckDB's)."""
+    rest = [s for s in statements if s.type != duckdb.StatementType.TRANSACTION]
+    main = rest[-1]
+    if not all(_is_pivot_type(s) for s in rest[:-1]):
+        raise ValueError(f"not a statement that can be checked: {query.strip()[:60]!r}")
+    if main.type == EXPLAIN:
+        raise ValueError(
+            "EXPLAIN of a PIVOT without an IN list is not supported here: give the "
+            "pivot's values, e.g. PIVOT t ON c IN ('a', 'b') USING sum(x)"
+        )
+    if main.type != READ:
+        raise ValueError(
+            f"the lake is read-only here: {main.type.name} statements are refused "
+            f"(write through burstlake ingest, metrics or replay); allowed: {ALLOWED}"
+        )
+    for name in _called_table_functions(query):
+        _check_function(name)
+
+
+def _called_table_functions(query: str) -> Iterator[str]:
+    """Every name in ``query``'s tokens followed by ``(`` that names a DuckDB table function."""
+    with duckdb.connect() as con:
+        table_functions = {
+            name
+            for (name,) in con.execute(
+                "SELECT DISTINCT lower(function_name) FROM duckdb_functions() "
+                "WHERE function_type IN ('table', 'table_macro')"
+            ).fetchall()
+        }
+    tokens = duckdb.tokenize(query)
+    for (at, kind), (after, _) in itertools.pairwise(tokens):
+        if kind in (duckdb.token_type.identifier, duckdb.token_type.keyword) and (
+            query[after] == "("
+        ):
+            name = query[at:after].strip().strip('"').replace('""', '"').lower()
+            if name in table_functions:
+                yield name
 
 
 def _table_functions(select: str) -> Iterator[str]:

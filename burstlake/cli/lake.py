@@ -7,6 +7,7 @@ old versions; ``catalog`` rebuilds ``catalog.duckdb``; ``clean`` removes what ki
 from __future__ import annotations
 
 import argparse
+import sys
 
 from burstlake.cli import add_lake_argument
 
@@ -52,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     elif args.action == "vacuum":
         if args.retention_hours < 0:
             raise ValueError("--retention-hours must be 0 or more")
-        removed = lake.vacuum(root, args.retention_hours)
+        removed = lake.vacuum(root, args.retention_hours, on_wait=lambda: _waiting(root))
         for name, count in removed.items():
             print(f"{name}: {count} files removed")
     elif args.action == "clean":
@@ -65,3 +66,12 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "catalog":
         print(f"{catalog.catalog_path(root)} rebuilt")
     return 0
+
+
+def _waiting(root) -> None:
+    print(
+        f"burstlake lake vacuum: waiting for the queries running on {root} (burstlake sql) to "
+        "finish: they read files this vacuum may delete",
+        file=sys.stderr,
+        flush=True,
+    )

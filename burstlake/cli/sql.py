@@ -14,9 +14,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="run SQL on the lake (DuckDB)",
         description="Run one read-only SQL query on the lake's DuckDB catalog and print the "
         "result. Every lake table is a view: jobs, job_nodes, node_io, topology, quarantine, "
-        "... Only one read-only statement runs (SELECT, WITH ... SELECT, EXPLAIN [ANALYZE] of a "
-        "SELECT, DESCRIBE, SHOW, SUMMARIZE), reading only the lake's data files, within a "
-        "memory limit.",
+        "... Only one read-only statement runs (SELECT, WITH ... SELECT, PIVOT, EXPLAIN "
+        "[ANALYZE] of a SELECT, DESCRIBE, SHOW, SUMMARIZE), reading only the lake's data files, "
+        "within a memory limit.",
     )
     parser.add_argument("query", help='e.g. "SELECT count(*) FROM jobs"')
     parser.add_argument(

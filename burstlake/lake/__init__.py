@@ -66,7 +66,7 @@ from burstlake.lake.layout import (
     lake_path,
     table_dir,
 )
-from burstlake.lake.locks import OwnedFolder, clean_leftovers, exclusive
+from burstlake.lake.locks import READERS, OwnedFolder, clean_leftovers, exclusive, shared
 from burstlake.lake.maintenance import legacy_tables, migrate, undo_landing, vacuum
 from burstlake.lake.pause import checkpoint
 from burstlake.lake.read import (
@@ -108,6 +108,7 @@ __all__ = [
     "LOCKS",
     "MIGRATE",
     "PREDICATE",
+    "READERS",
     "ROWS_PER_FILE",
     "RUNS",
     "SOURCE",
@@ -151,6 +152,7 @@ __all__ = [
     "read_version",
     "read_versions",
     "run",
+    "shared",
     "snapshot",
     "spark_frame",
     "sql_literal",

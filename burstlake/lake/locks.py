@@ -8,22 +8,61 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import logging
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from burstlake.lake.layout import LOCKS, STAGING, lake_path
 
+log = logging.getLogger(__name__)
+
+
+READERS = "readers"  # the lock queries on the lake hold shared and vacuum holds exclusive
+
 
 @contextlib.contextmanager
-def exclusive(lake: str | os.PathLike | None, name: str) -> Iterator[None]:
+def exclusive(
+    lake: str | os.PathLike | None, name: str, on_wait: Callable[[], None] | None = None
+) -> Iterator[None]:
     """An exclusive lock ``name`` on the lake, held for the block (a table's commits, one
-    source's landings, the catalog's rebuild)."""
+    source's landings, the catalog's rebuild, a vacuum against the readers); ``on_wait`` is
+    called once if another process holds it, before waiting for it."""
     folder = lake_path(lake) / LOCKS
     folder.mkdir(parents=True, exist_ok=True)
     with (folder / f"{name}.lock").open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if on_wait is not None:
+                on_wait()
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def shared(lake: str | os.PathLike | None, name: str) -> Iterator[None]:
+    """A shared lock ``name`` on the lake, held for the block: any number of holders at once,
+    none while a process holds it exclusive (a query reading files against a vacuum deleting
+    them). On a lake this user cannot write, whose lock file cannot be made, nothing is held:
+    no vacuum of this user's runs there either."""
+    path = lake_path(lake) / LOCKS / f"{name}.lock"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle = path.open("a")
+    except OSError:
+        try:
+            handle = path.open("r")
+        except OSError:
+            log.debug("no %s lock on %s: it cannot be made here", name, path)
+            yield
+            return
+    with handle:
+        fcntl.flock(handle, fcntl.LOCK_SH)
         try:
             yield
         finally:

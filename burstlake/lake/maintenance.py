@@ -9,7 +9,7 @@ import contextlib
 import logging
 import os
 import shutil
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import duckdb
@@ -28,7 +28,7 @@ from burstlake.lake.layout import (
     is_delta,
     lake_path,
 )
-from burstlake.lake.locks import clean_leftovers, exclusive
+from burstlake.lake.locks import READERS, clean_leftovers, exclusive
 from burstlake.lake.snapshot import (
     _commit_sources,
     _consistent_cut,
@@ -106,31 +106,40 @@ def _put_back(root: Path, name: str, version: int, predicate: str | None, source
     _republish(root, name, dt.version())
 
 
-def vacuum(lake: str | os.PathLike | None, retention_hours: int) -> dict[str, int]:
+def vacuum(
+    lake: str | os.PathLike | None,
+    retention_hours: int,
+    on_wait: Callable[[], None] | None = None,
+) -> dict[str, int]:
     """Delete files no version newer than ``retention_hours`` needs, table by table.
 
     The versions readers are pinned to (published runs, unfinished landings) are kept whatever
-    their age. Returns the number of files removed per table; staging leftovers go too.
+    their age, and the files a running query reads too: vacuum holds the :data:`READERS` lock
+    exclusive, which every query on the lake holds shared from before it reads the catalog
+    until its last row, so it waits for the queries running (``on_wait`` is called once
+    first) and queries starting meanwhile wait for it. Returns the number of files removed per
+    table; staging leftovers go too.
     """
     root = lake_path(lake)
     clean_leftovers(root)
-    published = _published(root)
-    cut = _consistent_cut(root)  # versions readers see while a landing is unfinished
     removed: dict[str, int] = {}
-    for name in sorted(REGISTRY):
-        path = root / name
-        if not is_delta(path):
-            continue
-        with exclusive(root, name):
-            dt = DeltaTable(path)
-            keep = [v for v in (published.get(name), cut.get(name)) if v is not None] or None
-            files = dt.vacuum(
-                retention_hours=retention_hours,
-                dry_run=False,
-                enforce_retention_duration=False,
-                keep_versions=keep,
-            )
-        removed[name] = len(files)
+    with exclusive(root, READERS, on_wait):
+        published = _published(root)
+        cut = _consistent_cut(root)  # versions readers see while a landing is unfinished
+        for name in sorted(REGISTRY):
+            path = root / name
+            if not is_delta(path):
+                continue
+            with exclusive(root, name):
+                dt = DeltaTable(path)
+                keep = [v for v in (published.get(name), cut.get(name)) if v is not None] or None
+                files = dt.vacuum(
+                    retention_hours=retention_hours,
+                    dry_run=False,
+                    enforce_retention_duration=False,
+                    keep_versions=keep,
+                )
+            removed[name] = len(files)
     return removed
 
 

@@ -1,7 +1,9 @@
 """Hostile arguments to the commands (issue 25, classes 5 to 7): outputs and inputs that are not
 regular files, flows that never finish, JSON nested 100 000 deep, replay windows of centuries,
 broken option files and policy paths. Each gets one line naming the file and what is wrong, or
-a result that is true; never a traceback, never a replaced device, never ``Infinity``.
+a result that is true; never a traceback, never a replaced device, never ``Infinity``. Issue
+41's memory cases (a deployment file, a topology, a flow file, the report's heat map) run under
+an address-space cap (last section).
 
 Ingest files of every source meet the grid of tests/test_hostile_inputs.py; `burstlake sql`
 meets tests/test_sql_readonly.py."""
@@ -23,6 +25,7 @@ from burstlake.lake import write_table
 from burstlake.presets import machine
 from burstlake.replay.topologies import build
 from burstlake.replay.workloads.lake import _interval_order, lake_demand
+from burstlake.report_parts import MAX_ROWS
 
 T0 = dt.datetime(2024, 3, 1, tzinfo=dt.UTC)
 
@@ -267,3 +270,366 @@ def test_infinite_scale_in_a_mapping_names_the_file(tmp_path, capsys):
     (tmp_path / "lake").mkdir()
     assert main([*args, "--lake", str(tmp_path / "lake")]) == 2
     assert str(mapping) in _one_line(capsys, "ingest")
+
+
+# ------------------------------------------------------------------ memory under RLIMIT_AS
+# Issue 41's memory cases, each run in a subprocess whose address space is capped
+# (``resource.setrlimit(RLIMIT_AS)``) at what the same command takes on a small input plus a
+# margin far below what the hostile input took before its fix: each finishes within the cap,
+# in one line naming the key and the estimate, and the lake holds what it held before.
+# (`burstlake sql`'s cases: tests/lake/test_sql_memory.py.)
+
+CAPPED = """import re, sys
+from burstlake.cli import main
+code = main(sys.argv[1:])
+peak = re.search(r"VmPeak:\\s+(\\d+)", open("/proc/self/status").read()).group(1)
+print("VmPeak", peak, file=sys.stderr)
+sys.exit(code)
+"""
+MARGIN = 256 << 20  # bytes over the small input's peak
+
+
+def _capped(argv: list[str], limit: int | None, code: str = CAPPED):
+    """``burstlake argv`` (or ``code`` with ``argv``) in a subprocess under ``limit`` bytes of
+    address space; (exit code, stderr lines without the VmPeak line, VmPeak in bytes, stdout)."""
+    import re
+    import resource
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    def cap() -> None:
+        if limit is not None:
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    done = subprocess.run(
+        [sys.executable, "-c", code, *argv],
+        cwd=REPO, preexec_fn=cap, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    found = re.search(r"VmPeak (\d+)", done.stderr)
+    lines = [line for line in done.stderr.splitlines() if not line.startswith("VmPeak ")]
+    assert found, done.stderr[-2000:]
+    return done.returncode, lines, int(found.group(1)) << 10, done.stdout
+
+
+def _within(argv_small: list[str], argv_hostile: list[str], code: str = CAPPED):
+    """Run the small input uncapped, then the hostile one capped at its peak + MARGIN."""
+    small_code, small_err, baseline, _ = _capped(argv_small, None, code)
+    assert "Traceback" not in "\n".join(small_err), small_err
+    code_hostile, err, peak, _ = _capped(argv_hostile, baseline + MARGIN, code)
+    assert peak <= baseline + MARGIN
+    return small_code, code_hostile, err
+
+
+def _ingest_rows(lake: Path) -> dict[str, int]:
+    from burstlake.lake import read_table
+
+    return {t: read_table(lake, t).num_rows for t in ("node_io", "quarantine", "ingest_log")}
+
+
+@pytest.mark.slow  # one subprocess per case, each importing the whole command
+@pytest.mark.parametrize(
+    "name, text, said",
+    [
+        (
+            "machines-100000",
+            "machines:\n" + "".join(f"  m{i}: {{}}\n" for i in range(100_000)),
+            "machines: 100000 machines; at most 1000",
+        ),
+        (
+            "alias-bomb",  # 496 bytes before: each level 9 times the last
+            "a: &a [x, x, x, x, x, x, x, x, x]\n"
+            + "".join(
+                f"{chr(98 + k)}: &{chr(98 + k)} [{', '.join([f'*{chr(97 + k)}'] * 9)}]\n"
+                for k in range(8)
+            )
+            + "machines: {m: {sources: {zabbix: {host_prefix: *i}}}}\n",
+            "aliases (*name) are not allowed",
+        ),
+        ("nested-5000", "x: " + "[" * 5000 + "]" * 5000 + "\n", "nested more than 32 deep"),
+        (
+            "interval-1e23",  # 24 GB, then the OOM killer, before
+            "machines: {m: {sources: {zabbix: {interval: 100000000000000000000000}}}}\n",
+            "machines.m.sources.zabbix: --interval must be 1..86400 seconds (a day)",
+        ),
+        (
+            "interval-1e9",
+            "machines: {m: {sources: {zabbix: {interval: 1000000000}}}}\n",
+            "machines.m.sources.zabbix: --interval must be 1..86400 seconds (a day)",
+        ),
+    ],
+)
+def test_a_hostile_deployment_file_is_refused_within_a_memory_cap(name, text, said, tmp_path):
+    from tests.conftest import FIXTURES
+
+    history = FIXTURES / "zabbix" / "history-tags.ndjson"
+    small, hostile = tmp_path / "small.yaml", tmp_path / "hostile.yaml"
+    small.write_text("machines: {m: {sources: {zabbix: {interval: 30}}}}\n")
+    hostile.write_text(text)
+    lakes = tmp_path / "small-lake", tmp_path / "lake"
+    for each in lakes:
+        each.mkdir()
+    argv = ["ingest", "zabbix", str(history), "--lake"]
+    small_code, code, err = _within(
+        [*argv, str(lakes[0]), "--config", str(small)],
+        [*argv, str(lakes[1]), "--config", str(hostile)],
+    )
+    assert small_code == 0 and _ingest_rows(lakes[0])["node_io"] > 0
+    assert code == 2 and len(err) == 1, err
+    assert err[0].startswith(f"burstlake ingest: {hostile}: ") and said in err[0], err
+    assert _ingest_rows(lakes[1]) == {"node_io": 0, "quarantine": 0, "ingest_log": 0}
+
+
+def _ior(tmp_path: Path, topology: str) -> Path:
+    path = tmp_path / f"s{abs(hash(topology))}.yaml"
+    path.write_text(
+        "name: s\nworkload: {source: ior, nodes: [1, 2], bytes_per_node: 4.0e+6, "
+        f"request_bytes: 1.0e+6}}\ntopology: {topology}\npolicies: [block]\n"
+    )
+    return path
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "topology, said",
+    [
+        (
+            "{name: fattree, radix: 36, leaves: 100000}",
+            "topology fattree: 1,800,000 nodes (about 2.2 GB to build); a topology has at most",
+        ),
+        (
+            "{name: torus, dims: [100000, 100000]}",
+            "topology torus: 10,000,000,000 nodes (about 12,000.0 GB to build)",
+        ),
+    ],
+)
+def test_a_topology_too_large_is_refused_within_a_memory_cap(topology, said, lake, tmp_path):
+    """The small input: the same command refused for a fat-tree of 0 leaves (its imports and
+    scenario load, no simulation)."""
+    small = _ior(tmp_path, "{name: fattree, radix: 36, leaves: 0}")
+    hostile = _ior(tmp_path, topology)
+    small_code, code, err = _within(
+        ["replay", "--lake", str(lake), "--scenario", str(small)],
+        ["replay", "--lake", str(lake), "--scenario", str(hostile)],
+    )
+    assert small_code == 2
+    assert code == 2 and len(err) == 1 and said in err[0], err
+    assert err[0].startswith("burstlake replay: ")
+    assert sorted(p.name for p in lake.iterdir() if not p.name.startswith("_")) in (
+        [],
+        ["catalog.duckdb"],
+    )  # no table written
+
+
+@pytest.mark.slow
+def test_a_flow_file_too_large_is_refused_within_a_memory_cap(tmp_path):
+    """A flow file past MAX_FILE_BYTES (sparse: no disk) is refused by its size, unread."""
+    from burstlake.replay.flows import MAX_FILE_BYTES
+
+    small = _flow_file(tmp_path, "{}")
+    big = tmp_path / "big.json"
+    with big.open("wb") as out:
+        out.truncate(MAX_FILE_BYTES + 1)
+    small_code, code, err = _within(["flows", str(small)], ["flows", str(big)])
+    assert small_code == 2
+    assert code == 2 and len(err) == 1, err
+    assert f"{big}: {MAX_FILE_BYTES + 1} bytes; a flow file is at most {MAX_FILE_BYTES}" in err[0]
+
+
+HEATMAP = """import re, sys
+from burstlake import lake
+from burstlake.report import heatmap_grid
+grid, levels, start, span = heatmap_grid(lake.Cluster(sys.argv[1], None))
+print(levels, grid.shape[1], float(grid.to_numpy().sum()))
+peak = re.search(r"VmPeak:\\s+(\\d+)", open("/proc/self/status").read()).group(1)
+print("VmPeak", peak, file=sys.stderr)
+"""
+
+
+def _traffic_lake(path: Path, nodes: int, times: int) -> float:
+    """node_io of ``nodes`` nodes (8 per cabinet: 960 make MAX_ROWS cabinets) at ``times``
+    instants 288 s apart (300 a day: the lake grows by days, as a machine's does), written in
+    batches; returns the bytes it holds."""
+    path.mkdir(parents=True)
+    names = [f"cn{n:05d}" for n in range(nodes)]
+    write_table(
+        path,
+        "topology",
+        pa.table({"node": names, "cabinet": [f"c{n // 8:04d}" for n in range(nodes)]}),
+        "topo",
+    )
+
+    def batches():
+        for t in range(0, times, 100):
+            count = min(100, times - t)
+            ts = np.repeat(
+                np.datetime64("2024-03-01T00:00:00", "us") + np.arange(t, t + count) * 288_000_000,
+                nodes,
+            )
+            yield pa.table(
+                {
+                    "node": pa.array(names * count),
+                    "ts": pa.array(ts).cast(pa.timestamp("us", tz="UTC")),
+                    "interval_s": pa.array(np.full(nodes * count, 10, np.int32)),
+                    "read_bytes": pa.array(np.full(nodes * count, 3, np.int64)),
+                    "write_bytes": pa.array(np.full(nodes * count, 4, np.int64)),
+                }
+            )
+
+    write_table(path, "node_io", batches(), "traffic")
+    return 7.0 * nodes * times
+
+
+@pytest.mark.slow  # writes a 2.3 M-row node_io
+def test_the_report_heatmap_over_8_days_within_the_peak_of_1(tmp_path):
+    """The heat map over 8 days of node_io (2.3 M rows) within the 1-day lake's peak + 32 MiB,
+    every byte binned. Before: node_io read into pandas (1.8 GB at 4.36 M rows; here 290 MB
+    more address space at 8 days than at 1), then an Arrow reader handed to DuckDB (220 MB
+    more; peak RSS 446 then 735 MB)."""
+    margin = 32 << 20
+    small, large = tmp_path / "small", tmp_path / "large"
+    expected = (_traffic_lake(small, 960, 300), _traffic_lake(large, 960, 2400))
+    code, err, baseline, _ = _capped([str(small)], None, HEATMAP)
+    assert code == 0, err
+    for lake_dir, total in zip((small, large), expected, strict=True):
+        code, err, peak, out = _capped([str(lake_dir)], baseline + margin, HEATMAP)
+        assert code == 0 and peak <= baseline + margin, err[-20:]
+        levels, bins, got = out.split()
+        assert (int(levels), int(bins), float(got)) == (MAX_ROWS, 240, total)  # every byte binned
+
+
+# ------------------------------------------------------------------ issue 41: the lake's rows
+# Issue 41's refusals tested elsewhere at the level of the library (tests/replay/
+# test_model_honoured.py, tests/orchestration/test_config.py), here through the command line
+# with the lake's rows asserted.
+
+
+def _replay_rows(lake: Path) -> int:
+    from burstlake.lake import read_table
+
+    return sum(read_table(lake, t).num_rows for t in ("replay_scores", "replay_spread"))
+
+
+@pytest.mark.parametrize(
+    "text, said",
+    [
+        (  # the lake's scores were the flow model's, labelled packet
+            "workload: {source: lake}\ntopology: lake\npolicies: [given]\nmodel: packet\n",
+            "packet",
+        ),
+        (  # ran 2 nodes silently
+            "workload: {source: ior, nodes: [2.7, 4], bytes_per_node: 4.0e+6, "
+            "request_bytes: 1.0e+6}\ntopology: tiny\npolicies: [block]\n",
+            "workload ior: nodes[0] must be an integer >= 1, got 2.7",
+        ),
+        (
+            "workload: {source: ior, nodes: [.inf], bytes_per_node: 4.0e+6, "
+            "request_bytes: 1.0e+6}\ntopology: tiny\npolicies: [block]\n",
+            "workload ior: nodes[0] must be an integer >= 1, got inf",
+        ),
+        (  # NULL latencies with exit 0
+            "workload: {source: ior, nodes: [1, 2], bytes_per_node: 4.0e+6, "
+            "request_bytes: 1.0e+6}\ntopology: tiny\npolicies: [block]\n"
+            "model: {name: packet, nic_delay: 1.0e+308}\n",
+            "nic_delay must be 0..86400 seconds, got 1e+308",
+        ),
+    ],
+    ids=["packet-on-lake", "ior-2.7-nodes", "ior-inf-nodes", "nic-delay-1e308"],
+)
+def test_a_refused_scenario_writes_no_score(text, said, lake, tmp_path, capsys):
+    _one_node_lake(lake, T0, T0 + dt.timedelta(seconds=10))
+    path = tmp_path / "s.yaml"
+    path.write_text(f"name: s\n{text}")
+    assert main(["replay", "--lake", str(lake), "--scenario", str(path)]) == 2
+    assert said in _one_line(capsys, "replay")
+    assert _replay_rows(lake) == 0
+
+
+SACCT = (
+    "JobIDRaw|JobName|User|UID|Account|Partition|Submit|Eligible|Start|End|ReqCPUS|AllocCPUS"
+    "|NNodes|NodeList|State|ExitCode|Cluster\n"
+    "7|a|u|1|x|w|2024-03-01T00:00:00|2024-03-01T00:00:00|2024-03-01T00:10:00|"
+    "2024-03-01T01:00:00|8|8|1|cn001|COMPLETED|0:0|m\n"
+)
+
+
+@pytest.mark.parametrize(
+    "flags, start",
+    [
+        (["--tz", "UTC"], dt.datetime(2024, 3, 1, 0, 10, tzinfo=dt.UTC)),  # the default, given
+        ([], dt.datetime(2024, 3, 1, 8, 10, tzinfo=dt.UTC)),  # the file's: PST is UTC-8
+    ],
+    ids=["flag-equal-to-default-wins", "file-when-no-flag"],
+)
+def test_a_flag_equal_to_its_default_wins_in_the_rows(flags, start, tmp_path):
+    """``--tz UTC`` (the default) given on the command line wins over the file's time zone:
+    the job's start in the lake is 00:10 UTC, not 08:10 (7-8 h off, before)."""
+    from burstlake.lake import read_table
+
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    (lake / "burstlake.yaml").write_text(
+        "machines: {m: {sources: {slurm: {tz: America/Los_Angeles}}}}\n"
+    )
+    sacct = tmp_path / "jobs.sacct"
+    sacct.write_text(SACCT)
+    argv = ["ingest", "slurm", str(sacct), "--lake", str(lake), "--cluster", "m", *flags]
+    assert main(argv) == 0
+    rows = read_table(lake, "jobs", ["job_id", "cluster", "start"]).to_pylist()
+    assert rows == [{"job_id": "7", "cluster": "m", "start": start}]
+
+
+def _zabbix_export(path: Path, host: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        "".join(
+            f'{{"host": {{"host": "{host}"}}, "itemid": 1, "name": "Lustre read bytes", '
+            f'"clock": {1700000000 + 30 * i}, "ns": 0, "value": {100 * i}, "type": 3}}\n'
+            for i in range(4)
+        )
+    )
+    return path
+
+
+@pytest.mark.slow  # airflow dags test
+@pytest.mark.parametrize(
+    "drops, said",
+    [
+        ("  - {path: ., source: zabbix, machine: m}\n", "is or holds the lake"),
+        (
+            "  - {path: ../drops/d, source: zabbix, machine: m}\n"
+            "  - {path: ../drops/d/, source: zabbix, machine: n}\n",
+            "drops[1].path: ",
+        ),
+    ],
+    ids=["drop-is-the-lake", "two-drops-one-folder"],
+)
+def test_the_ingest_dag_refuses_a_drop_it_must_not_read(
+    drops, said, run_dag, lake, tmp_path, capfd
+):
+    """Before: the DAG ingested the lake's own files (15, then 86, then 500 files in two runs),
+    and a file in a folder two drops share landed under the first machine only. Now the run
+    fails on the deployment file and the lake keeps its files and rows."""
+    from burstlake.lake import read_table
+
+    lake.mkdir(parents=True, exist_ok=True)
+    export = _zabbix_export(tmp_path / "first.ndjson", "cn001")
+    assert main(["ingest", "zabbix", str(export), "--lake", str(lake)]) == 0
+    _zabbix_export(tmp_path / "drops" / "d" / "later.ndjson", "cn002")
+    (lake / "burstlake.yaml").write_text("machines: {m: {}, n: {}}\ndrops:\n" + drops)
+    files = sorted(p for p in lake.rglob("*") if p.is_file() and "_locks" not in p.parts)
+    rows = read_table(lake, "node_io").num_rows
+    try:
+        state = run_dag("ingest_zabbix").state
+    except Exception as err:  # refused while the DAG is built
+        assert said in str(err), err
+    else:
+        out, err = capfd.readouterr()
+        assert state == "failed" and "burstlake.yaml: drops[" in out + err, (out + err)[-3000:]
+        assert said in out + err
+    after = sorted(p for p in lake.rglob("*") if p.is_file() and "_locks" not in p.parts)
+    assert [p for p in after if p.name != "catalog.duckdb"] == [
+        p for p in files if p.name != "catalog.duckdb"
+    ]
+    assert read_table(lake, "node_io").num_rows == rows

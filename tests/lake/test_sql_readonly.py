@@ -115,7 +115,17 @@ def test_every_wrapper_of_every_write_is_refused(
         "SELECT * FROM enable_logging(storage = 'file', storage_path = 'logs')",
         "SELECT * FROM copy_database('memory', 'memory')",
         "SELECT * FROM import_database('node_io')",
-        "PIVOT node_io ON node USING sum(read_bytes)",  # makes a type first: two statements
+        "PIVOT node_io ON node USING sum(read_bytes); SELECT 1",  # two statements as written
+        "SELECT 1; PIVOT node_io ON node USING sum(read_bytes)",
+        "PIVOT node_io ON node; DROP VIEW node_io",
+        "PIVOT node_io ON node; CREATE TYPE t AS ENUM ('a')",
+        "CREATE TYPE t AS ENUM ('a'); SELECT 1",
+        "CREATE TABLE t AS PIVOT node_io ON node USING sum(read_bytes)",
+        "INSERT INTO node_io PIVOT node_io ON node USING sum(read_bytes)",
+        "EXPLAIN ANALYZE CREATE TABLE t AS PIVOT node_io ON node",
+        "PIVOT (SELECT * FROM checkpoint()) ON x",  # a PIVOT's calls are checked too
+        'SELECT * FROM (PIVOT (FROM main."force_checkpoint" ()) ON x)',
+        "PIVOT (SELECT * FROM query('SELECT 1 AS x')) ON x",
         "SELECT * FROM query('SELECT 1 AS one')",  # SQL as text: not checked, so refused
         "SELECT * FROM (SELECT 1) WHERE 1 IN (SELECT 1 FROM checkpoint())",
         "SELECT * FROM main.force_checkpoint()",
@@ -200,6 +210,13 @@ def test_reads_still_work(lake_with_rows, capsys):
         "WITH a AS (SELECT * FROM node_io) SELECT node, sum(read_bytes) FROM a GROUP BY node",
         "SELECT * FROM (SELECT node FROM node_io) s",
         "PIVOT node_io ON node IN ('cn7') USING sum(read_bytes)",
+        "PIVOT node_io ON node USING sum(read_bytes)",  # DuckDB makes an enum type first
+        "-- a; comment\nPIVOT node_io /* ; */ ON node USING sum(read_bytes);",
+        "WITH p AS (PIVOT node_io ON node USING sum(read_bytes)) SELECT * FROM p",
+        "UNPIVOT (PIVOT node_io ON node USING sum(read_bytes) GROUP BY ts) ON cn7 "
+        "INTO NAME k VALUE v",
+        "UNPIVOT node_io ON read_bytes, interval_s INTO NAME k VALUE v",
+        "SELECT ';' AS semicolon, 'DROP VIEW node_io; --' AS s FROM node_io",
         "EXPLAIN SELECT * FROM node_io",
         "EXPLAIN ANALYZE SELECT count(*) FROM node_io",
         "/* why */ EXPLAIN (FORMAT json) SELECT 1",
@@ -215,6 +232,27 @@ def test_reads_still_work(lake_with_rows, capsys):
     assert (
         catalog.sql(lake_with_rows, "SELECT sum(read_bytes) AS s FROM node_io")["s"][0].as_py() == 3
     )
+
+
+def test_a_pivot_without_in_list_answers_and_leaves_the_lake_as_it_was(
+    lake_with_rows, capsys, tmp_path, monkeypatch
+):
+    """Issue 41: a read-only PIVOT was refused as two statements (DuckDB makes an enum type of
+    the pivot's values first); it runs, its columns are the values, the lake is unchanged."""
+    monkeypatch.chdir(tmp_path)
+    before = _state(lake_with_rows)
+    query = "PIVOT node_io ON node USING sum(read_bytes) GROUP BY interval_s"
+    assert main(["sql", "--lake", str(lake_with_rows), query]) == 0
+    assert "cn7" in capsys.readouterr().out
+    result = catalog.sql(lake_with_rows, query)
+    assert result.column_names == ["interval_s", "cn7"]
+    assert result.to_pylist() == [{"interval_s": 10, "cn7": 0 + 1 + 2}]
+    unpivot = catalog.sql(
+        lake_with_rows, f"UNPIVOT ({query}) ON cn7 INTO NAME node VALUE read_bytes"
+    )
+    assert unpivot.to_pylist() == [{"interval_s": 10, "node": "cn7", "read_bytes": 3}]
+    assert _state(lake_with_rows) == before and not list(tmp_path.iterdir())
+    assert read_table(lake_with_rows, "node_io").num_rows == 3
 
 
 def test_a_memory_bomb_is_stopped_by_the_limit(lake_with_rows, capsys):
