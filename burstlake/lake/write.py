@@ -17,12 +17,13 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 from deltalake import CommitProperties, DeltaTable, write_deltalake
+from deltalake import Schema as DeltaSchema
 from deltalake.exceptions import CommitFailedError, DeltaError
 
 from burstlake.lake.errors import as_lake_error
+from burstlake.lake.files import Part, PartWriter, owned_files, place, stored_batches, unplace
 from burstlake.lake.layout import (
     DAY,
     PREDICATE,
@@ -103,8 +104,16 @@ class ContributionWriter:
             raise (as_lake_error(err, self.lake) or err) from err
         self._writer: pq.ParquetWriter | None = None
         self._sink: pa.NativeFile | None = None
-        self._files: list[Path] = []
+        self._staged: list[Path] = []
         self._file_rows = 0
+        # rows are written once, as the table's own files (files.py), unless a commit may keep
+        # some of them out (``precedence``, ``follows``): then they are staged for delta-rs
+        self.direct = not (self.spec.precedence or self.spec.follows)
+        partitioned = bool(self.spec.partition_by)
+        self._parts = PartWriter(self.staging, delta_schema(self.spec), partitioned)
+        self._placed: list[Part] = []  # files moved into the table for a commit
+        self._days: set = set()  # the days the staged rows fall on
+        self._ranges: dict[str, tuple | None] = {}  # replace_key column -> (min, max), or None
 
     @property
     def staging(self) -> Path:
@@ -123,12 +132,19 @@ class ContributionWriter:
             return
         stored = _stored(table, self.spec, contribution or self.source_id)
         self.rows += table.num_rows
+        self._track(stored)
+        if self.direct:
+            try:
+                self._parts.write(stored)
+            except OSError as err:
+                raise (as_lake_error(err, self.lake) or err) from err
+            return
         try:
             if self._writer is not None and self._file_rows >= ROWS_PER_FILE:
                 self._close()
             if self._writer is None:
-                path = self.staging / f"part-{len(self._files):04d}.parquet"
-                self._files.append(path)
+                path = self.staging / f"part-{len(self._staged):04d}.parquet"
+                self._staged.append(path)
                 self._sink = pa.OSFile(str(path), "wb")  # closed by _close whatever happens
                 # dictionaries only for text: numbers (offsets, times) rarely repeat, and
                 # trying them costs more than the rest of the staging write
@@ -145,6 +161,37 @@ class ContributionWriter:
         except OSError as err:
             raise (as_lake_error(err, self.lake) or err) from err
         self._file_rows += stored.num_rows
+
+    def _track(self, stored: pa.Table) -> None:
+        """Note the days and the replace_key ranges of staged rows (:func:`_may_meet`)."""
+        if self.spec.partition_by:
+            self._days.update(pc.unique(stored.column(DAY)).to_pylist())
+        for key in self.spec.replace_key:
+            column = stored.column(key)
+            if key in self._ranges and self._ranges[key] is None:
+                continue
+            if column.null_count or not _ranged(column.type):
+                self._ranges[key] = None  # NULL meets NULL: no range narrows it
+                continue
+            found = pc.min_max(column)
+            low, high = found["min"].as_py(), found["max"].as_py()
+            if key in self._ranges:
+                low, high = min(low, self._ranges[key][0]), max(high, self._ranges[key][1])
+            self._ranges[key] = (low, high)
+
+    @property
+    def _files(self) -> list[Path]:
+        """The staged files."""
+        return self._parts.files() if self.direct else self._staged
+
+    def _rows_reader(self, schema: pa.Schema) -> pa.RecordBatchReader:
+        """The staged rows in the stored schema, one row group at a time."""
+        if self.direct:
+            table = self.lake / self.spec.name
+            return pa.RecordBatchReader.from_batches(
+                schema, stored_batches(self._parts.parts, schema, table)
+            )
+        return _staged_rows(self._staged, schema)
 
     def commit(self) -> int:
         """Commit the staged rows as one Delta version; returns rows written."""
@@ -185,10 +232,14 @@ class ContributionWriter:
         finally:
             if sink is not None and not sink.closed:
                 sink.close()
+            self._parts.close()
 
     def abort(self) -> None:
         with contextlib.suppress(OSError):
             self._close()
+        if self.version is None:  # moved into the table for a commit that did not happen
+            with contextlib.suppress(OSError):
+                unplace(self._placed, self.lake / self.spec.name)
         self._scratch.remove()
         with contextlib.suppress(OSError):
             (self.lake / STAGING).rmdir()  # only when no other write is staged
@@ -222,7 +273,6 @@ def _commit(writer: ContributionWriter) -> int:
     schema = delta_schema(table_spec)
     ids = writer.owned()
     predicate = f"{SOURCE} IN ({', '.join(map(sql_literal, ids))})"
-    new = ds.dataset([str(f) for f in writer._files], schema=schema, format="parquet")
     current = writer.run
     metadata = current.metadata() if current is not None and current.lake == writer.lake else {}
     metadata["burstlake.source_id"] = writer.source_id
@@ -232,9 +282,17 @@ def _commit(writer: ContributionWriter) -> int:
             path, schema.empty_table(), mode="append", partition_by=partition_by, name=path.name
         )
     dt = DeltaTable(path)
-    outcome = _resolve(dt, table_spec, writer)
+    outcome = _resolve(dt, table_spec, writer) if _may_meet(dt, writer) else _Outcome()
     writer.superseded, writer.stale = outcome.superseded, outcome.stale
-    data: pa.Table | pa.RecordBatchReader = _staged_rows(writer._files, schema)
+    if (
+        writer.direct
+        and not outcome.superseded
+        and outcome.landing is None
+        and _same_schema(dt, schema)
+    ):
+        metadata[PREDICATE] = predicate
+        return _commit_files(writer, dt, schema, metadata)
+    data: pa.Table | pa.RecordBatchReader = writer._rows_reader(schema)
     if outcome.landing is not None:
         data = outcome.landing.cast(schema)
     if outcome.superseded:
@@ -242,7 +300,7 @@ def _commit(writer: ContributionWriter) -> int:
             predicate += f" OR {DAY} IN ({', '.join(sql_literal(str(d)) for d in outcome.days)})"
         else:
             predicate = None  # the whole table is rewritten
-        landing = outcome.landing if outcome.landing is not None else new.to_table()
+        landing = outcome.landing if outcome.landing is not None else data.read_all()
         data = pa.concat_tables([landing.cast(schema), outcome.kept.cast(schema)])
     metadata[PREDICATE] = predicate or ""  # what the commit replaced (see undo_landing)
     properties = CommitProperties(custom_metadata=metadata)
@@ -256,6 +314,79 @@ def _commit(writer: ContributionWriter) -> int:
     )
     dt.update_incremental()
     return dt.version()
+
+
+def _commit_files(
+    writer: ContributionWriter, dt: DeltaTable, schema: pa.Schema, metadata: dict
+) -> int:
+    """Commit the writer's own files (files.py) as add actions, with remove actions for the
+    files holding its contributions' earlier rows, in one transaction."""
+    path = writer.lake / writer.spec.name
+    unplace([p for p in writer._placed if p not in writer._parts.parts], path)  # a retry
+    scratch = writer.staging / f"rewrite-{uuid.uuid4().hex[:8]}"
+    scratch.mkdir()
+    removal = owned_files(
+        dt, path, writer.owned(), PartWriter(scratch, schema, bool(writer.spec.partition_by))
+    )
+    writer._placed = [*writer._parts.parts, *removal.rewritten]
+    place(writer._placed, path)
+    actions = [p.add_action(path) for p in writer._placed] + removal.removes
+    dt.create_write_transaction(
+        actions,
+        mode="append",
+        schema=schema,
+        partition_by=[DAY] if writer.spec.partition_by else None,
+        # the predicate of the overwrite it stands for, as delta-rs records one
+        commit_properties=CommitProperties(
+            custom_metadata={**metadata, "operationParameters": {"predicate": metadata[PREDICATE]}}
+        ),
+    )
+    dt.update_incremental()
+    return dt.version()
+
+
+def _same_schema(dt: DeltaTable, schema: pa.Schema) -> bool:
+    """Whether the table stores ``schema``'s columns (an older table first takes the newer
+    ones through delta-rs's schema merge)."""
+    stored = [(f.name, str(f.type)) for f in dt.schema().fields]
+    return stored == [(f.name, str(f.type)) for f in DeltaSchema.from_arrow(schema).fields]
+
+
+def _ranged(kind: pa.DataType) -> bool:
+    return pa.types.is_integer(kind) or pa.types.is_string(kind) or pa.types.is_temporal(kind)
+
+
+def _may_meet(dt: DeltaTable, writer: ContributionWriter) -> bool:
+    """Whether a row of another contribution may share a ``replace_key`` with a staged row:
+    a file of the staged rows' days whose statistics for every key column overlap the
+    staged rows' range (a file without them may). Only then does :func:`_resolve` read."""
+    table_spec = writer.spec
+    if not table_spec.replace_key or not writer._files:
+        return False
+    if table_spec.follows:
+        return True  # decided by the rows of another table
+    actions = pa.table(dt.get_add_actions(flatten=True))
+    if actions.num_rows == 0:
+        return False
+    names = set(actions.column_names)
+    keep = pa.repeat(pa.scalar(True), actions.num_rows)
+    if table_spec.partition_by and f"partition.{DAY}" in names:
+        days = pa.array(sorted(writer._days), pa.date32())
+        found = actions.column(f"partition.{DAY}")
+        if not pa.types.is_date32(found.type):
+            found = pc.cast(found, pa.date32())
+        keep = pc.is_in(found, value_set=days)
+    for key, bounds in writer._ranges.items():
+        low, high = f"min.{key}", f"max.{key}"
+        if bounds is None or low not in names or high not in names:
+            continue
+        lows, highs = actions.column(low), actions.column(high)
+        try:
+            apart = pc.or_(pc.greater(lows, bounds[1]), pc.less(highs, bounds[0]))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, TypeError):
+            continue  # statistics this check cannot compare: they narrow nothing
+        keep = pc.and_(keep, pc.invert(pc.fill_null(apart, False)))
+    return bool(pc.any(keep).as_py())
 
 
 def _staged_rows(files: list[Path], schema: pa.Schema) -> pa.RecordBatchReader:
@@ -306,8 +437,8 @@ def _resolve(dt: DeltaTable, table_spec: TableSpec, writer: ContributionWriter) 
         con.execute(f"CREATE TEMP VIEW s AS SELECT * FROM read_parquet({staged})")
         uris = [u.removeprefix("file://") for u in dt.file_uris()]
         if table_spec.partition_by:
-            days = {r[0] for r in con.execute(f"SELECT DISTINCT {DAY} FROM s").fetchall()}
-            uris = [u for u in uris if Path(u).parent.name in {f"{DAY}={d}" for d in days}]
+            days = {f"{DAY}={d}" for d in writer._days}
+            uris = [u for u in uris if Path(u).parent.name in days]
         _older_view(con, table_spec, uris, mine)
         land = _landing_sql(con, table_spec, writer.lake, mine)
         columns = ", ".join(f'"{k}"' for k in key)
