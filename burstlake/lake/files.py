@@ -4,11 +4,11 @@ the table's day partitions and commits them to Delta as add actions (docs/design
 A contribution's rows are encoded once, as they arrive: per day partition one Parquet file at a
 time (at most :data:`~burstlake.lake.layout.ROWS_PER_FILE` rows), row groups of at most
 :data:`ROW_GROUP_ROWS` rows, each file's column statistics kept for its add action as Delta
-writes them (min, max, null count; timestamps to the millisecond, widened outward; text of at
-most :data:`STATS_TEXT` characters). Memory holds one row group per open partition, whatever
-the number of rows. The files wait in the writer's staging folder and move into the table only
-when it commits; a file that moved but never reached a commit is invisible to readers, and
-:func:`burstlake.lake.vacuum` deletes it.
+writes them (min, max, null count; timestamps cut to the millisecond, which Delta readers
+allow for; text of at most :data:`STATS_TEXT` characters). Memory holds one row group per open
+partition, whatever the number of rows. The files wait in the writer's staging folder and move
+into the table only when it commits (under the table's lock); a file that moved but never
+reached a commit is invisible to readers, and :func:`burstlake.lake.vacuum` deletes it.
 
 What the commit removes is found here too (:func:`owned_files`): the table's files holding rows
 of the contributions it replaces, narrowed by their ``_source_id`` statistics and confirmed by
@@ -75,8 +75,8 @@ class Part:
 
     def stats(self) -> str:
         """The add action's statistics, as delta-rs writes them."""
-        low = {c: _stat(v, floor=True) for c, v in self.low.items() if c in self.bounded}
-        high = {c: _stat(v, floor=False) for c, v in self.high.items() if c in self.bounded}
+        low = {c: _stat(v) for c, v in self.low.items() if c in self.bounded}
+        high = {c: _stat(v) for c, v in self.high.items() if c in self.bounded}
         return json.dumps(
             {
                 "numRecords": self.rows,
@@ -122,13 +122,11 @@ def _too_long(value: object) -> bool:
     return isinstance(value, str) and len(value) > STATS_TEXT
 
 
-def _stat(value: object, floor: bool) -> object:
-    """A statistic as Delta's JSON holds it: timestamps in milliseconds, floored for a min and
-    raised for a max (so the range still holds every row)."""
+def _stat(value: object) -> object:
+    """A statistic as Delta's JSON holds it: timestamps cut to the millisecond."""
     if isinstance(value, datetime):
         moment = value if value.tzinfo else value.replace(tzinfo=UTC)
-        micros = (moment - EPOCH) // timedelta(microseconds=1)
-        millis = micros // 1000 if floor else -(-micros // 1000)
+        millis = (moment - EPOCH) // timedelta(milliseconds=1)
         moment = EPOCH + timedelta(milliseconds=millis)
         return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
     if isinstance(value, date):

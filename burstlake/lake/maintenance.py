@@ -128,6 +128,7 @@ def vacuum(lake: str | os.PathLike | None, retention_hours: int) -> dict[str, in
                 retention_hours=retention_hours,
                 dry_run=False,
                 enforce_retention_duration=False,
+                full=True,  # also the files of a killed write that no commit took
                 keep_versions=keep,
             )
         removed[name] = len(files)

@@ -36,6 +36,7 @@ from burstlake.lake.layout import (
     lake_path,
 )
 from burstlake.lake.locks import OwnedFolder, exclusive
+from burstlake.lake.pause import checkpoint
 from burstlake.lake.read import _open
 from burstlake.lake.snapshot import Run
 from burstlake.lake.sql import sql_literal
@@ -330,6 +331,7 @@ def _commit_files(
     )
     writer._placed = [*writer._parts.parts, *removal.rewritten]
     place(writer._placed, path)
+    checkpoint(f"commit-files-{writer.spec.name}")  # the fault tests' stop: moved, uncommitted
     actions = [p.add_action(path) for p in writer._placed] + removal.removes
     dt.create_write_transaction(
         actions,
