@@ -86,36 +86,33 @@ class Part:
             }
         )
 
-    def observe(self, rows: pa.Table) -> None:
-        """Fold one row group's column statistics into the file's."""
-        self.rows += rows.num_rows
-        for name in rows.column_names:
-            column = rows.column(name)
-            self.nulls[name] = self.nulls.get(name, 0) + column.null_count
-            if not _bounded_type(column.type) or column.null_count == len(column):
-                continue
-            if self.rows == rows.num_rows:
-                self.bounded.add(name)
-            if name not in self.bounded:
-                continue
-            found = pc.min_max(column)
-            low, high = found["min"].as_py(), found["max"].as_py()
-            if low is None or _too_long(low) or _too_long(high):
-                self.bounded.discard(name)
-                continue
-            if name in self.low:
-                low, high = min(low, self.low[name]), max(high, self.high[name])
-            self.low[name], self.high[name] = low, high
-
-
-def _bounded_type(kind: pa.DataType) -> bool:
-    return (
-        pa.types.is_integer(kind)
-        or pa.types.is_floating(kind)
-        or pa.types.is_string(kind)
-        or pa.types.is_date(kind)
-        or pa.types.is_timestamp(kind)
-    )
+    def collect(self, written: pq.FileMetaData) -> None:
+        """The file's column statistics, from the row groups' own (no second pass)."""
+        self.rows = written.num_rows
+        unbounded: set[str] = set()
+        for group in range(written.num_row_groups):
+            row_group = written.row_group(group)
+            for j in range(row_group.num_columns):
+                column = row_group.column(j)
+                name, found = column.path_in_schema, column.statistics
+                if found is None:
+                    unbounded.add(name)
+                    continue
+                self.nulls[name] = self.nulls.get(name, 0) + found.null_count
+                if found.null_count == row_group.num_rows:
+                    continue  # all null here: no bound to fold in
+                if not found.has_min_max:
+                    unbounded.add(name)
+                    continue
+                low, high = found.min, found.max
+                if name in self.low:
+                    low, high = min(low, self.low[name]), max(high, self.high[name])
+                self.low[name], self.high[name] = low, high
+        self.bounded = {
+            name
+            for name, low in self.low.items()
+            if name not in unbounded and not _too_long(low) and not _too_long(self.high[name])
+        }
 
 
 def _too_long(value: object) -> bool:
@@ -152,6 +149,7 @@ class _Open:
             raise
         self.pending: list[pa.Table] = []
         self.waiting = 0
+        self.written = 0
 
     def add(self, rows: pa.Table) -> None:
         self.pending.append(rows)
@@ -162,9 +160,9 @@ class _Open:
     def flush(self) -> None:
         if not self.pending:
             return
-        rows = pa.concat_tables(self.pending).combine_chunks()
+        rows = pa.concat_tables(self.pending)  # chunks written as they are: no copy
         self.pending, self.waiting = [], 0
-        self.part.observe(rows)
+        self.written += rows.num_rows
         self.writer.write_table(rows, row_group_size=ROW_GROUP_ROWS)
 
     def close(self) -> None:
@@ -172,6 +170,7 @@ class _Open:
         try:
             self.flush()
             self.writer.close()
+            self.part.collect(self.writer.writer.metadata)
         finally:
             if not self.sink.closed:
                 self.sink.close()
@@ -199,7 +198,7 @@ class PartWriter:
 
     def _into(self, day: date | None, rows: pa.Table) -> None:
         current = self._open.get(day)
-        if current is not None and current.part.rows + current.waiting >= ROWS_PER_FILE:
+        if current is not None and current.written + current.waiting >= ROWS_PER_FILE:
             self._close(day)
             current = None
         if current is None:
