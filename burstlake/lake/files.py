@@ -229,6 +229,10 @@ class PartWriter:
         if error is not None:
             raise error
 
+    def writing(self) -> bool:
+        """Whether a file is still open."""
+        return bool(self._open)
+
     def files(self) -> list[Path]:
         return [p.staged for p in self.parts]
 

@@ -8,6 +8,7 @@ import contextlib
 import json
 import logging
 import os
+import shutil
 import time
 import uuid
 from collections.abc import Iterable
@@ -87,7 +88,11 @@ class ContributionWriter:
         table: str,
         source_id: str,
         replaces: Iterable[str] = (),
+        staging: Path | None = None,
     ) -> None:
+        """``staging``: a folder inside one its caller holds (an :class:`OwnedFolder`), for a
+        writer that stages in one process and commits in another (``ingest --workers``);
+        by default the writer holds a folder of its own."""
         self.spec = spec(table)
         self.lake = lake_path(lake)
         self.run = lake if isinstance(lake, Run) else None  # stamps the commit (see Run)
@@ -100,7 +105,12 @@ class ContributionWriter:
         self.version: int | None = None  # the committed version
         name = f"{self.spec.name}-{uuid.uuid4().hex[:12]}"
         try:
-            self._scratch = OwnedFolder(self.lake / STAGING / name)
+            if staging is None:
+                self._scratch: OwnedFolder | None = OwnedFolder(self.lake / STAGING / name)
+                self._folder = self._scratch.path
+            else:
+                self._scratch, self._folder = None, staging / name
+                self._folder.mkdir(parents=True)
         except OSError as err:
             raise (as_lake_error(err, self.lake) or err) from err
         self._writer: pq.ParquetWriter | None = None
@@ -118,7 +128,13 @@ class ContributionWriter:
 
     @property
     def staging(self) -> Path:
-        return self._scratch.path
+        return self._folder
+
+    def __getstate__(self) -> dict:
+        """A writer crosses processes once its files are closed, in a folder its caller holds."""
+        if self._scratch is not None or self._writer is not None or self._parts.writing():
+            raise TypeError("only a closed writer staging in its caller's folder is picklable")
+        return dict(self.__dict__)
 
     def claim(self, contributions: Iterable[str]) -> None:
         """Replace these contributions in the commit, whether or not rows are written to them."""
@@ -219,6 +235,14 @@ class ContributionWriter:
             self.abort()
         return self.rows
 
+    def finish(self) -> None:
+        """Close the staged files: nothing more is written (before the writer goes to the
+        process that commits it)."""
+        try:
+            self._close()
+        except OSError as err:
+            raise (as_lake_error(err, self.lake) or err) from err
+
     def owned(self) -> list[str]:
         """Every contribution the commit replaces: its own, ``replaces`` and those written."""
         return [self.source_id, *self.replaces, *sorted(self.contributions - {self.source_id})]
@@ -241,7 +265,10 @@ class ContributionWriter:
         if self.version is None:  # moved into the table for a commit that did not happen
             with contextlib.suppress(OSError):
                 unplace(self._placed, self.lake / self.spec.name)
-        self._scratch.remove()
+        if self._scratch is not None:
+            self._scratch.remove()
+        else:
+            shutil.rmtree(self._folder, ignore_errors=True)
         with contextlib.suppress(OSError):
             (self.lake / STAGING).rmdir()  # only when no other write is staged
 

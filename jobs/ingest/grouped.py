@@ -30,8 +30,10 @@ import hashlib
 import logging
 import multiprocessing
 import os
+import uuid
 from collections.abc import Iterator, Mapping
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -61,7 +63,15 @@ from burstlake.jobs.ingest.base import (
     log_row,
     screen_records,
 )
-from burstlake.lake import ContributionWriter, as_lake_error, checkpoint, read_table, table_files
+from burstlake.lake import (
+    STAGING,
+    ContributionWriter,
+    OwnedFolder,
+    as_lake_error,
+    checkpoint,
+    read_table,
+    table_files,
+)
 from burstlake.schemas import spec
 
 GROUP_FILES = 64
@@ -205,9 +215,8 @@ class _Group:
                 versions.setdefault(file, set()).add(source_id)
         return versions
 
-    def add(self, file: Path, parsed: tuple[str, list[Batch] | str] | None = None) -> None:
-        """Parse one file into the group (or note it as a no-op, or for later); ``parsed``:
-        what a worker process made of it (:func:`parse_file`)."""
+    def add(self, file: Path) -> None:
+        """Parse one file into the group (or note it as a no-op, or for later)."""
         file = Path(os.path.abspath(file))
         found = paths.kind(file)
         if found != "a regular file":
@@ -225,8 +234,7 @@ class _Group:
             self.reports.append(report)
             return
         member = _Member(report, file)
-        if parsed is None or parsed[0] != report.source_id:  # not parsed, or changed since
-            parsed = parse_file(self.source.name, str(file), self.context.options, self.root)
+        parsed = parse_file(self.source.name, str(file), self.context.options, self.root)
         checkpoint("ingest-parse")
         if isinstance(parsed[1], str):
             report.error = parsed[1]
@@ -245,6 +253,37 @@ class _Group:
         self._ids[report.source_id] = report
         self.members.append(member)
         self.reports.append(report)
+
+    def fill(self, pending: list[Path]) -> list[Path]:
+        """Parse files from ``pending`` into the group until it is full (:data:`GROUP_FILES`
+        files or :data:`GROUP_ROWS` rows); returns the files left for the next groups."""
+        taken = 0
+        while taken < min(GROUP_FILES, len(pending)) and self.rows < GROUP_ROWS:
+            self.add(pending[taken])
+            taken += 1
+        return self.later + pending[taken:]
+
+    def land(self, writers: dict[str, ContributionWriter] | None = None) -> list[FileReport]:
+        """Validate, stage and commit the group (``writers``: staged by a worker process),
+        then land alone the files that cannot be grouped; returns their reports."""
+        if self.members:
+            try:
+                self.commit(writers if writers is not None else self._staged())
+            except OSError as err:
+                failure = as_lake_error(err, self.root)
+                if failure is None:
+                    raise
+                for member in self.members:
+                    member.report.failure = f"not landed ({failure}): nothing of it is visible"
+        alone = {str(Path(os.path.abspath(f))) for f in self.alone}
+        reports = [r for r in self.reports if r.file not in alone]
+        for file in self.alone:
+            reports.append(ingest_file(self.source, file, self.root, self.context, self.nodes))
+        return reports
+
+    def _staged(self) -> dict[str, ContributionWriter]:
+        self.screen()
+        return self.stage()
 
     def screen(self) -> None:
         """Validate the group: first the batches no other belongs to, then the rest (those
@@ -280,13 +319,14 @@ class _Group:
                 for table, rows in good.items()
             }
 
-    def stage(self) -> dict[str, ContributionWriter]:
+    def stage(self, staging: Path | None = None) -> dict[str, ContributionWriter]:
         """Account each member as :class:`.base._Landing` does and stage its rows into its
-        own contribution of the group's writers."""
+        own contribution of the group's writers (in ``staging``, a folder the ingest process
+        holds, when a worker process stages them)."""
         members = [m.report.source_id for m in self.members]
         self.id = hashlib.blake2b("".join(members).encode(), digest_size=8).hexdigest()
         tables = [*self.source.tables, "quarantine", "ingest_log"]
-        writers = {t: ContributionWriter(self.root, t, self.id) for t in tables}
+        writers = {t: ContributionWriter(self.root, t, self.id, staging=staging) for t in tables}
         try:
             for member in list(self.members):
                 if not self._stage(member, writers):
@@ -405,31 +445,6 @@ def parse_file(
         return source_id, str(err)
 
 
-class _Parsers:
-    """Files parsed ahead in ``workers`` processes while the ingest process validates and
-    commits the group before (a parse is CPU in Python and darshan-util)."""
-
-    def __init__(self, source: Source, root: Path, options: Mapping, workers: int) -> None:
-        context = multiprocessing.get_context("spawn")  # the parent runs threads: no fork
-        self._pool = ProcessPoolExecutor(workers, mp_context=context)
-        self._args = (source.name, _json_options(options), root)
-        self._futures: dict[Path, Future] = {}
-
-    def ahead(self, files: list[Path]) -> None:
-        for file in files:
-            if file not in self._futures:
-                self._futures[file] = self._pool.submit(
-                    parse_file, self._args[0], str(file), self._args[1], self._args[2]
-                )
-
-    def take(self, file: Path) -> tuple[str, list[Batch] | str] | None:
-        future = self._futures.pop(file, None)
-        return None if future is None else future.result()
-
-    def close(self) -> None:
-        self._pool.shutdown(cancel_futures=True)
-
-
 def land(
     source: Source,
     files: list[Path],
@@ -439,45 +454,147 @@ def land(
     workers: int = 1,
 ) -> list[FileReport]:
     """Land ``files`` (each :func:`groupable`) in groups of up to :data:`GROUP_FILES`,
-    parsed in ``workers`` processes (1: in this one); returns their reports. A lake that fails
-    (full disk) is reported on the group's files."""
-    parsers = _Parsers(source, root, context.options, workers) if workers > 1 else None
-    try:
-        return _land(source, files, root, context, topology_nodes, parsers)
-    finally:
-        if parsers is not None:
-            parsers.close()
+    parsed, validated and staged in ``workers`` processes (1: in this one), committed here;
+    returns their reports. A lake that fails (full disk) is reported on the group's files."""
+    if workers > 1 and len(files) > 1:
+        return _land_parallel(source, files, root, context, topology_nodes, workers)
+    return _land(source, files, root, context, topology_nodes)
 
 
-def _land(source, files, root, context, topology_nodes, parsers) -> list[FileReport]:
+def _land(source, files, root, context, topology_nodes) -> list[FileReport]:
     pending, reports = list(files), []
     while pending:
         group = _Group(source, root, context, topology_nodes)
-        if parsers is not None:
-            parsers.ahead(pending[: 2 * GROUP_FILES])
-        taken = 0
-        while taken < min(GROUP_FILES, len(pending)) and group.rows < GROUP_ROWS:
-            file = pending[taken]
-            group.add(file, parsers.take(file) if parsers is not None else None)
-            taken += 1
-        pending = group.later + pending[taken:]
-        if group.members:
-            group.screen()
-            try:
-                group.commit(group.stage())
-            except OSError as err:
-                failure = as_lake_error(err, root)
-                if failure is None:
-                    raise
-                for member in group.members:
-                    member.report.failure = f"not landed ({failure}): nothing of it is visible"
-        alone = {str(Path(os.path.abspath(f))) for f in group.alone}
-        reports += [r for r in group.reports if r.file not in alone]
-        for file in group.alone:
-            reports.append(ingest_file(source, file, root, context, topology_nodes))
+        pending = group.fill(pending)
+        reports += group.land()
         if any(r.failure for r in reports):
             break
     return reports
+
+
+@dataclass
+class _Staged:
+    """A group a worker process parsed, validated and staged: what the ingest process needs
+    to commit it (the members' parsed batches stay behind)."""
+
+    members: list[_Member]
+    reports: list[FileReport]
+    later: list[Path]
+    alone: list[Path]
+    writers: dict[str, ContributionWriter] | None
+    id: str = ""
+
+
+def _stage_chunk(
+    source: str, files: list[str], root: str, options: Mapping, logged: dict, staging: str
+) -> list[_Staged]:
+    """A worker process's share: its files parsed, validated and staged as groups into
+    ``staging``; nothing is committed (the ingest process commits, in file order)."""
+    from burstlake.jobs.ingest import source_module
+
+    found = source_module(source).SOURCE
+    context = ParseContext(options=options, lake=Path(root))
+    pending, staged = [Path(f) for f in files], []
+    while pending:
+        group = _Group(found, Path(root), context, _WORKER_NODES)
+        group._log = logged  # read once by the ingest process (it alone reads the lake)
+        pending = group.fill(pending)
+        writers = None
+        if group.members:
+            group.screen()
+            writers = group.stage(Path(staging))
+            for writer in writers.values():
+                writer.finish()
+        for member in group.members:
+            member.batches, member.good = [], []
+        done = _Staged(group.members, group.reports, group.later, group.alone, writers)
+        done.id = getattr(group, "id", "")
+        staged.append(done)
+    return staged
+
+
+_WORKER_NODES: list[str] | None = None  # the topology's nodes, set in each worker at its start
+
+
+def _start_worker(source: str, nodes: list[str] | None) -> None:
+    """A worker's start (forked from the ingest process: nothing is imported again); it reads
+    logs in its own process, a process apart already (the source's ``read_in_this_process``)."""
+    from burstlake.jobs.ingest import source_module
+
+    global _WORKER_NODES
+    _WORKER_NODES = nodes
+    module = source_module(source)
+    if hasattr(module, "read_in_this_process"):
+        module.read_in_this_process()
+
+
+def _chunks(files: list[Path], workers: int) -> list[list[Path]]:
+    size = max(1, min(GROUP_FILES, -(-len(files) // workers)))
+    return [files[at : at + size] for at in range(0, len(files), size)]
+
+
+def _land_parallel(source, files, root, context, topology_nodes, workers) -> list[FileReport]:
+    """Workers stage groups; this process commits them one by one in file order. A file whose
+    bytes an earlier one has lands after the others (then a no-op naming it, as when landed
+    one after the other). A worker that dies (darshan-util crashing on a damaged log) leaves
+    the files not yet committed to this process."""
+    seen: set[str] = set()
+    unique, repeats = [], []
+    for file in files:
+        path = Path(os.path.abspath(file))
+        sid = content_id(path) if paths.kind(path) == "a regular file" else None
+        (repeats if sid is not None and sid in seen else unique).append(path)
+        if sid is not None:
+            seen.add(sid)
+    logged = _Group(source, root, context, topology_nodes)._logged()
+    chunks = _chunks(unique, workers)
+    reports: list[FileReport] = []
+    left: list[Path] = []
+    holder = OwnedFolder(root / STAGING / f"workers-{uuid.uuid4().hex[:12]}")
+    # forked from this process, the workers import nothing again; they use no delta-rs
+    # (whose runtime does not survive a fork), only the parser, Arrow and Parquet
+    pool = ProcessPoolExecutor(
+        workers,
+        mp_context=multiprocessing.get_context("fork"),
+        initializer=_start_worker,
+        initargs=(source.name, topology_nodes),
+    )
+    try:
+        options = _json_options(context.options)
+        futures = [
+            pool.submit(
+                _stage_chunk, source.name, [str(f) for f in chunk], str(root), options, logged,
+                str(holder.path),
+            )
+            for chunk in chunks
+        ]  # fmt: skip
+        for at, future in enumerate(futures):
+            try:
+                staged = future.result()
+            except BrokenProcessPool:
+                log.warning("a worker process died; landing its files in this process")
+                left = [f for chunk in chunks[at:] for f in chunk]
+                break
+            for done in staged:  # its later files landed in its next group
+                reports += _commit_staged(done, source, root, context, topology_nodes)
+            if any(r.failure for r in reports):
+                break
+    finally:
+        pool.shutdown(cancel_futures=True)
+        holder.remove()
+    rest = left + repeats
+    if rest and not any(r.failure for r in reports):
+        reports += _land(source, rest, root, context, topology_nodes)
+    order = {str(Path(os.path.abspath(f))): i for i, f in reversed(list(enumerate(files)))}
+    return sorted(reports, key=lambda r: order.get(r.file, len(order)))
+
+
+def _commit_staged(staged: _Staged, source, root, context, topology_nodes) -> list[FileReport]:
+    """Commit a group a worker staged, as :meth:`_Group.land` does one staged here."""
+    group = _Group(source, root, context, topology_nodes)
+    group.members, group.reports, group.alone = staged.members, staged.reports, staged.alone
+    group.id = staged.id
+    return group.land(staged.writers)
 
 
 def reconcile(root: Path, record: dict, skip: set[str]) -> list[FileReport]:
