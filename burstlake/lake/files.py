@@ -18,6 +18,7 @@ without the replaced rows.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -306,10 +307,8 @@ def owned_files(dt: DeltaTable, root: Path, ids: list[str], writer: PartWriter) 
         ["path", "size_bytes", *([partition] if partition in names else [])]
     ).to_pylist():
         path = root / row["path"]
-        sources = pq.read_table(path, columns=[SOURCE]).column(SOURCE)
-        mine = pc.is_in(sources, value_set=wanted)
-        count = pc.sum(mine).as_py() or 0
-        if count == 0:
+        sources = {sid for _, sid in distinct(str(path), SOURCE)}
+        if sources.isdisjoint(ids):
             continue
         day = row.get(partition)
         values = {DAY: day.isoformat() if isinstance(day, date) else day} if day else None
@@ -322,11 +321,21 @@ def owned_files(dt: DeltaTable, root: Path, ids: list[str], writer: PartWriter) 
                 partition_values=values,
             )
         )
-        if count < len(sources):
+        if not sources <= set(ids):
             _rewrite(path, wanted, day, writer)
     writer.close()
     removal.rewritten = writer.parts
     return removal
+
+
+@functools.lru_cache(maxsize=8192)
+def distinct(path: str, column: str) -> frozenset[tuple]:
+    """The distinct (``column``, ``_source_id``) pairs of a table file. A Delta file never
+    changes once written, so a process asks each file once however many commits it makes."""
+    rows = pq.read_table(path, columns=list(dict.fromkeys([column, SOURCE])))
+    pairs = rows.group_by(list(dict.fromkeys([column, SOURCE])), use_threads=False).aggregate([])
+    first = pairs.column(column).to_pylist()
+    return frozenset(zip(first, pairs.column(SOURCE).to_pylist(), strict=True))
 
 
 def _rewrite(path: Path, wanted: pa.Array, day: object, writer: PartWriter) -> None:

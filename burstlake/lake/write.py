@@ -24,7 +24,15 @@ from deltalake import Schema as DeltaSchema
 from deltalake.exceptions import CommitFailedError, DeltaError
 
 from burstlake.lake.errors import as_lake_error
-from burstlake.lake.files import Part, PartWriter, owned_files, place, stored_batches, unplace
+from burstlake.lake.files import (
+    Part,
+    PartWriter,
+    distinct,
+    owned_files,
+    place,
+    stored_batches,
+    unplace,
+)
 from burstlake.lake.layout import (
     DAY,
     PREDICATE,
@@ -49,6 +57,7 @@ log = logging.getLogger(__name__)
 # zabbix_samples).
 STAGED_CODEC = "lz4"
 COMMIT_RETRIES = 20  # attempts of a commit that conflicts with another writer's
+TRACKED_KEYS = 100_000  # staged replace_key values a writer keeps to look up (beyond: ranges)
 
 
 def _day_keys(table: pa.Table, column: str) -> pa.Array:
@@ -125,6 +134,8 @@ class ContributionWriter:
         self._placed: list[Part] = []  # files moved into the table for a commit
         self._days: set = set()  # the days the staged rows fall on
         self._ranges: dict[str, tuple | None] = {}  # replace_key column -> (min, max), or None
+        # the staged replace_key values, for a one-column key (None: too many, or no such key)
+        self._keys: set | None = set() if len(self.spec.replace_key) == 1 else None
 
     @property
     def staging(self) -> Path:
@@ -180,9 +191,13 @@ class ContributionWriter:
         self._file_rows += stored.num_rows
 
     def _track(self, stored: pa.Table) -> None:
-        """Note the days and the replace_key ranges of staged rows (:func:`_may_meet`)."""
+        """Note the days, the replace_key ranges and values of staged rows (:func:`_may_meet`)."""
         if self.spec.partition_by:
             self._days.update(pc.unique(stored.column(DAY)).to_pylist())
+        if self._keys is not None:
+            self._keys.update(pc.unique(stored.column(self.spec.replace_key[0])).to_pylist())
+            if len(self._keys) > TRACKED_KEYS:
+                self._keys = None
         for key in self.spec.replace_key:
             column = stored.column(key)
             if key in self._ranges and self._ranges[key] is None:
@@ -415,7 +430,17 @@ def _may_meet(dt: DeltaTable, writer: ContributionWriter) -> bool:
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, TypeError):
             continue  # statistics this check cannot compare: they narrow nothing
         keep = pc.and_(keep, pc.invert(pc.fill_null(apart, False)))
-    return bool(pc.any(keep).as_py())
+    if not pc.any(keep).as_py():
+        return False
+    if writer._keys is None:  # no set of staged keys to look them up in
+        return True
+    (key,) = table_spec.replace_key
+    mine = set(writer.owned())
+    for name in actions.filter(keep).column("path").to_pylist():
+        found = distinct(str(writer.lake / table_spec.name / name), key)
+        if any(sid not in mine and value in writer._keys for value, sid in found):
+            return True
+    return False
 
 
 def _staged_rows(files: list[Path], schema: pa.Schema) -> pa.RecordBatchReader:
