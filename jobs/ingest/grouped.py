@@ -385,11 +385,12 @@ class _Group:
 
     def commit(self, writers: dict[str, ContributionWriter]) -> None:
         """Commit every table once, ``ingest_log`` last, as one landing."""
+        versions = self._versions()
         replaces = sorted(
             {
                 old
                 for m in self.members
-                for old in self._versions().get(m.report.file, ())
+                for old in versions.get(m.report.file, ())
                 if old != m.report.source_id
             }
         )
