@@ -5,10 +5,11 @@ A contribution's rows are encoded once, as they arrive: per day partition one Pa
 time (at most :data:`~burstlake.lake.layout.ROWS_PER_FILE` rows), row groups of at most
 :data:`ROW_GROUP_ROWS` rows, each file's column statistics kept for its add action as Delta
 writes them (min, max, null count; timestamps cut to the millisecond, which Delta readers
-allow for; text of at most :data:`STATS_TEXT` characters). Memory holds one row group per open
-partition, whatever the number of rows. The files wait in the writer's staging folder and move
-into the table only when it commits (under the table's lock); a file that moved but never
-reached a commit is invisible to readers, and :func:`burstlake.lake.vacuum` deletes it.
+allow for; text of at most :data:`STATS_TEXT` characters). At most :data:`WAITING_ROWS` rows
+wait in memory for their row group, whatever the number of rows. The files wait in the
+writer's staging folder and move into the table only when it commits (under the table's
+lock); a file that moved but never reached a commit is invisible to readers, and
+:func:`burstlake.lake.vacuum` deletes it.
 
 What the commit removes is found here too (:func:`owned_files`): the table's files holding rows
 of the contributions it replaces, narrowed by their ``_source_id`` statistics and confirmed by
@@ -41,7 +42,10 @@ CODEC = "snappy"  # what delta-rs writes: the table's files stay alike whichever
 ROW_GROUP_ROWS = 131_072
 """Rows per row group of a written file: memory holds at most this many rows per partition
 being written (a DXT row is ~100 bytes in Arrow)."""
-OPEN_PARTITIONS = 8  # files open at once; a write into a further day closes the oldest
+OPEN_PARTITIONS = 400  # files open at once (a year of days); a further day closes the oldest
+WAITING_ROWS = 2 * ROW_GROUP_ROWS
+"""Rows waiting for a row group over all open files: past it, the fullest writes its own (a
+write spread over many days keeps one file per day and bounded memory)."""
 STATS_TEXT = 32  # text columns with a longer min or max get no min/max statistics
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -170,11 +174,13 @@ class _Open:
         """Write what waits and close the file; its handle is closed even on error."""
         try:
             self.flush()
-            self.writer.close()
-            self.part.collect(self.writer.writer.metadata)
         finally:
-            if not self.sink.closed:
-                self.sink.close()
+            try:
+                self.writer.close()
+            finally:
+                if not self.sink.closed:
+                    self.sink.close()
+        self.part.collect(self.writer.writer.metadata)
 
 
 class PartWriter:
@@ -207,6 +213,8 @@ class PartWriter:
                 self._close(next(iter(self._open)))
             current = self._open[day] = _Open(self._new_part(day), self.schema)
         current.add(rows)
+        if len(self._open) > 1 and sum(o.waiting for o in self._open.values()) > WAITING_ROWS:
+            max(self._open.values(), key=lambda o: o.waiting).flush()
 
     def _new_part(self, day: date | None) -> Part:
         folder = f"{DAY}={day.isoformat()}/" if day is not None else ""
@@ -355,7 +363,8 @@ def _rewrite(path: Path, wanted: pa.Array, day: object, writer: PartWriter) -> N
                 else pa.nulls(len(kept), f.type)
                 for f in writer.schema
             ]
+            schema = writer.schema
             if writer.partitioned:
                 columns.append(pa.repeat(pa.scalar(day, pa.date32()), kept.num_rows))
-            names = [*writer.schema.names, *([DAY] * writer.partitioned)]
-            writer.write(pa.Table.from_arrays(columns, names=names))
+                schema = schema.append(pa.field(DAY, pa.date32(), nullable=False))
+            writer.write(pa.Table.from_arrays(columns, schema=schema))

@@ -536,18 +536,20 @@ def _chunks(files: list[Path], workers: int) -> list[list[Path]]:
 
 def _land_parallel(source, files, root, context, topology_nodes, workers) -> list[FileReport]:
     """Workers stage groups; this process commits them one by one in file order. A file whose
-    bytes an earlier one has lands after the others (then a no-op naming it, as when landed
-    one after the other). A worker that dies (darshan-util crashing on a damaged log) leaves
-    the files not yet committed to this process."""
+    bytes an earlier one (or one landed before) has lands after the others here (then a no-op
+    naming it, as when landed one after the other). A worker that dies (darshan-util crashing
+    on a damaged log) leaves the files not yet committed to this process."""
+    logged = _Group(source, root, context, topology_nodes)._logged()
     seen: set[str] = set()
     unique, repeats = [], []
     for file in files:
         path = Path(os.path.abspath(file))
         sid = content_id(path) if paths.kind(path) == "a regular file" else None
-        (repeats if sid is not None and sid in seen else unique).append(path)
+        landed = [f for f in logged.get(sid, ()) if f != str(path)]
+        # a copy waits: its verdict reads the lake, which only this process does
+        (repeats if sid is not None and (sid in seen or landed) else unique).append(path)
         if sid is not None:
             seen.add(sid)
-    logged = _Group(source, root, context, topology_nodes)._logged()
     chunks = _chunks(unique, workers)
     reports: list[FileReport] = []
     left: list[Path] = []
