@@ -135,6 +135,8 @@ def _stat(value: object) -> object:
         return value.isoformat()
     if isinstance(value, float) and not math.isfinite(value):
         return None
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return None  # no min/max for it (decimals, bytes, flags): allowed, as for long text
     return value
 
 
