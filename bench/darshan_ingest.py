@@ -11,7 +11,7 @@ share the machine's load:
 - the 800k-segment DXT log of the shared samples (``generated/``): segments/s including the
   Delta write, per CPU-second (goal 1 M/s per core), and the peak RSS of the whole process
   tree, reader process included (goal < 600 MB); beside it, pydarshan's own DXT reader. The
-  CPU-seconds are the whole command's, starting two Python processes (~1.7 CPU-s before the
+  CPU-seconds are the whole command's, starting two Python processes (~1.3 CPU-s before the
   first segment), so the same rate is also given for the >= 5 M-segment log and between the
   two logs (``dxt_marginal_segments_per_cpu_s``).
 
