@@ -5,10 +5,15 @@ share the machine's load:
 
 - pydarshan's own read of the small logs (``DarshanReport(read_all=True)``), the floor;
 - ``burstlake ingest darshan`` of the same logs into a new lake, with ``--workers 1`` and
-  ``--workers 2``: logs/s of wall time and per CPU-second (the goal is 50 logs/s per core);
+  ``--workers 2``: logs/s of wall time and per CPU-second (the goal is 50 logs/s per core),
+  and the wall-time speedup of two workers (goal 1.7x; the machine's load is recorded, and
+  the CPU-seconds of both, since a shared machine's other work slows the wall time);
 - the 800k-segment DXT log of the shared samples (``generated/``): segments/s including the
   Delta write, per CPU-second (goal 1 M/s per core), and the peak RSS of the whole process
-  tree, reader process included (goal < 600 MB); beside it, pydarshan's own DXT reader.
+  tree, reader process included (goal < 600 MB); beside it, pydarshan's own DXT reader. The
+  CPU-seconds are the whole command's, starting two Python processes (~1.3 CPU-s before the
+  first segment), so the same rate is also given for the >= 5 M-segment log and between the
+  two logs (``dxt_marginal_segments_per_cpu_s``).
 
 The small logs are ``$BURSTLAKE_BENCH_DARSHAN_LOGS`` (a folder of ``*.darshan``), written by
 Darshan's runtime (the ``darshan-gen`` of the issue's peer folder, one log per run of 1-4
@@ -96,6 +101,9 @@ def main() -> Path:
         result["workers_2_speedup"] = round(
             result["ingest_workers_1"]["wall_s"] / result["ingest_workers_2"]["wall_s"], 2
         )
+        result["workers_2_cpu_ratio"] = round(  # CPU-s of 2 workers over 1: the cost of them
+            result["ingest_workers_2"]["cpu_s"] / result["ingest_workers_1"]["cpu_s"], 2
+        )
         huge = os.environ.get("BURSTLAKE_BENCH_DARSHAN_HUGE")  # a log of >= 5 M segments
         for name, path in (("dxt_800k", BIG), ("dxt_huge", Path(huge) if huge else None)):
             if path is None or not path.is_file():
@@ -107,6 +115,12 @@ def main() -> Path:
             big["segments_per_s"] = round(segments / big["wall_s"])
             big["segments_per_cpu_s"] = round(segments / big["cpu_s"])
             result[name] = big
+        if "dxt_800k" in result and "dxt_huge" in result:  # beyond the fixed start-up cost
+            small, huge = result["dxt_800k"], result["dxt_huge"]
+            more = huge["segments"] - small["segments"]
+            result["dxt_marginal_segments_per_cpu_s"] = round(
+                more / max(huge["cpu_s"] - small["cpu_s"], 1e-9)
+            )
         if BIG.is_file():
             own = python_step(PYDARSHAN_DXT.format(path=str(BIG)))
             result["pydarshan_dxt_800k"] = {
@@ -133,7 +147,7 @@ def goals(result: dict) -> list[Goal]:
             result["workers_2_speedup"] >= 1.7,
         ),
         Goal(
-            "DXT: >= 1 M segments/s per core, Delta write included",
+            "DXT, the 800k-segment log: >= 1 M segments/s per core, Delta write included",
             f"{dxt.get('segments_per_cpu_s', 'not run')} segments/CPU-s",
             dxt.get("segments_per_cpu_s", 0) >= 1e6,
         ),
@@ -146,6 +160,11 @@ def goals(result: dict) -> list[Goal]:
     if "dxt_huge" in result and dxt:
         huge = result["dxt_huge"]
         found += [
+            Goal(
+                "DXT, the >= 5 M-segment log: >= 1 M segments/s per core, Delta write included",
+                f"{huge['segments_per_cpu_s']} segments/CPU-s",
+                huge["segments_per_cpu_s"] >= 1e6,
+            ),
             Goal(
                 ">= 5 M segments under 1 GB peak",
                 f"{huge['peak_rss_mb']} MB ({huge['segments']} segments)",

@@ -8,17 +8,13 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from burstlake import lake as lake_io
-from burstlake.report_parts import MAX_ROWS, Section, figure_png
+from burstlake.report_parts import MAX_ROWS, Section, figure_png, pyplot
 
 # pydarshan's job summary bins a DXT heat map into 200 time columns (plot_dxt_heatmap's xbins).
 DXT_TIME_BINS = 200
@@ -128,6 +124,7 @@ def dxt_section(lake: lake_io.Cluster, jobs: int = DXT_JOBS) -> Section:
         return Section(
             "dxt", title, caption, empty="no DXT segments: run `burstlake ingest darshan`"
         )
+    plt = pyplot()
     fig, axes = plt.subplots(len(grids), 1, figsize=(10, 2.4 * len(grids)), squeeze=False)
     for ax, job in zip(axes[:, 0], grids, strict=True):
         image = ax.imshow(

@@ -137,6 +137,7 @@ def vacuum(
                     retention_hours=retention_hours,
                     dry_run=False,
                     enforce_retention_duration=False,
+                    full=True,  # also the files of a killed write that no commit took
                     keep_versions=keep,
                 )
             removed[name] = len(files)

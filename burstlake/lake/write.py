@@ -8,6 +8,7 @@ import contextlib
 import json
 import logging
 import os
+import shutil
 import time
 import uuid
 from collections.abc import Iterable
@@ -17,12 +18,21 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 from deltalake import CommitProperties, DeltaTable, write_deltalake
+from deltalake import Schema as DeltaSchema
 from deltalake.exceptions import CommitFailedError, DeltaError
 
 from burstlake.lake.errors import as_lake_error
+from burstlake.lake.files import (
+    Part,
+    PartWriter,
+    distinct,
+    owned_files,
+    place,
+    stored_batches,
+    unplace,
+)
 from burstlake.lake.layout import (
     DAY,
     PREDICATE,
@@ -35,6 +45,7 @@ from burstlake.lake.layout import (
     lake_path,
 )
 from burstlake.lake.locks import OwnedFolder, exclusive
+from burstlake.lake.pause import checkpoint
 from burstlake.lake.read import _open
 from burstlake.lake.snapshot import Run
 from burstlake.lake.sql import sql_literal
@@ -46,6 +57,7 @@ log = logging.getLogger(__name__)
 # zabbix_samples).
 STAGED_CODEC = "lz4"
 COMMIT_RETRIES = 20  # attempts of a commit that conflicts with another writer's
+TRACKED_KEYS = 100_000  # staged replace_key values a writer keeps to look up (beyond: ranges)
 
 
 def _day_keys(table: pa.Table, column: str) -> pa.Array:
@@ -85,7 +97,11 @@ class ContributionWriter:
         table: str,
         source_id: str,
         replaces: Iterable[str] = (),
+        staging: Path | None = None,
     ) -> None:
+        """``staging``: a folder inside one its caller holds (an :class:`OwnedFolder`), for a
+        writer that stages in one process and commits in another (``ingest --workers``);
+        by default the writer holds a folder of its own."""
         self.spec = spec(table)
         self.lake = lake_path(lake)
         self.run = lake if isinstance(lake, Run) else None  # stamps the commit (see Run)
@@ -98,17 +114,38 @@ class ContributionWriter:
         self.version: int | None = None  # the committed version
         name = f"{self.spec.name}-{uuid.uuid4().hex[:12]}"
         try:
-            self._scratch = OwnedFolder(self.lake / STAGING / name)
+            if staging is None:
+                self._scratch: OwnedFolder | None = OwnedFolder(self.lake / STAGING / name)
+                self._folder = self._scratch.path
+            else:
+                self._scratch, self._folder = None, staging / name
+                self._folder.mkdir(parents=True)
         except OSError as err:
             raise (as_lake_error(err, self.lake) or err) from err
         self._writer: pq.ParquetWriter | None = None
         self._sink: pa.NativeFile | None = None
-        self._files: list[Path] = []
+        self._staged: list[Path] = []
         self._file_rows = 0
+        # rows are written once, as the table's own files (files.py), unless a commit may keep
+        # some of them out (``precedence``, ``follows``): then they are staged for delta-rs
+        self.direct = not (self.spec.precedence or self.spec.follows)
+        partitioned = bool(self.spec.partition_by)
+        self._parts = PartWriter(self.staging, delta_schema(self.spec), partitioned)
+        self._placed: list[Part] = []  # files moved into the table for a commit
+        self._days: set = set()  # the days the staged rows fall on
+        self._ranges: dict[str, tuple | None] = {}  # replace_key column -> (min, max), or None
+        # the staged replace_key values, for a one-column key (None: too many, or no such key)
+        self._keys: set | None = set() if len(self.spec.replace_key) == 1 else None
 
     @property
     def staging(self) -> Path:
-        return self._scratch.path
+        return self._folder
+
+    def __getstate__(self) -> dict:
+        """A writer crosses processes once its files are closed, in a folder its caller holds."""
+        if self._scratch is not None or self._writer is not None or self._parts.writing():
+            raise TypeError("only a closed writer staging in its caller's folder is picklable")
+        return dict(self.__dict__)
 
     def claim(self, contributions: Iterable[str]) -> None:
         """Replace these contributions in the commit, whether or not rows are written to them."""
@@ -123,12 +160,19 @@ class ContributionWriter:
             return
         stored = _stored(table, self.spec, contribution or self.source_id)
         self.rows += table.num_rows
+        self._track(stored)
+        if self.direct:
+            try:
+                self._parts.write(stored)
+            except OSError as err:
+                raise (as_lake_error(err, self.lake) or err) from err
+            return
         try:
             if self._writer is not None and self._file_rows >= ROWS_PER_FILE:
                 self._close()
             if self._writer is None:
-                path = self.staging / f"part-{len(self._files):04d}.parquet"
-                self._files.append(path)
+                path = self.staging / f"part-{len(self._staged):04d}.parquet"
+                self._staged.append(path)
                 self._sink = pa.OSFile(str(path), "wb")  # closed by _close whatever happens
                 # dictionaries only for text: numbers (offsets, times) rarely repeat, and
                 # trying them costs more than the rest of the staging write
@@ -145,6 +189,41 @@ class ContributionWriter:
         except OSError as err:
             raise (as_lake_error(err, self.lake) or err) from err
         self._file_rows += stored.num_rows
+
+    def _track(self, stored: pa.Table) -> None:
+        """Note the days, the replace_key ranges and values of staged rows (:func:`_may_meet`)."""
+        if self.spec.partition_by:
+            self._days.update(pc.unique(stored.column(DAY)).to_pylist())
+        if self._keys is not None:
+            self._keys.update(pc.unique(stored.column(self.spec.replace_key[0])).to_pylist())
+            if len(self._keys) > TRACKED_KEYS:
+                self._keys = None
+        for key in self.spec.replace_key:
+            column = stored.column(key)
+            if key in self._ranges and self._ranges[key] is None:
+                continue
+            if column.null_count or not _ranged(column.type):
+                self._ranges[key] = None  # NULL meets NULL: no range narrows it
+                continue
+            found = pc.min_max(column)
+            low, high = found["min"].as_py(), found["max"].as_py()
+            if key in self._ranges:
+                low, high = min(low, self._ranges[key][0]), max(high, self._ranges[key][1])
+            self._ranges[key] = (low, high)
+
+    @property
+    def _files(self) -> list[Path]:
+        """The staged files."""
+        return self._parts.files() if self.direct else self._staged
+
+    def _rows_reader(self, schema: pa.Schema) -> pa.RecordBatchReader:
+        """The staged rows in the stored schema, one row group at a time."""
+        if self.direct:
+            table = self.lake / self.spec.name
+            return pa.RecordBatchReader.from_batches(
+                schema, stored_batches(self._parts.parts, schema, table)
+            )
+        return _staged_rows(self._staged, schema)
 
     def commit(self) -> int:
         """Commit the staged rows as one Delta version; returns rows written."""
@@ -171,6 +250,14 @@ class ContributionWriter:
             self.abort()
         return self.rows
 
+    def finish(self) -> None:
+        """Close the staged files: nothing more is written (before the writer goes to the
+        process that commits it)."""
+        try:
+            self._close()
+        except OSError as err:
+            raise (as_lake_error(err, self.lake) or err) from err
+
     def owned(self) -> list[str]:
         """Every contribution the commit replaces: its own, ``replaces`` and those written."""
         return [self.source_id, *self.replaces, *sorted(self.contributions - {self.source_id})]
@@ -185,11 +272,18 @@ class ContributionWriter:
         finally:
             if sink is not None and not sink.closed:
                 sink.close()
+            self._parts.close()
 
     def abort(self) -> None:
         with contextlib.suppress(OSError):
             self._close()
-        self._scratch.remove()
+        if self.version is None:  # moved into the table for a commit that did not happen
+            with contextlib.suppress(OSError):
+                unplace(self._placed, self.lake / self.spec.name)
+        if self._scratch is not None:
+            self._scratch.remove()
+        else:
+            shutil.rmtree(self._folder, ignore_errors=True)
         with contextlib.suppress(OSError):
             (self.lake / STAGING).rmdir()  # only when no other write is staged
 
@@ -222,7 +316,6 @@ def _commit(writer: ContributionWriter) -> int:
     schema = delta_schema(table_spec)
     ids = writer.owned()
     predicate = f"{SOURCE} IN ({', '.join(map(sql_literal, ids))})"
-    new = ds.dataset([str(f) for f in writer._files], schema=schema, format="parquet")
     current = writer.run
     metadata = current.metadata() if current is not None and current.lake == writer.lake else {}
     metadata["burstlake.source_id"] = writer.source_id
@@ -232,9 +325,17 @@ def _commit(writer: ContributionWriter) -> int:
             path, schema.empty_table(), mode="append", partition_by=partition_by, name=path.name
         )
     dt = DeltaTable(path)
-    outcome = _resolve(dt, table_spec, writer)
+    outcome = _resolve(dt, table_spec, writer) if _may_meet(dt, writer) else _Outcome()
     writer.superseded, writer.stale = outcome.superseded, outcome.stale
-    data: pa.Table | pa.RecordBatchReader = _staged_rows(writer._files, schema)
+    if (
+        writer.direct
+        and not outcome.superseded
+        and outcome.landing is None
+        and _same_schema(dt, schema)
+    ):
+        metadata[PREDICATE] = predicate
+        return _commit_files(writer, dt, schema, metadata)
+    data: pa.Table | pa.RecordBatchReader = writer._rows_reader(schema)
     if outcome.landing is not None:
         data = outcome.landing.cast(schema)
     if outcome.superseded:
@@ -242,7 +343,7 @@ def _commit(writer: ContributionWriter) -> int:
             predicate += f" OR {DAY} IN ({', '.join(sql_literal(str(d)) for d in outcome.days)})"
         else:
             predicate = None  # the whole table is rewritten
-        landing = outcome.landing if outcome.landing is not None else new.to_table()
+        landing = outcome.landing if outcome.landing is not None else data.read_all()
         data = pa.concat_tables([landing.cast(schema), outcome.kept.cast(schema)])
     metadata[PREDICATE] = predicate or ""  # what the commit replaced (see undo_landing)
     properties = CommitProperties(custom_metadata=metadata)
@@ -256,6 +357,90 @@ def _commit(writer: ContributionWriter) -> int:
     )
     dt.update_incremental()
     return dt.version()
+
+
+def _commit_files(
+    writer: ContributionWriter, dt: DeltaTable, schema: pa.Schema, metadata: dict
+) -> int:
+    """Commit the writer's own files (files.py) as add actions, with remove actions for the
+    files holding its contributions' earlier rows, in one transaction."""
+    path = writer.lake / writer.spec.name
+    unplace([p for p in writer._placed if p not in writer._parts.parts], path)  # a retry
+    scratch = writer.staging / f"rewrite-{uuid.uuid4().hex[:8]}"
+    scratch.mkdir()
+    removal = owned_files(
+        dt, path, writer.owned(), PartWriter(scratch, schema, bool(writer.spec.partition_by))
+    )
+    writer._placed = [*writer._parts.parts, *removal.rewritten]
+    place(writer._placed, path)
+    checkpoint(f"commit-files-{writer.spec.name}")  # the fault tests' stop: moved, uncommitted
+    actions = [p.add_action(path) for p in writer._placed] + removal.removes
+    dt.create_write_transaction(
+        actions,
+        mode="append",
+        schema=schema,
+        partition_by=[DAY] if writer.spec.partition_by else None,
+        # the predicate of the overwrite it stands for, as delta-rs records one
+        commit_properties=CommitProperties(
+            custom_metadata={**metadata, "operationParameters": {"predicate": metadata[PREDICATE]}}
+        ),
+    )
+    dt.update_incremental()
+    return dt.version()
+
+
+def _same_schema(dt: DeltaTable, schema: pa.Schema) -> bool:
+    """Whether the table stores ``schema``'s columns (an older table first takes the newer
+    ones through delta-rs's schema merge)."""
+    stored = [(f.name, str(f.type)) for f in dt.schema().fields]
+    return stored == [(f.name, str(f.type)) for f in DeltaSchema.from_arrow(schema).fields]
+
+
+def _ranged(kind: pa.DataType) -> bool:
+    return pa.types.is_integer(kind) or pa.types.is_string(kind) or pa.types.is_temporal(kind)
+
+
+def _may_meet(dt: DeltaTable, writer: ContributionWriter) -> bool:
+    """Whether a row of another contribution may share a ``replace_key`` with a staged row:
+    a file of the staged rows' days whose statistics for every key column overlap the
+    staged rows' range (a file without them may). Only then does :func:`_resolve` read."""
+    table_spec = writer.spec
+    if not table_spec.replace_key or not writer._files:
+        return False
+    if table_spec.follows:
+        return True  # decided by the rows of another table
+    actions = pa.table(dt.get_add_actions(flatten=True))
+    if actions.num_rows == 0:
+        return False
+    names = set(actions.column_names)
+    keep = pa.repeat(pa.scalar(True), actions.num_rows)
+    if table_spec.partition_by and f"partition.{DAY}" in names:
+        days = pa.array(sorted(writer._days), pa.date32())
+        found = actions.column(f"partition.{DAY}")
+        if not pa.types.is_date32(found.type):
+            found = pc.cast(found, pa.date32())
+        keep = pc.is_in(found, value_set=days)
+    for key, bounds in writer._ranges.items():
+        low, high = f"min.{key}", f"max.{key}"
+        if bounds is None or low not in names or high not in names:
+            continue
+        lows, highs = actions.column(low), actions.column(high)
+        try:
+            apart = pc.or_(pc.greater(lows, bounds[1]), pc.less(highs, bounds[0]))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, TypeError):
+            continue  # statistics this check cannot compare: they narrow nothing
+        keep = pc.and_(keep, pc.invert(pc.fill_null(apart, False)))
+    if not pc.any(keep).as_py():
+        return False
+    if writer._keys is None:  # no set of staged keys to look them up in
+        return True
+    (key,) = table_spec.replace_key
+    mine = set(writer.owned())
+    for name in actions.filter(keep).column("path").to_pylist():
+        found = distinct(str(writer.lake / table_spec.name / name), key)
+        if any(sid not in mine and value in writer._keys for value, sid in found):
+            return True
+    return False
 
 
 def _staged_rows(files: list[Path], schema: pa.Schema) -> pa.RecordBatchReader:
@@ -306,8 +491,8 @@ def _resolve(dt: DeltaTable, table_spec: TableSpec, writer: ContributionWriter) 
         con.execute(f"CREATE TEMP VIEW s AS SELECT * FROM read_parquet({staged})")
         uris = [u.removeprefix("file://") for u in dt.file_uris()]
         if table_spec.partition_by:
-            days = {r[0] for r in con.execute(f"SELECT DISTINCT {DAY} FROM s").fetchall()}
-            uris = [u for u in uris if Path(u).parent.name in {f"{DAY}={d}" for d in days}]
+            days = {f"{DAY}={d}" for d in writer._days}
+            uris = [u for u in uris if Path(u).parent.name in days]
         _older_view(con, table_spec, uris, mine)
         land = _landing_sql(con, table_spec, writer.lake, mine)
         columns = ", ".join(f'"{k}"' for k in key)

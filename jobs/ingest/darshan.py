@@ -119,8 +119,31 @@ class _IsolatedReader:
                 self._worker = None
 
 
-_READER = _IsolatedReader()
-atexit.register(_READER.close)
+class _InProcessReader:
+    """Reads logs in this process (a worker process of ``ingest --workers``, apart already:
+    a crash of darshan-util ends it alone, and the ingest process lands its files again)."""
+
+    def read(self, path: Path, dxt: Path | None = None) -> DarshanLog:
+        try:
+            return darshan_log.read_log(str(path), None if dxt is None else str(dxt))
+        except UnreadableLog as err:
+            raise UnusableInput(str(err)) from None
+        except Exception as err:  # pydarshan on a malformed log, as the reader process says
+            raise UnusableInput(f"pydarshan failed: {type(err).__name__}: {err}") from None
+
+    def close(self) -> None:
+        pass
+
+
+_READER: _IsolatedReader | _InProcessReader = _IsolatedReader()
+atexit.register(lambda: _READER.close())
+
+
+def read_in_this_process() -> None:
+    """From now on read logs in this process, not in a reader process (a worker process,
+    see :class:`_InProcessReader`)."""
+    global _READER
+    _READER = _InProcessReader()
 
 
 def _microseconds(seconds: int, nanoseconds: int) -> int:

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from burstlake.jobs.ingest.darshan_log import DXT_COUNTED, DXT_MODULES, DXT_OPS, DarshanLog
 from burstlake.jobs.ingest.source import RECORD, Batch, Reject
@@ -83,8 +84,17 @@ def measure(tables: Mapping[str, pa.Table]) -> dict[str, int]:
     rows = tables.get("darshan_dxt")
     if rows is None or rows.num_rows == 0:
         return {}
-    sums = rows.group_by(["module", "op"]).aggregate([("length", "sum")]).to_pylist()
-    return {metric(r["module"], r["op"]): max(0, r["length_sum"] or 0) for r in sums}
+    lengths = np.maximum(rows.column("length").to_numpy(), 0)
+    found = {}
+    for module in DXT_MODULES:
+        of_module = pc.equal(rows.column("module"), module)
+        for op in DXT_OPS:
+            chosen = pc.and_(of_module, pc.equal(rows.column("op"), op)).to_numpy(
+                zero_copy_only=False
+            )
+            if chosen.any():
+                found[metric(module, op)] = int(lengths[chosen].sum())
+    return found
 
 
 def _location(module: int, record: int, rank: int, op: int, segment: int) -> str:
@@ -224,7 +234,7 @@ def batches(
     records from ``first_record``; ``ids`` = (log_id, cluster, job_id)."""
     if log.dxt is None or not log.dxt.segments:
         return
-    with pa.memory_map(str(Path(log.dxt.path))) as source:
+    with pa.OSFile(str(Path(log.dxt.path))) as source:  # read, not mapped: RSS stays flat
         reader = pa.ipc.open_file(source)
         for i in range(reader.num_record_batches):
             batch = reader.get_batch(i)

@@ -9,7 +9,7 @@ spends most of its time on them when each file pays for its own. Here a group of
 parsed file by file, validated
 once per table with the group's rows together, and committed once per table, each file's rows
 in its own contribution (its ``source_id``), then one ``ingest_log`` commit with a row per
-file. What stays exactly as for one file (:mod:`.base`):
+file. What stays exactly as for one file (:mod:`.landing`):
 
 - each file's records are numbered apart (an offset per file), so a failing record is
   quarantined in its own file's accounting and nothing of another file goes with it;
@@ -30,8 +30,10 @@ import hashlib
 import logging
 import multiprocessing
 import os
+import uuid
 from collections.abc import Iterator, Mapping
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,17 +45,17 @@ from burstlake import paths
 from burstlake.jobs.ingest.accounting import FileReport
 from burstlake.jobs.ingest.landing import (
     WHOLE_FILE,
+    account_traffic,
+    check_sums,
     content_id,
     ingest_file,
+    json_options,
     log_row,
+    orphaned,
+    quarantine_rows,
+    refused_as,
     screen_records,
 )
-from burstlake.jobs.ingest.landing import account_traffic as _account_traffic
-from burstlake.jobs.ingest.landing import check_sums as _check_sums
-from burstlake.jobs.ingest.landing import json_options as _json_options
-from burstlake.jobs.ingest.landing import orphaned as _orphaned
-from burstlake.jobs.ingest.landing import quarantine_rows as _quarantine_rows
-from burstlake.jobs.ingest.landing import refused_as as _refused_as
 from burstlake.jobs.ingest.source import (
     RECORD,
     Batch,
@@ -62,7 +64,15 @@ from burstlake.jobs.ingest.source import (
     Source,
     UnusableInput,
 )
-from burstlake.lake import ContributionWriter, as_lake_error, checkpoint, read_table, table_files
+from burstlake.lake import (
+    STAGING,
+    ContributionWriter,
+    OwnedFolder,
+    as_lake_error,
+    checkpoint,
+    read_table,
+    table_files,
+)
 from burstlake.schemas import spec
 
 GROUP_FILES = 64
@@ -206,9 +216,8 @@ class _Group:
                 versions.setdefault(file, set()).add(source_id)
         return versions
 
-    def add(self, file: Path, parsed: tuple[str, list[Batch] | str] | None = None) -> None:
-        """Parse one file into the group (or note it as a no-op, or for later); ``parsed``:
-        what a worker process made of it (:func:`parse_file`)."""
+    def add(self, file: Path) -> None:
+        """Parse one file into the group (or note it as a no-op, or for later)."""
         file = Path(os.path.abspath(file))
         found = paths.kind(file)
         if found != "a regular file":
@@ -222,12 +231,11 @@ class _Group:
             earlier.file if earlier else next((f for f in landed if f != report.file), None)
         )  # as base._landed_as, from the group's one read of ingest_log
         if report.same_as:
-            report.error = earlier.error if earlier else _refused_as(self.root, report.same_as)
+            report.error = earlier.error if earlier else refused_as(self.root, report.same_as)
             self.reports.append(report)
             return
         member = _Member(report, file)
-        if parsed is None or parsed[0] != report.source_id:  # not parsed, or changed since
-            parsed = parse_file(self.source.name, str(file), self.context.options, self.root)
+        parsed = parse_file(self.source.name, str(file), self.context.options, self.root)
         checkpoint("ingest-parse")
         if isinstance(parsed[1], str):
             report.error = parsed[1]
@@ -247,9 +255,40 @@ class _Group:
         self.members.append(member)
         self.reports.append(report)
 
+    def fill(self, pending: list[Path]) -> list[Path]:
+        """Parse files from ``pending`` into the group until it is full (:data:`GROUP_FILES`
+        files or :data:`GROUP_ROWS` rows); returns the files left for the next groups."""
+        taken = 0
+        while taken < min(GROUP_FILES, len(pending)) and self.rows < GROUP_ROWS:
+            self.add(pending[taken])
+            taken += 1
+        return self.later + pending[taken:]
+
+    def land(self, writers: dict[str, ContributionWriter] | None = None) -> list[FileReport]:
+        """Validate, stage and commit the group (``writers``: staged by a worker process),
+        then land alone the files that cannot be grouped; returns their reports."""
+        if self.members:
+            try:
+                self.commit(writers if writers is not None else self._staged())
+            except OSError as err:
+                failure = as_lake_error(err, self.root)
+                if failure is None:
+                    raise
+                for member in self.members:
+                    member.report.failure = f"not landed ({failure}): nothing of it is visible"
+        alone = {str(Path(os.path.abspath(f))) for f in self.alone}
+        reports = [r for r in self.reports if r.file not in alone]
+        for file in self.alone:
+            reports.append(ingest_file(self.source, file, self.root, self.context, self.nodes))
+        return reports
+
+    def _staged(self) -> dict[str, ContributionWriter]:
+        self.screen()
+        return self.stage()
+
     def screen(self) -> None:
         """Validate the group: first the batches no other belongs to, then the rest (those
-        whose record was quarantined go whole, :func:`.base.orphaned`)."""
+        whose record was quarantined go whole, :func:`.landing.orphaned`)."""
         first, then = [], []
         for member in self.members:
             member.good = [{} for _ in member.batches]
@@ -281,13 +320,14 @@ class _Group:
                 for table, rows in good.items()
             }
 
-    def stage(self) -> dict[str, ContributionWriter]:
-        """Account each member as :class:`.base._Landing` does and stage its rows into its
-        own contribution of the group's writers."""
+    def stage(self, staging: Path | None = None) -> dict[str, ContributionWriter]:
+        """Account each member as the landing engine does for one file (:mod:`.landing`) and stage its rows into its
+        own contribution of the group's writers (in ``staging``, a folder the ingest process
+        holds, when a worker process stages them)."""
         members = [m.report.source_id for m in self.members]
         self.id = hashlib.blake2b("".join(members).encode(), digest_size=8).hexdigest()
         tables = [*self.source.tables, "quarantine", "ingest_log"]
-        writers = {t: ContributionWriter(self.root, t, self.id) for t in tables}
+        writers = {t: ContributionWriter(self.root, t, self.id, staging=staging) for t in tables}
         try:
             for member in list(self.members):
                 if not self._stage(member, writers):
@@ -313,7 +353,7 @@ class _Group:
                      if batch.belongs_to in b.origins),
                     (f"record {batch.belongs_to}", None),
                 )[0]  # fmt: skip
-                good, rejects, failed, bad = _orphaned(batch, where)
+                good, rejects, failed, bad = orphaned(batch, where)
                 for record in bad:
                     member.bad.setdefault(record, "orphaned")
             else:
@@ -326,9 +366,9 @@ class _Group:
                 ]
                 failed = len(rejects) + sum(batch.weights.get(r, 1) - 1 for r in mine)
                 bad = set(mine)
-            _account_traffic(report, batch, bad, good)
+            account_traffic(report, batch, bad, good)
             try:
-                _check_sums(report)
+                check_sums(report)
             except UnusableInput:  # a 64-bit sum passed: the file is refused alone
                 return False
             rows += list(good.items())
@@ -338,7 +378,7 @@ class _Group:
         for table, table_rows in rows:
             writers[table].write(table_rows, sid)
             report.rows[table] = report.rows.get(table, 0) + table_rows.num_rows
-        writers["quarantine"].write(_quarantine_rows(report, quarantined), sid)
+        writers["quarantine"].write(quarantine_rows(report, quarantined), sid)
         for writer in writers.values():
             writer.claim([sid])
         report.landed = report.records_in - report.quarantined
@@ -346,18 +386,19 @@ class _Group:
 
     def commit(self, writers: dict[str, ContributionWriter]) -> None:
         """Commit every table once, ``ingest_log`` last, as one landing."""
+        versions = self._versions()
         replaces = sorted(
             {
                 old
                 for m in self.members
-                for old in self._versions().get(m.report.file, ())
+                for old in versions.get(m.report.file, ())
                 if old != m.report.source_id
             }
         )
         record = {
             "source": self.source.name,
             "file": self.members[0].report.file,
-            "options": _json_options(self.context.options),
+            "options": json_options(self.context.options),
             "replaces": replaces,
             "tables": list(writers),
             "members": [
@@ -406,31 +447,6 @@ def parse_file(
         return source_id, str(err)
 
 
-class _Parsers:
-    """Files parsed ahead in ``workers`` processes while the ingest process validates and
-    commits the group before (a parse is CPU in Python and darshan-util)."""
-
-    def __init__(self, source: Source, root: Path, options: Mapping, workers: int) -> None:
-        context = multiprocessing.get_context("spawn")  # the parent runs threads: no fork
-        self._pool = ProcessPoolExecutor(workers, mp_context=context)
-        self._args = (source.name, _json_options(options), root)
-        self._futures: dict[Path, Future] = {}
-
-    def ahead(self, files: list[Path]) -> None:
-        for file in files:
-            if file not in self._futures:
-                self._futures[file] = self._pool.submit(
-                    parse_file, self._args[0], str(file), self._args[1], self._args[2]
-                )
-
-    def take(self, file: Path) -> tuple[str, list[Batch] | str] | None:
-        future = self._futures.pop(file, None)
-        return None if future is None else future.result()
-
-    def close(self) -> None:
-        self._pool.shutdown(cancel_futures=True)
-
-
 def land(
     source: Source,
     files: list[Path],
@@ -440,45 +456,149 @@ def land(
     workers: int = 1,
 ) -> list[FileReport]:
     """Land ``files`` (each :func:`groupable`) in groups of up to :data:`GROUP_FILES`,
-    parsed in ``workers`` processes (1: in this one); returns their reports. A lake that fails
-    (full disk) is reported on the group's files."""
-    parsers = _Parsers(source, root, context.options, workers) if workers > 1 else None
-    try:
-        return _land(source, files, root, context, topology_nodes, parsers)
-    finally:
-        if parsers is not None:
-            parsers.close()
+    parsed, validated and staged in ``workers`` processes (1: in this one), committed here;
+    returns their reports. A lake that fails (full disk) is reported on the group's files."""
+    if workers > 1 and len(files) > 1:
+        return _land_parallel(source, files, root, context, topology_nodes, workers)
+    return _land(source, files, root, context, topology_nodes)
 
 
-def _land(source, files, root, context, topology_nodes, parsers) -> list[FileReport]:
+def _land(source, files, root, context, topology_nodes) -> list[FileReport]:
     pending, reports = list(files), []
     while pending:
         group = _Group(source, root, context, topology_nodes)
-        if parsers is not None:
-            parsers.ahead(pending[: 2 * GROUP_FILES])
-        taken = 0
-        while taken < min(GROUP_FILES, len(pending)) and group.rows < GROUP_ROWS:
-            file = pending[taken]
-            group.add(file, parsers.take(file) if parsers is not None else None)
-            taken += 1
-        pending = group.later + pending[taken:]
-        if group.members:
-            group.screen()
-            try:
-                group.commit(group.stage())
-            except OSError as err:
-                failure = as_lake_error(err, root)
-                if failure is None:
-                    raise
-                for member in group.members:
-                    member.report.failure = f"not landed ({failure}): nothing of it is visible"
-        alone = {str(Path(os.path.abspath(f))) for f in group.alone}
-        reports += [r for r in group.reports if r.file not in alone]
-        for file in group.alone:
-            reports.append(ingest_file(source, file, root, context, topology_nodes))
+        pending = group.fill(pending)
+        reports += group.land()
         if any(r.failure for r in reports):
             break
     return reports
+
+
+@dataclass
+class _Staged:
+    """A group a worker process parsed, validated and staged: what the ingest process needs
+    to commit it (the members' parsed batches stay behind)."""
+
+    members: list[_Member]
+    reports: list[FileReport]
+    later: list[Path]
+    alone: list[Path]
+    writers: dict[str, ContributionWriter] | None
+    id: str = ""
+
+
+def _stage_chunk(
+    source: str, files: list[str], root: str, options: Mapping, logged: dict, staging: str
+) -> list[_Staged]:
+    """A worker process's share: its files parsed, validated and staged as groups into
+    ``staging``; nothing is committed (the ingest process commits, in file order)."""
+    from burstlake.jobs.ingest import source_module
+
+    found = source_module(source).SOURCE
+    context = ParseContext(options=options, lake=Path(root))
+    pending, staged = [Path(f) for f in files], []
+    while pending:
+        group = _Group(found, Path(root), context, _WORKER_NODES)
+        group._log = logged  # read once by the ingest process (it alone reads the lake)
+        pending = group.fill(pending)
+        writers = None
+        if group.members:
+            group.screen()
+            writers = group.stage(Path(staging))
+            for writer in writers.values():
+                writer.finish()
+        for member in group.members:
+            member.batches, member.good = [], []
+        done = _Staged(group.members, group.reports, group.later, group.alone, writers)
+        done.id = getattr(group, "id", "")
+        staged.append(done)
+    return staged
+
+
+_WORKER_NODES: list[str] | None = None  # the topology's nodes, set in each worker at its start
+
+
+def _start_worker(source: str, nodes: list[str] | None) -> None:
+    """A worker's start (forked from the ingest process: nothing is imported again); it reads
+    logs in its own process, a process apart already (the source's ``read_in_this_process``)."""
+    from burstlake.jobs.ingest import source_module
+
+    global _WORKER_NODES
+    _WORKER_NODES = nodes
+    module = source_module(source)
+    if hasattr(module, "read_in_this_process"):
+        module.read_in_this_process()
+
+
+def _chunks(files: list[Path], workers: int) -> list[list[Path]]:
+    size = max(1, min(GROUP_FILES, -(-len(files) // workers)))
+    return [files[at : at + size] for at in range(0, len(files), size)]
+
+
+def _land_parallel(source, files, root, context, topology_nodes, workers) -> list[FileReport]:
+    """Workers stage groups; this process commits them one by one in file order. A file whose
+    bytes an earlier one (or one landed before) has lands after the others here (then a no-op
+    naming it, as when landed one after the other). A worker that dies (darshan-util crashing
+    on a damaged log) leaves the files not yet committed to this process."""
+    logged = _Group(source, root, context, topology_nodes)._logged()
+    seen: set[str] = set()
+    unique, repeats = [], []
+    for file in files:
+        path = Path(os.path.abspath(file))
+        sid = content_id(path) if paths.kind(path) == "a regular file" else None
+        landed = [f for f in logged.get(sid, ()) if f != str(path)]
+        # a copy waits: its verdict reads the lake, which only this process does
+        (repeats if sid is not None and (sid in seen or landed) else unique).append(path)
+        if sid is not None:
+            seen.add(sid)
+    chunks = _chunks(unique, workers)
+    reports: list[FileReport] = []
+    left: list[Path] = []
+    holder = OwnedFolder(root / STAGING / f"workers-{uuid.uuid4().hex[:12]}")
+    # forked from this process, the workers import nothing again; they use no delta-rs
+    # (whose runtime does not survive a fork), only the parser, Arrow and Parquet
+    pool = ProcessPoolExecutor(
+        workers,
+        mp_context=multiprocessing.get_context("fork"),
+        initializer=_start_worker,
+        initargs=(source.name, topology_nodes),
+    )
+    try:
+        options = json_options(context.options)
+        futures = [
+            pool.submit(
+                _stage_chunk, source.name, [str(f) for f in chunk], str(root), options, logged,
+                str(holder.path),
+            )
+            for chunk in chunks
+        ]  # fmt: skip
+        for at, future in enumerate(futures):
+            try:
+                staged = future.result()
+            except BrokenProcessPool:
+                log.warning("a worker process died; landing its files in this process")
+                left = [f for chunk in chunks[at:] for f in chunk]
+                break
+            for done in staged:  # its later files landed in its next group
+                reports += _commit_staged(done, source, root, context, topology_nodes)
+            if any(r.failure for r in reports):
+                break
+    finally:
+        pool.shutdown(cancel_futures=True)
+        holder.remove()
+    rest = left + repeats
+    if rest and not any(r.failure for r in reports):
+        reports += _land(source, rest, root, context, topology_nodes)
+    order = {str(Path(os.path.abspath(f))): i for i, f in reversed(list(enumerate(files)))}
+    return sorted(reports, key=lambda r: order.get(r.file, len(order)))
+
+
+def _commit_staged(staged: _Staged, source, root, context, topology_nodes) -> list[FileReport]:
+    """Commit a group a worker staged, as :meth:`_Group.land` does one staged here."""
+    group = _Group(source, root, context, topology_nodes)
+    group.members, group.reports, group.alone = staged.members, staged.reports, staged.alone
+    group.id = staged.id
+    return group.land(staged.writers)
 
 
 def reconcile(root: Path, record: dict, skip: set[str]) -> list[FileReport]:

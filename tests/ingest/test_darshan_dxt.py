@@ -10,10 +10,14 @@ from collections import defaultdict
 from pathlib import Path
 
 import darshan as pydarshan
+import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 from darshan.backend import cffi_backend as backend
+from deltalake import DeltaTable, write_deltalake
 
+from burstlake import lake as lakes
 from burstlake.catalog import sql
 from burstlake.jobs.ingest import darshan
 from burstlake.jobs.ingest.landing import ingest
@@ -307,3 +311,103 @@ def test_the_readme_query_finds_jobs_writing_small_requests(shared_data, tmp_pat
     assert sql(lake, query).to_pylist() == [
         {"job_id": "4243", "cluster": None, "bytes_written": 400 * 4096}
     ]
+
+
+# --- the writer's own files (burstlake/lake/files.py) -----------------------------------------
+
+
+def _stats(table: Path) -> dict[str, dict]:
+    """Each partition's add action statistics as delta-rs reads them (one file a partition)."""
+    columns = ["num_records", "null_count", "min", "max", "partition"]
+    actions = pa.table(DeltaTable(table).get_add_actions(flatten=False)).select(columns)
+    found = {}
+    for action in actions.to_pylist():
+        day = str(action.pop("partition")["day"])
+        assert day not in found, "one file per partition"
+        found[day] = action
+    return found
+
+
+def _active(table: Path) -> list[str]:
+    """The table's active files, relative to it."""
+    uris = DeltaTable(table).file_uris()
+    return [str(Path(u.removeprefix("file://")).relative_to(table)) for u in uris]
+
+
+def test_the_writer_lays_out_the_files_delta_rs_would(shared_data, tmp_path):
+    """The rows ingested, written by delta-rs itself: the same partitions, the same rows, the
+    same statistics in the add actions and the same Parquet columns; DuckDB and delta-rs read
+    the table alike, nanoseconds kept."""
+    lake = tmp_path / "lake"
+    ingest(darshan.SOURCE, [shared_data / "darshan" / GENERATED / FPP], lake)
+    ours = DeltaTable(lake / "darshan_dxt")
+    rows = pa.table(ours.to_pyarrow_dataset().to_table())
+    reference = tmp_path / "reference"
+    write_deltalake(reference, rows, partition_by=["day"])
+    assert _stats(lake / "darshan_dxt") == _stats(reference)
+    key = [("start_ns", "ascending"), ("record_id", "ascending"), ("offset", "ascending")]
+    theirs = pa.table(DeltaTable(reference).to_pyarrow_dataset().to_table())
+    assert rows.sort_by(key).equals(theirs.sort_by(key))
+    assert rows.num_rows == 400
+    files = [pq.read_schema(lake / "darshan_dxt" / f) for f in _active(lake / "darshan_dxt")]
+    expected = pq.read_schema(reference / _active(reference)[0])
+    assert [(f.name, f.type) for f in files[0]] == [(f.name, f.type) for f in expected]
+    duck = sql(lake, 'SELECT start_ns, end_ns, "start" FROM darshan_dxt ORDER BY 1, 2')
+    order = [("start_ns", "ascending"), ("end_ns", "ascending")]
+    mine = rows.select(["start_ns", "end_ns", "start"]).sort_by(order)
+    assert duck.column("start_ns").to_pylist() == mine.column("start_ns").to_pylist()
+    assert any(v % 1000 for v in duck.column("end_ns").to_pylist())  # not microseconds
+
+
+def test_a_reingest_removes_its_earlier_files_in_the_same_commit(shared_data, tmp_path):
+    """A log landed again: one commit per table removes the earlier file and adds the new one;
+    the rows are the same and no file is left active twice."""
+    lake = tmp_path / "lake"
+    path = shared_data / "darshan" / GENERATED / FPP
+    ingest(darshan.SOURCE, [path], lake)
+    table = lake / "darshan_dxt"
+    before = sorted(map(str, read_table(lake, "darshan_dxt").to_pylist()))
+    first, version = _active(table), DeltaTable(table).version()
+    ingest(darshan.SOURCE, [path], lake)
+    after = DeltaTable(table)
+    assert after.version() == version + 1
+    assert len(_active(table)) == len(first) and not set(first) & set(_active(table))
+    commit = (table / "_delta_log" / f"{after.version():020d}.json").read_text()
+    assert all(f'"remove":{{"path":"{f}"' in commit.replace(" ", "") for f in first)
+    assert sorted(map(str, read_table(lake, "darshan_dxt").to_pylist())) == before
+
+
+def _padded(source: Path, target: Path) -> Path:
+    """The log with a trailing pad darshan-util ignores, past the grouped size: it lands alone."""
+    target.write_bytes(source.read_bytes() + b"\0" * (70 * 1024))
+    return target
+
+
+@pytest.mark.slow  # kills a real ingest
+def test_a_landing_killed_with_its_files_moved_but_uncommitted_is_finished(shared_data, tmp_path):
+    """Killed after its DXT files moved into the table, before their commit: readers see the
+    earlier content, the next ingest finishes the landing as a clean one would, and vacuum
+    deletes the files no commit took."""
+    from tests.ingest.test_grouped import _state
+    from tests.lake.test_faults import _cli, _kill, _paused
+
+    generated = shared_data / "darshan" / GENERATED
+    log, lake, clean = tmp_path / "job.darshan", tmp_path / "lake", tmp_path / "clean"
+    for target in (lake, clean):
+        ingest(darshan.SOURCE, [_padded(generated / FPP, log)], target)
+    before = _state(lake)
+    _padded(generated / "iogen_job4244_8r_rank0.darshan", log)  # new content, same path
+    args = _cli("ingest", "darshan", str(log), "--lake", str(lake))
+    _kill(_paused(args, "commit-files-darshan_dxt", tmp_path / "p"))
+    assert _state(lake) == before  # the landing's commits are hidden, its files unreferenced
+    table = lake / "darshan_dxt"
+    committed = set(_active(table))
+    placed = {str(p.relative_to(table)) for p in table.rglob("*.parquet")} - committed
+    assert placed  # moved, never committed
+    ingest(darshan.SOURCE, [log], lake)  # reconciles: the unchanged file lands again
+    ingest(darshan.SOURCE, [log], clean)
+    assert _state(lake) == _state(clean)
+    assert not lakes.intents(lake)
+    lakes.vacuum(lake, retention_hours=0)
+    assert not any((table / p).exists() for p in placed)
+    assert _state(lake) == _state(clean)

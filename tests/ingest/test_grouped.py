@@ -5,7 +5,10 @@ ingest."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -122,3 +125,28 @@ def test_workers_land_the_same_rows_as_one_process(shared_data, tmp_path, capsys
     with pytest.raises(SystemExit):
         main(["ingest", "darshan", folder, "--lake", str(tmp_path / "x"), "--workers", "0"])
     assert "--workers: must be 1 or more, not 0" in capsys.readouterr().err
+
+
+@pytest.mark.slow  # starts and kills worker processes
+def test_a_worker_that_dies_leaves_its_files_to_the_ingest_process(shared_data, tmp_path):
+    """A worker killed while it parses (as when darshan-util crashes on a damaged log): the
+    ingest process lands the files no commit took, and the lake is as after one process."""
+    logs = _copies(shared_data, tmp_path / "logs")
+    lake, clean, marker = tmp_path / "lake", tmp_path / "clean", tmp_path / "p"
+    args = _cli("ingest", "darshan", *map(str, logs), "--lake", str(lake), "--workers", "2")
+    proc = _paused(args, "ingest-parse", marker)
+    while not marker.read_text().strip():  # being written
+        time.sleep(0.01)
+    worker = int(marker.read_text())
+    assert worker != proc.pid  # a worker parses, not the ingest process
+    os.kill(worker, signal.SIGKILL)
+    deadline = time.monotonic() + 120
+    while proc.poll() is None and time.monotonic() < deadline:
+        marker.unlink(missing_ok=True)  # whoever else pauses there goes on
+        time.sleep(0.05)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "darshan: 3 files, " in out
+    ingest(darshan.SOURCE, logs, clean)
+    assert _state(lake) == _state(clean)
+    assert not lakes.intents(lake)

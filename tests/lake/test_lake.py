@@ -159,7 +159,8 @@ def test_every_write_is_one_delta_commit_with_its_source_id(lake):
     assert lakes.latest_version(lake, "node_io") == 3  # 0 creates the table
     info = lakes.commit_metadata(lake, "node_io", 3)
     assert info["burstlake.source_id"] == "a"
-    assert info["operationParameters"]["mode"] == "Overwrite"
+    assert info["operationParameters"]["predicate"] == "_source_id IN ('a')"  # replaces 'a'
+    assert "remove" in (lake / "node_io" / "_delta_log" / f"{3:020d}.json").read_text()
     assert _nodes(lake) == [("cn1", 400), ("cn2", 100)]
     assert contribution_ids(lake, "node_io") == {"a", "b"}
     assert lakes.delete_contribution(lake, "b") == 1
