@@ -17,6 +17,7 @@ from burstlake.jobs.ingest import SOURCES, source_module
 
 _NOT_OPTIONS = (
     "paths", "lake", "handler", "lake_must_exist", "command", "source", "config", "workers",
+    "spark_master",
 )  # fmt: skip
 
 
@@ -54,6 +55,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                 help="parse the files in N processes while this one validates and commits "
                 "(default 1: parse here)",
             )
+        sub.add_argument(
+            "--spark-master",
+            default=None,
+            metavar="URL",
+            help="parse, validate and stage the files as Spark tasks on this master, e.g. "
+            "spark://host:7077, while this process commits (executors must see the lake at "
+            "its path: a shared filesystem)"
+            if module.SOURCE.grouped
+            else "refused: this source's files land one at a time in this process",
+        )
         module.SOURCE.add_arguments(sub)
         defaults = {}
         for action in sub._actions:  # a flag absent from the namespace was not given
@@ -83,10 +94,11 @@ def options_of(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from burstlake.jobs.ingest.base import IngestFailed, expand_paths, ingest
+    from burstlake.jobs.ingest.base import IngestFailed, check_parallel, expand_paths, ingest
     from burstlake.lake import lake_path
 
     source = source_module(args.source).SOURCE
+    check_parallel(source, getattr(args, "workers", 1), args.spark_master)  # before any pull
     options = options_of(args)
     files = expand_paths(args.paths, source.file_pattern)
     with tempfile.TemporaryDirectory(prefix=f"burstlake-{args.source}-") as scratch:
@@ -110,6 +122,7 @@ def run(args: argparse.Namespace) -> int:
                 options,
                 progress=sys.stderr.isatty(),
                 workers=getattr(args, "workers", 1),
+                spark_master=args.spark_master,
             )
         except IngestFailed as err:  # what landed and what did not, then the one-line error
             for report in err.reports:

@@ -702,16 +702,19 @@ def ingest(
     options: Mapping[str, Any] | None = None,
     progress: bool = False,
     workers: int = 1,
+    spark_master: str | None = None,
 ) -> list[FileReport]:
     """Ingest files of one source, then refresh the catalog. Returns one report per file.
 
-    ``workers``: processes parsing the files of a grouped source (``Source.grouped``)."""
+    ``workers``: processes parsing the files of a grouped source (``Source.grouped``);
+    ``spark_master``: parse them as Spark tasks on this master instead (:mod:`.spark_stage`)."""
     from tqdm import tqdm
 
     from burstlake.jobs.ingest import grouped
 
     check_cluster((options or {}).get("cluster"), "--cluster")
     source.check_options(dict(options or {}))
+    check_parallel(source, workers, spark_master)
     files = list(map(Path, paths))
     reports = reconcile(lake, skip=files)
     bar = tqdm(
@@ -724,12 +727,18 @@ def ingest(
     context = ParseContext(options=dict(options or {}), progress=bar.update)
     bar_base = 0
     topology_nodes = _topology_nodes(lake, source)  # a source checking names never writes them
+    pool = None
+    if spark_master is not None:
+        from burstlake.jobs.ingest.spark_stage import spark_staging
+
+        pool = spark_staging(spark_master, lake_path(lake))
+        workers = pool.workers
     at = 0
     while at < len(files):
         run = _group_run(source, files, at)
         if run:
             root = lake_path(lake)
-            landed = grouped.land(source, run, root, context, topology_nodes, workers)
+            landed = grouped.land(source, run, root, context, topology_nodes, workers, pool)
         else:
             run = files[at : at + 1]
             landed = [ingest_file(source, run[0], lake, context, topology_nodes)]
@@ -747,6 +756,20 @@ def ingest(
     bar.close()
     _finish(lake, reports)
     return reports
+
+
+def check_parallel(source: Source, workers: int, spark_master: str | None) -> None:
+    """Refuse, in one line, Spark staging for a source that lands its files one at a time,
+    or beside ``--workers``."""
+    if spark_master is None:
+        return
+    if not source.grouped:
+        raise ValueError(
+            f"--spark-master: {source.name} files land one at a time in this process "
+            "(only a source landing small files in groups, darshan, stages them in parallel)"
+        )
+    if workers > 1:
+        raise ValueError("--spark-master stages on the Spark executors: drop --workers")
 
 
 def _group_run(source: Source, files: list[Path], at: int) -> list[Path]:
