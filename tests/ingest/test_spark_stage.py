@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ import pytest
 from burstlake import lake as lakes
 from burstlake.jobs.ingest import darshan, slurm
 from burstlake.jobs.ingest.base import ingest
+from burstlake.jobs.ingest.spark_stage import SparkTasks
 from burstlake.lake import read_table
 from tests.metrics.test_spark_standalone_cluster import standalone  # noqa: F401 (a fixture)
 
@@ -68,6 +70,7 @@ def _lines(reports) -> list[tuple]:
     ]
 
 
+@pytest.mark.slow  # two ingests of the logs beside Spark tasks (~15 s)
 def test_spark_tasks_land_the_rows_of_one_process(shared_data, tmp_path, spark):
     """On the test run's local[2] session: the same reports and table contents as one process,
     a truncated log quarantined the same way, and a second ingest a no-op."""
@@ -89,6 +92,34 @@ def test_spark_tasks_land_the_rows_of_one_process(shared_data, tmp_path, spark):
     again = ingest(darshan.SOURCE, logs, tmp_path / "spark", spark_master="local[2]")
     assert [r.error for r in again] == [r.error for r in on_spark]
     assert _contents(tmp_path / "spark") == state
+
+
+def _refuse(message: str) -> None:
+    raise ValueError(message)
+
+
+def _die() -> None:
+    os._exit(3)  # as when darshan-util crashes the process reading a log
+
+
+def test_a_task_error_reaches_its_future_and_a_failed_job_is_a_dead_worker(spark):
+    """What ``grouped`` asks of its pool, on Spark: each call's result or error in its own
+    future, all of one job; a job that fails is a dead worker (``BrokenProcessPool``, so the
+    ingest process lands the files itself); calls not run yet are cancelled at shutdown."""
+    tasks = SparkTasks(spark)
+    jobs = set(spark.sparkContext.statusTracker().getJobIdsForGroup())
+    done, refused = tasks.submit(divmod, 7, 2), tasks.submit(_refuse, "log 3: no header")
+    assert done.result() == (3, 1)
+    with pytest.raises(ValueError, match=r"^log 3: no header$"):
+        refused.result()
+    assert len(set(spark.sparkContext.statusTracker().getJobIdsForGroup()) - jobs) == 1
+    lost, beside = tasks.submit(_die), tasks.submit(divmod, 1, 1)
+    with pytest.raises(BrokenProcessPool, match="the Spark job failed"):
+        lost.result()
+    assert isinstance(beside.exception(), BrokenProcessPool)
+    waiting = tasks.submit(divmod, 1, 1)
+    tasks.shutdown(cancel_futures=True)
+    assert waiting.cancelled()
 
 
 def test_a_source_landing_files_one_at_a_time_is_refused(tmp_path, capsys):
@@ -138,6 +169,7 @@ def test_standalone_cluster_lands_the_rows_of_the_local_path(
     assert done.returncode == 1, done.stderr[-3000:]  # the truncated log is unusable
     assert done.stdout == told.out.replace(str(local), str(remote))
     assert done.stderr == told.err.replace(str(local), str(remote))  # its one line
+    assert list((tmp_path / "spark").glob("work-*/app-*/*/stderr"))  # an executor ran them
     state = _contents(remote)
     assert state == _contents(local)
     again = subprocess.run(command, capture_output=True, text=True, timeout=900, env=env)
