@@ -49,6 +49,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                 help="parse the files in N processes while this one validates and commits "
                 "(default 1: parse here)",
             )
+        sub.add_argument(
+            "--spark-master",
+            default=None,
+            metavar="URL",
+            help="parse, validate and stage the files as Spark tasks on this master, e.g. "
+            "spark://host:7077, while this process commits (executors must see the lake at "
+            "its path: a shared filesystem)"
+            if module.SOURCE.grouped
+            else "refused: this source's files land one at a time in this process",
+        )
         for option in _options(module.SOURCE):
             add_option(sub, option)
         sub.set_defaults(handler=run)
@@ -107,10 +117,11 @@ def options_of(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from burstlake.jobs.ingest.landing import IngestFailed, expand_paths, ingest
+    from burstlake.jobs.ingest.landing import IngestFailed, check_parallel, expand_paths, ingest
     from burstlake.lake import lake_path
 
     source = source_module(args.source).SOURCE
+    check_parallel(source, getattr(args, "workers", 1), args.spark_master)  # before any pull
     options = options_of(args)
     files = expand_paths(args.paths, source.file_pattern)
     with tempfile.TemporaryDirectory(prefix=f"burstlake-{args.source}-") as scratch:
@@ -136,6 +147,7 @@ def run(args: argparse.Namespace) -> int:
                     options,
                     report=report,
                     workers=getattr(args, "workers", 1),
+                    spark_master=args.spark_master,
                 )
         except IngestFailed as err:  # what landed and what did not, then the one-line error
             for report in err.reports:

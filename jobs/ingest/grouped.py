@@ -31,8 +31,8 @@ import logging
 import multiprocessing
 import os
 import uuid
-from collections.abc import Iterator, Mapping
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import Executor, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -454,12 +454,15 @@ def land(
     context: ParseContext,
     topology_nodes: list[str] | None,
     workers: int = 1,
+    pool: Callable[[int, str, list[str] | None], Executor] | None = None,
 ) -> list[FileReport]:
     """Land ``files`` (each :func:`groupable`) in groups of up to :data:`GROUP_FILES`,
     parsed, validated and staged in ``workers`` processes (1: in this one), committed here;
-    returns their reports. A lake that fails (full disk) is reported on the group's files."""
-    if workers > 1 and len(files) > 1:
-        return _land_parallel(source, files, root, context, topology_nodes, workers)
+    returns their reports. A lake that fails (full disk) is reported on the group's files.
+    ``pool`` makes what stages the chunks (workers, source, topology nodes -> an executor):
+    :func:`fork_pool` by default, Spark tasks for :mod:`.spark_stage`."""
+    if (workers > 1 or pool is not None) and len(files) > 1:
+        return _land_parallel(source, files, root, context, topology_nodes, workers, pool)
     return _land(source, files, root, context, topology_nodes)
 
 
@@ -518,6 +521,13 @@ def _stage_chunk(
 _WORKER_NODES: list[str] | None = None  # the topology's nodes, set in each worker at its start
 
 
+def start_task(nodes: list[str] | None) -> None:
+    """A Spark task's start (:mod:`.spark_stage`): the topology's nodes its groups check names
+    against; it reads logs in a reader process (a crash of darshan-util quarantines the log)."""
+    global _WORKER_NODES
+    _WORKER_NODES = nodes
+
+
 def _start_worker(source: str, nodes: list[str] | None) -> None:
     """A worker's start (forked from the ingest process: nothing is imported again); it reads
     logs in its own process, a process apart already (the source's ``read_in_this_process``)."""
@@ -535,7 +545,21 @@ def _chunks(files: list[Path], workers: int) -> list[list[Path]]:
     return [files[at : at + size] for at in range(0, len(files), size)]
 
 
-def _land_parallel(source, files, root, context, topology_nodes, workers) -> list[FileReport]:
+def fork_pool(workers: int, source: str, nodes: list[str] | None) -> Executor:
+    """``workers`` processes forked from this one (``--workers``): they import nothing again;
+    they use no delta-rs (whose runtime does not survive a fork), only the parser, Arrow and
+    Parquet."""
+    return ProcessPoolExecutor(
+        workers,
+        mp_context=multiprocessing.get_context("fork"),
+        initializer=_start_worker,
+        initargs=(source, nodes),
+    )
+
+
+def _land_parallel(
+    source, files, root, context, topology_nodes, workers, pool=None
+) -> list[FileReport]:
     """Workers stage groups; this process commits them one by one in file order. A file whose
     bytes an earlier one (or one landed before) has lands after the others here (then a no-op
     naming it, as when landed one after the other). A worker that dies (darshan-util crashing
@@ -555,14 +579,7 @@ def _land_parallel(source, files, root, context, topology_nodes, workers) -> lis
     reports: list[FileReport] = []
     left: list[Path] = []
     holder = OwnedFolder(root / STAGING / f"workers-{uuid.uuid4().hex[:12]}")
-    # forked from this process, the workers import nothing again; they use no delta-rs
-    # (whose runtime does not survive a fork), only the parser, Arrow and Parquet
-    pool = ProcessPoolExecutor(
-        workers,
-        mp_context=multiprocessing.get_context("fork"),
-        initializer=_start_worker,
-        initargs=(source.name, topology_nodes),
-    )
+    pool = (pool or fork_pool)(workers, source.name, topology_nodes)
     try:
         options = json_options(context.options)
         futures = [

@@ -542,16 +542,19 @@ def ingest(
     options: Mapping[str, Any] | None = None,
     report: Report = silent,
     workers: int = 1,
+    spark_master: str | None = None,
 ) -> list[FileReport]:
     """Ingest files of one source, then refresh the catalog. Returns one report per file.
 
     ``report`` gets the progress: one task, ``ingest <source>``, in bytes of the files (what
     the parser reads as it reads it, then each file's size once it has landed).
-    ``workers``: processes parsing the files of a grouped source (``Source.grouped``)."""
+    ``workers``: processes parsing the files of a grouped source (``Source.grouped``);
+    ``spark_master``: parse them as Spark tasks on this master instead (:mod:`.spark_stage`)."""
     from burstlake.jobs.ingest import grouped
 
     check_cluster((options or {}).get("cluster"), "--cluster")
     source.check_options(dict(options or {}))
+    check_parallel(source, workers, spark_master)
     files = list(map(Path, paths))
     reports = reconcile(lake, skip=files)
     task = f"ingest {source.name}"
@@ -565,12 +568,18 @@ def ingest(
     report(Step(task, 0, total=total, unit="B"))
     context = ParseContext(options=dict(options or {}), progress=progress)
     topology_nodes = _topology_nodes(lake, source)  # a source checking names never writes them
+    pool = None
+    if spark_master is not None:
+        from burstlake.jobs.ingest.spark_stage import spark_staging
+
+        pool = spark_staging(spark_master, lake_path(lake))
+        workers = pool.workers
     at = 0
     while at < len(files):
         run = _group_run(source, files, at)
         if run:
             root = lake_path(lake)
-            landed = grouped.land(source, run, root, context, topology_nodes, workers)
+            landed = grouped.land(source, run, root, context, topology_nodes, workers, pool)
         else:
             run = files[at : at + 1]
             landed = [ingest_file(source, run[0], lake, context, topology_nodes)]
@@ -589,6 +598,20 @@ def ingest(
     report(Step(task, total=total, unit="B", done=True))
     _finish(lake, reports)
     return reports
+
+
+def check_parallel(source: Source, workers: int, spark_master: str | None) -> None:
+    """Refuse, in one line, Spark staging for a source that lands its files one at a time,
+    or beside ``--workers``."""
+    if spark_master is None:
+        return
+    if not source.grouped:
+        raise ValueError(
+            f"--spark-master: {source.name} files land one at a time in this process "
+            "(only a source landing small files in groups, darshan, stages them in parallel)"
+        )
+    if workers > 1:
+        raise ValueError("--spark-master stages on the Spark executors: drop --workers")
 
 
 def _group_run(source: Source, files: list[Path], at: int) -> list[Path]:
