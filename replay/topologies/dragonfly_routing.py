@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
+from numba import njit
 
 ROUTINGS = ("minimal", "valiant", "par", "ugal")  # CODES: minimal, nonminimal, prog-adaptive
 UGAL_FACTOR = 2.0  # UGAL-L: minimal unless q_min > 2 q_nonmin + bias (ISCA 2008 §4.2)
@@ -331,11 +332,22 @@ def _rows(parts: list[np.ndarray]):
 
 def vcs_of(w: Wiring, indptr: np.ndarray, indices: np.ndarray) -> np.ndarray:
     """:meth:`Wiring.vcs` of every entry of CSR rows: the global links crossed before it."""
-    flags = np.zeros(len(indices), np.int64)
-    inside = indices < len(w.is_global)
-    flags[inside] = w.is_global[indices[inside]]
-    before = np.cumsum(flags) - flags
-    return before - np.repeat(before[indptr[:-1]], np.diff(indptr)) if len(indices) else before
+    return _crossed_before(np.asarray(indptr, np.int64), np.asarray(indices, np.int64),
+                           w.is_global)  # fmt: skip
+
+
+@njit(cache=True)
+def _crossed_before(indptr, indices, is_global):  # pragma: no cover - compiled
+    """Per entry of each CSR row: the global links among the row's entries before it."""
+    out = np.zeros(len(indices), np.int64)
+    for row in range(len(indptr) - 1):
+        crossed = 0
+        for e in range(indptr[row], indptr[row + 1]):
+            out[e] = crossed
+            r = indices[e]
+            if r < len(is_global) and is_global[r]:
+                crossed += 1
+    return out
 
 
 def route_arrays(w: Wiring, t: Tables, src, dst, routing: str, share: float, rng):
