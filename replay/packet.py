@@ -223,14 +223,17 @@ def simulate(
         paths, vcs, detour = adaptive.routes, adaptive.vcs, np.asarray(adaptive.detour, np.int64)
         factor, bias = float(adaptive.factor), float(adaptive.bias)
     capacity = np.asarray(capacity, dtype=np.float64)
-    if len(paths.indices) and (paths.indices.min() < 0 or paths.indices.max() >= len(capacity)):
+    indices = np.asarray(paths.indices, np.int64)
+    vcs = np.zeros(len(indices), np.int64) if vcs is None else np.asarray(vcs, np.int64)
+    crossed = np.zeros(len(capacity), np.bool_)
+    inside, low, high = _scan(indices, vcs if len(vcs) == len(indices) else indices, crossed)
+    if not inside:
         raise ValueError("a route names a resource outside the topology")
-    if np.any(capacity[paths.indices] <= 0) or not np.all(np.isfinite(capacity[paths.indices])):
+    if np.any(capacity[crossed] <= 0) or not np.all(np.isfinite(capacity[crossed])):
         raise ValueError("every resource a route crosses needs a positive, finite capacity")
-    vcs = np.zeros(len(paths.indices), np.int64) if vcs is None else np.asarray(vcs, np.int64)
-    if len(vcs) != len(paths.indices) or (len(vcs) and vcs.min() < 0):
+    if len(vcs) != len(indices) or low < 0:
         raise ValueError("vcs: one virtual channel >= 0 per route entry")
-    channels = int(vcs.max()) + 1 if len(vcs) else 1
+    channels = high + 1
     size = np.asarray(requests.size, dtype=np.float64)
     stream = np.asarray(requests.stream, dtype=np.int64)
     gap = np.asarray(requests.gap, dtype=np.float64)
@@ -257,8 +260,7 @@ def simulate(
     entry = np.empty((len(paths.indices), 6), np.int32)
     used = np.zeros(buffers, np.bool_)  # the buffers some route holds
     fcfs = settings.arbitration == "fcfs"
-    _entries(np.asarray(paths.indptr, np.int64), np.asarray(paths.indices, np.int64), vcs,
-             channels, fcfs, entry, used)  # fmt: skip
+    _entries(np.asarray(paths.indptr, np.int64), indices, vcs, channels, fcfs, entry, used)
     if fcfs:  # one input per buffer, numbered as it: arrival order
         inputs = buffers
     else:  # an input per (buffer, buffer held before) pair, numbered in their order
@@ -266,12 +268,8 @@ def simulate(
         unique, input_of_entry = np.unique(pair, return_inverse=True)
         inputs = len(unique)
         entry[:, 3] = 2 * input_of_entry + (entry[:, 3] & 1)
-    if len(detour):
-        entry[:, 4] = detour
-        if detour.max() >= len(entry) or np.any(
-            (detour >= 0) & (entry[np.maximum(detour, 0), 2] != entry[:, 2])
-        ):
-            raise ValueError("adaptive: a detour must hold the same buffer before it as its entry")
+    if len(detour) and not _detours(detour, entry):
+        raise ValueError("adaptive: a detour must hold the same buffer before it as its entry")
     if switch_port is None:  # bare links: one that only ever starts a route is a NIC's
         switch_port = np.zeros(len(capacity), bool)
         switch_port[paths.indices[entry[:, 2] >= 0]] = True
@@ -413,7 +411,7 @@ class _State(NamedTuple):
         link[:, L_DELAY] = delay
         link_ids[:, L_HEAD : L_HEAD + 2] = -1
         packet, packet_ids = _table(pool, 8)
-        packet_ids[:, P_REQ:] = -1
+        # a packet's ids are written when it is taken from the pool: its rows stay untouched
         events = links + n + 1  # a resource's first packet in flight (2r), a message (2k + 1)
         return cls(
             start=np.full(n, np.nan),
@@ -759,6 +757,33 @@ def _advance(budget, fixed, state):  # pragma: no cover - compiled
         _settle(heap, counters)
     counters[2] += done
     return done
+
+
+@njit(cache=True)
+def _scan(indices, vcs, crossed):  # pragma: no cover - compiled
+    """Flag the resources routes cross; whether every entry names one, the lowest and the
+    highest VC (0 without entries)."""
+    low = high = 0
+    for e in range(len(indices)):
+        r = indices[e]
+        if r < 0 or r >= len(crossed):
+            return False, low, high
+        crossed[r] = True
+        low = min(low, vcs[e]) if e else vcs[e]
+        high = max(high, vcs[e]) if e else vcs[e]
+    return True, low, high
+
+
+@njit(cache=True)
+def _detours(detour, entry):  # pragma: no cover - compiled
+    """Write each entry's detour (-1: none); whether each names an entry that holds the same
+    buffer before it."""
+    for e in range(len(detour)):
+        other = detour[e]
+        entry[e, 4] = other
+        if other >= len(entry) or (other >= 0 and entry[other, 2] != entry[e, 2]):
+            return False
+    return True
 
 
 @njit(cache=True)

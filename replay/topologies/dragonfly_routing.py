@@ -324,10 +324,26 @@ def _middle(w: Wiring, src, dst, rng) -> np.ndarray:
 def _rows(parts: list[np.ndarray]):
     """CSR rows (indptr, indices) of the padded columns ``parts`` side by side (-1: none)."""
     table = np.concatenate([p.reshape(len(p), -1) for p in parts], axis=1)
-    keep = table >= 0
+    return _pack(np.ascontiguousarray(table, np.int64))
+
+
+@njit(cache=True)
+def _pack(table):  # pragma: no cover - compiled
+    """The rows of ``table`` without their -1 cells, as CSR (indptr, indices)."""
     indptr = np.zeros(len(table) + 1, np.int64)
-    np.cumsum(keep.sum(axis=1), out=indptr[1:])
-    return indptr, table[keep]
+    for row in range(len(table)):
+        kept = 0
+        for cell in table[row]:
+            kept += cell >= 0
+        indptr[row + 1] = indptr[row] + kept
+    indices = np.empty(indptr[-1], np.int64)
+    at = 0
+    for row in range(len(table)):
+        for cell in table[row]:
+            if cell >= 0:
+                indices[at] = cell
+                at += 1
+    return indptr, indices
 
 
 def vcs_of(w: Wiring, indptr: np.ndarray, indices: np.ndarray) -> np.ndarray:
