@@ -186,3 +186,28 @@ def test_seeds_reseed_the_routing_draws(tmp_path) -> None:
     plain = tmp_path / "p.yaml"
     plain.write_text(path.read_text().replace(", routing_seed: 5", ""))
     assert seeded(load(plain), 3).topology["routing_seed"] == 3  # the run's own seed
+
+
+@pytest.mark.slow  # runs a notebook kernel
+def test_the_dragonfly_notebook_draws_its_figures(lake, tmp_path) -> None:
+    """notebooks/dragonfly.ipynb runs top to bottom: placement_dragonfly's table and bars, the
+    synthetic latency-against-load curves, the benchmark's goals (or where to get them)."""
+    import json
+    from importlib.resources import files
+
+    import nbformat
+
+    from burstlake.jobs.metrics.notebook import render_notebook
+
+    text = files("burstlake.notebooks").joinpath("dragonfly.ipynb").read_text()
+    assert all(cell.get("id") for cell in json.loads(text)["cells"])
+    nbformat.validate(nbformat.reads(text, as_version=4))
+    out = render_notebook(lake, tmp_path / "nb.ipynb", name="dragonfly.ipynb")
+    cells = nbformat.read(out, as_version=4).cells
+    outputs = [o for c in cells if c.cell_type == "code" for o in c.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    assert sum("image/png" in o.get("data", {}) for o in outputs) == 2
+    printed = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
+    rows = {line.split()[0]: line.split() for line in printed.splitlines() if line.strip()}
+    assert rows["random-group"][1] == "minimal" and rows["random-group"][2] == "1.00x"
+    assert "nearest-group" in rows and ("met" in printed or "no benchmark result" in printed)
