@@ -281,27 +281,67 @@ def _draw(rng: np.random.Generator, count: np.ndarray) -> np.ndarray:
 
 
 def _to_group(w: Wiring, t: Tables, router, group, rng):
-    """:meth:`Wiring.to_group` for arrays: (local hop or -1, global hop, router reached)."""
-    own = t.direct_count[router, group] > 0
-    home = router // w.routers
-    gate = t.gateway[home, group, _draw(rng, np.maximum(t.gateway_count[home, group], 1))]
-    gate = np.where(own, router, gate)
-    hop = np.where(own, -1, w.local[router, gate % w.routers])
-    link = t.direct[gate, group, _draw(rng, t.direct_count[gate, group])]
-    return hop, w.global_res[link], w.global_dst[link]
+    """:meth:`Wiring.to_group` for arrays: (local hop or -1, global hop, router reached). The
+    gateways are drawn first, then the links (each one uniform below its count)."""
+    gate_draw, link_draw = rng.random(len(router)), rng.random(len(router))
+    return _to_groups(np.asarray(router, np.int64), np.asarray(group, np.int64), gate_draw,
+                      link_draw, w.routers, w.local, t.direct_count, t.direct, t.gateway_count,
+                      t.gateway, w.global_res, w.global_dst)  # fmt: skip
+
+
+@njit(cache=True, inline="always")
+def _below(u, count):  # pragma: no cover - compiled
+    """:func:`_draw`'s index for one draw ``u`` (-1 wraps to the last, as numpy indexes)."""
+    return min(np.int64(u * count), count - 1)
+
+
+@njit(cache=True)
+def _to_groups(router, group, gate_draw, link_draw, routers, local, direct_count, direct,
+               gateway_count, gateway, global_res, global_dst):  # fmt: skip  # pragma: no cover
+    """:func:`_to_group`'s hops, each from its two draws."""
+    n = len(router)
+    hop, link_res, here = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64)
+    for i in range(n):
+        r, g = router[i], group[i]
+        home = r // routers
+        gate = gateway[home, g, _below(gate_draw[i], max(gateway_count[home, g], 1))]
+        own = direct_count[r, g] > 0
+        if own:
+            gate = r
+        hop[i] = -1 if own else local[r, gate % routers]
+        pick = _below(link_draw[i], direct_count[gate, g])
+        link = direct[gate, g, pick if pick >= 0 else direct.shape[2] + pick]
+        link_res[i], here[i] = global_res[link], global_dst[link]
+    return hop, link_res, here
 
 
 def _minimal(w: Wiring, t: Tables, src, dst, rng) -> np.ndarray:
     """Minimal router hops (n, 3), -1 where there is none (:meth:`Wiring.minimal`)."""
+    src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
+    away = src // w.routers != dst // w.routers
     out = np.full((len(src), 3), -1, np.int64)
-    same_group = src // w.routers == dst // w.routers
-    inside = same_group & (src != dst)
-    out[inside, 0] = w.local[src[inside], dst[inside] % w.routers]
-    away = ~same_group
+    _inside(src, dst, w.routers, w.local, out)
     if away.any():
         hop, link, here = _to_group(w, t, src[away], dst[away] // w.routers, rng)
-        last = np.where(here != dst[away], w.local[here, dst[away] % w.routers], -1)
-        out[away] = np.stack([hop, link, last], axis=1)
+        out[away] = _last_hop(hop, link, here, dst[away], w.routers, w.local)
+    return out
+
+
+@njit(cache=True)
+def _inside(src, dst, routers, local, out):  # pragma: no cover - compiled
+    """The one local hop of each route inside one group (none from a router to itself)."""
+    for i in range(len(src)):
+        if src[i] // routers == dst[i] // routers and src[i] != dst[i]:
+            out[i, 0] = local[src[i], dst[i] % routers]
+
+
+@njit(cache=True)
+def _last_hop(hop, link, here, dst, routers, local):  # pragma: no cover - compiled
+    """(n, 3) hops: the way into the group, then a local hop to ``dst`` unless there."""
+    out = np.empty((len(hop), 3), np.int64)
+    for i in range(len(hop)):
+        out[i, 0], out[i, 1] = hop[i], link[i]
+        out[i, 2] = local[here[i], dst[i] % routers] if here[i] != dst[i] else -1
     return out
 
 
