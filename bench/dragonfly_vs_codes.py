@@ -348,6 +348,15 @@ def speed(prefix: Path) -> dict:
     }
 
 
+def speed_load(cases: str | None, speed_case: dict) -> str:
+    """The result's ``load`` line after a speed rerun: the per-load cases' (as measured
+    then) and the speed case's, before, between (burstlake done) and after (CODES done)."""
+    rerun = (f"speed case rerun: {speed_case['before']:.1f} before, {speed_case['between']:.1f} "
+             f"after burstlake, {speed_case['after']:.1f} after CODES")  # fmt: skip
+    kept = (cases or "").split("; speed case rerun:")[0]
+    return f"per-load cases: {kept.removeprefix('per-load cases: ')}; {rerun}" if kept else rerun
+
+
 def speed_only() -> Path:
     """Rerun only the speed case (``BURSTLAKE_DFLY_ONLY=speed``), merged into the last
     result: its per-load cases stay as they were measured."""
@@ -368,4 +377,5 @@ def speed_only() -> Path:
         "full run's (the packet model's timelines are bit-identical since)."
     )
     result = kept | {"speed": fast, "codes_version": CODES_VERSION, "notes": notes}
+    result["load"] = speed_load(kept.get("load"), fast["load_average_1min"])
     return write_result(NAME, result, goals(result))
