@@ -122,12 +122,13 @@ def test_flows_stop_within_a_second_on_ctrl_c(tmp_path: Path) -> None:
 
 
 def test_packets_stop_within_a_second_on_ctrl_c(tmp_path: Path) -> None:
-    """``burstlake flows`` under the packet model (2,000 flows of 200 MB from links a and b
-    into c and d: some 200 M packet hops): Ctrl-C while it runs ends it within a second (the
-    compiled loop returns to Python about every 0.25 s, not every 2 M events), exit 130."""
+    """``burstlake flows`` under the packet model (2,000 flows of 4 GB from links a and b
+    into c and d: some 4 G packet hops, minutes of work): Ctrl-C while it runs ends it within
+    a second (the compiled loop returns to Python about every 0.25 s, not every 2 M events),
+    exit 130."""
     flows = tmp_path / "flows.json"
     links = ["a", "b", "c", "d"]
-    routes = [f'{{"route": ["{links[k % 2]}", "{links[2 + k % 2]}"], "size": 2e8, '
+    routes = [f'{{"route": ["{links[k % 2]}", "{links[2 + k % 2]}"], "size": 4e9, '
               f'"start": {k * 1e-6}}}' for k in range(2000)]  # fmt: skip
     flows.write_text(
         '{"links": {"a": 1e9, "b": 1e9, "c": 2e9, "d": 5e8}, "model": "packet", '
