@@ -18,7 +18,8 @@ Goals (issue 38): latency, hops and observed load within 15 % of CODES' per load
 saturation load (the highest load offered whose observed load is at least 95 % of it) within
 10 %; on nearest-group traffic par's observed load over minimal's within 25 % of CODES' ratio;
 speed at least 10x CODES' on a dfdally_3k case of ``BURSTLAKE_DFLY_SPEED_MESSAGES`` (default
-1000) messages per node (with ``BURSTLAKE_DFLY_3K=1``).
+1000) messages per node (with ``BURSTLAKE_DFLY_3K=1``; ``BURSTLAKE_DFLY_ONLY=speed`` runs that
+case alone and merges it into the last result, whose per-load cases it keeps).
 
 ``BURSTLAKE_CODES`` names the CODES build (``../shared/peers/codes``: ``build.sh``); without it
 only burstlake's side runs, and the result says so.
@@ -31,9 +32,10 @@ import os
 import re
 import sys
 import tempfile
+import time
 from pathlib import Path
 
-from bench import STEP_TIMEOUT_S, Goal, measure, write_result
+from bench import RESULTS, STEP_TIMEOUT_S, Goal, measure, write_result
 
 GIB = 2.0**30
 PAYLOAD = 2048
@@ -59,6 +61,10 @@ HOPS = re.compile(r"Average number of hops traversed ([\d.]+) average chunk late
 MESSAGE = re.compile(r"Mean Message Latency: ([\d.]+) us,\s+Maximum Message Latency: ([\d.]+) us")
 LOAD = re.compile(r"AVG OFFERED LOAD = ([\d.]+)\s+\|\s+AVG OBSERVED LOAD = ([\d.]+)")
 EVENTS = re.compile(r"Net Events Processed\s+(\d+)")
+NAME = "dragonfly_vs_codes"
+CODES_VERSION = "ROSS 9b6ccb18, CODES a5958cfa (shared/peers/codes), sequential"
+# what write_result adds about the machine and the goals it recomputes: not kept on a merge
+MACHINE_KEYS = ("benchmark", "goals", "cpus", "load_average_1min", "python", "date")
 
 RUN = """
 import json, time
@@ -283,7 +289,8 @@ def goals(result: dict) -> list[Goal]:
             Goal(
                 "10x CODES' wall time on dfdally_3k, whole processes",
                 f"{speed['speedup_wall']:.1f}x ({speed['burstlake']['wall_s']:.1f} s vs "
-                f"{speed['codes']['wall_s']:.1f} s)",
+                f"{speed['codes']['wall_s']:.1f} s)"
+                + (f"; CPU {speed['speedup_cpu']:.1f}x" if "speedup_cpu" in speed else ""),
                 speed["speedup_wall"] >= 10,
             )
         )
@@ -291,6 +298,8 @@ def goals(result: dict) -> list[Goal]:
 
 
 def main() -> Path:
+    if os.environ.get("BURSTLAKE_DFLY_ONLY") == "speed":
+        return speed_only()
     prefix = codes_peer()
     messages = int(os.environ.get("BURSTLAKE_DFLY_MESSAGES", "100"))
     configs = ["dfdally_72"] + (["dfdally_3k"] if os.environ.get("BURSTLAKE_DFLY_3K") else [])
@@ -310,17 +319,63 @@ def main() -> Path:
     if prefix is None:
         result["codes"] = "not run: set BURSTLAKE_CODES to a CODES build (shared/peers/codes)"
     elif "dfdally_3k" in configs:
-        speed = int(os.environ.get("BURSTLAKE_DFLY_SPEED_MESSAGES", "1000"))
-        case = cases("dfdally_3k", speed)[0] | {"routing": "par", "load": 0.5}
-        case["interval"] = interval_ns(0.5, CONFIGS["dfdally_3k"]["cn_gibps"]) * 1e-9
-        _, ours_step = python_rows("dfdally_3k", [case])
-        codes = codes_case(prefix, "dfdally_3k", case)
-        result["speed"] = {
-            "case": case,
-            "burstlake": ours_step,
-            "codes": {k: codes[k] for k in ("wall_s", "cpu_s", "peak_rss_mb", "events")},
-            "speedup_wall": codes["wall_s"] / ours_step["wall_s"],
-            "goal_10x_met": codes["wall_s"] / ours_step["wall_s"] >= 10,
-        }
-    result["codes_version"] = "ROSS 9b6ccb18, CODES a5958cfa (shared/peers/codes), sequential"
-    return write_result("dragonfly_vs_codes", result, goals(result))
+        result["speed"] = speed(prefix)
+    result["codes_version"] = CODES_VERSION
+    return write_result(NAME, result, goals(result))
+
+
+def speed(prefix: Path) -> dict:
+    """The speed case (module docstring): burstlake's and CODES' whole processes, one after
+    the other, with the load average before and after each."""
+    messages = int(os.environ.get("BURSTLAKE_DFLY_SPEED_MESSAGES", "1000"))
+    case = cases("dfdally_3k", messages)[0] | {"routing": "par", "load": 0.5}
+    case["interval"] = interval_ns(0.5, CONFIGS["dfdally_3k"]["cn_gibps"]) * 1e-9
+    loads = [os.getloadavg()[0]]
+    rows, ours_step = python_rows("dfdally_3k", [case])
+    loads.append(os.getloadavg()[0])
+    codes = codes_case(prefix, "dfdally_3k", case)
+    loads.append(os.getloadavg()[0])
+    ours = ours_step | ({"events": rows[0]["events"], "in_process_s": rows[0]["seconds"]}
+                        if rows else {})  # fmt: skip
+    return {
+        "case": case,
+        "burstlake": ours,
+        "codes": {k: codes[k] for k in ("wall_s", "cpu_s", "peak_rss_mb", "events")},
+        "speedup_wall": codes["wall_s"] / ours_step["wall_s"],
+        "speedup_cpu": codes["cpu_s"] / ours_step["cpu_s"],
+        "goal_10x_met": codes["wall_s"] / ours_step["wall_s"] >= 10,
+        "load_average_1min": {"before": loads[0], "between": loads[1], "after": loads[2]},
+    }
+
+
+def speed_load(cases: str | None, speed_case: dict) -> str:
+    """The result's ``load`` line after a speed rerun: the per-load cases' (as measured
+    then) and the speed case's, before, between (burstlake done) and after (CODES done)."""
+    rerun = (f"speed case rerun: {speed_case['before']:.1f} before, {speed_case['between']:.1f} "
+             f"after burstlake, {speed_case['after']:.1f} after CODES")  # fmt: skip
+    kept = (cases or "").split("; speed case rerun:")[0]
+    return f"per-load cases: {kept.removeprefix('per-load cases: ')}; {rerun}" if kept else rerun
+
+
+def speed_only() -> Path:
+    """Rerun only the speed case (``BURSTLAKE_DFLY_ONLY=speed``), merged into the last
+    result: its per-load cases stay as they were measured."""
+    prefix = codes_peer()
+    if prefix is None:
+        raise SystemExit("BURSTLAKE_DFLY_ONLY=speed compares with CODES: set BURSTLAKE_CODES")
+    path = RESULTS / f"{NAME}.json"
+    last = json.loads(path.read_text()) if path.exists() else {}
+    kept = {k: v for k, v in last.items() if k not in MACHINE_KEYS}
+    fast = speed(prefix)
+    notes = [n for n in kept.get("notes", []) if not n.startswith("Speed")]
+    notes.append(
+        f"Speed {'met' if fast['goal_10x_met'] else 'missed'}: {fast['speedup_wall']:.1f}x wall, "
+        f"{fast['speedup_cpu']:.1f}x CPU ({fast['burstlake']['cpu_s']:.1f} s vs "
+        f"{fast['codes']['cpu_s']:.1f} s), rerun alone on {time.strftime('%Y-%m-%d')} "
+        f"(1-min load {fast['load_average_1min']['before']:.1f} before, "
+        f"{fast['load_average_1min']['after']:.1f} after); the per-load cases are the last "
+        "full run's (the packet model's timelines are bit-identical since)."
+    )
+    result = kept | {"speed": fast, "codes_version": CODES_VERSION, "notes": notes}
+    result["load"] = speed_load(kept.get("load"), fast["load_average_1min"])
+    return write_result(NAME, result, goals(result))

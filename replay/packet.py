@@ -71,7 +71,12 @@ The model, in the terms of CODES' ``src/networks/model-net/fattree.c``:
 The loop is compiled (Numba) and allocates nothing per event: a row per buffer, per link and
 per packet, a packet pool sized by what the buffers can hold (so memory follows packets in
 flight, not packets sent), and one 4-ary heap holding each resource's next arrival and each
-message's issue, ordered by time, then by a tie-breaker.
+message's issue, ordered by time, then by a tie-breaker. A stream's first issue enters the heap
+only when it is due (the first issues wait sorted in the heap's order beside it), so open-loop
+traffic of millions of one-message streams keeps the heap small; the events and their order
+are those of one heap holding them all. The loop returns to Python (progress, Ctrl-C) after
+``FIRST_CALL_EVENTS`` events, then after at most four times as many as the call before, aiming
+at ``CALL_SECONDS`` a call.
 
 **Ties.** On links of one speed many events fall at the same instant. Resolving them by
 resource or request number would favour low-numbered links and clients every time (a bias
@@ -88,6 +93,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, NamedTuple
@@ -101,7 +107,9 @@ from burstlake.replay.requests import Requests, Timeline, issue_time
 from burstlake.replay.solver import Paths
 
 MAX_DELAY_S = 86_400.0  # router_delay and nic_delay: a day at most (1e308 gave NaN times)
-EVENTS_PER_CALL = 2_000_000  # compiled events between two progress reports
+EVENTS_PER_CALL = 2_000_000  # compiled events between two progress reports, at most
+CALL_SECONDS = 0.25  # and fewer when they take longer than this (Ctrl-C within a second)
+FIRST_CALL_EVENTS = 64  # the first call's budget, then at most 4x the last call's
 ARBITRATIONS = ("fcfs", "round-robin")  # how a buffer admits its waiting packets; default first
 
 
@@ -215,15 +223,17 @@ def simulate(
         paths, vcs, detour = adaptive.routes, adaptive.vcs, np.asarray(adaptive.detour, np.int64)
         factor, bias = float(adaptive.factor), float(adaptive.bias)
     capacity = np.asarray(capacity, dtype=np.float64)
-    if len(paths.indices) and (paths.indices.min() < 0 or paths.indices.max() >= len(capacity)):
+    indices = np.asarray(paths.indices, np.int64)
+    vcs = np.zeros(len(indices), np.int64) if vcs is None else np.asarray(vcs, np.int64)
+    crossed = np.zeros(len(capacity), np.bool_)
+    inside, low, high = _scan(indices, vcs if len(vcs) == len(indices) else indices, crossed)
+    if not inside:
         raise ValueError("a route names a resource outside the topology")
-    if np.any(capacity[paths.indices] <= 0) or not np.all(np.isfinite(capacity[paths.indices])):
+    if np.any(capacity[crossed] <= 0) or not np.all(np.isfinite(capacity[crossed])):
         raise ValueError("every resource a route crosses needs a positive, finite capacity")
-    vcs = np.zeros(len(paths.indices), np.int64) if vcs is None else np.asarray(vcs, np.int64)
-    if len(vcs) != len(paths.indices) or (len(vcs) and vcs.min() < 0):
+    if len(vcs) != len(indices) or low < 0:
         raise ValueError("vcs: one virtual channel >= 0 per route entry")
-    channels = int(vcs.max()) + 1 if len(vcs) else 1
-    buffer_of_entry = paths.indices * channels + vcs
+    channels = high + 1
     size = np.asarray(requests.size, dtype=np.float64)
     stream = np.asarray(requests.stream, dtype=np.int64)
     gap = np.asarray(requests.gap, dtype=np.float64)
@@ -241,35 +251,25 @@ def simulate(
     # NIC), its input (what the output's arbiter serves: the buffer itself under fcfs, the
     # (buffer, buffer held before) pair under round robin) times 2, plus 1 on its route's last
     # entry (to the sink)
-    lengths = paths.lengths
-    entry = np.zeros((len(paths.indices), 6), np.int32)
-    entry[:, 0] = paths.indices
-    entry[:, 1] = buffer_of_entry
-    entry[1:, 2] = buffer_of_entry[:-1]
-    entry[paths.indptr[:-1][lengths > 0], 2] = -1
     buffers = len(capacity) * channels
     if max(n, 2 * buffers, 2 * len(paths.indices)) >= 2**31:
         raise ValueError(
             f"packet model: {n:,} requests over {buffers:,} buffers is beyond one replay "
             "(ids are 32-bit); replay a shorter window"
         )
-    if settings.arbitration == "fcfs":  # one input per buffer, numbered as it: arrival order
+    entry = np.empty((len(paths.indices), 6), np.int32)
+    used = np.zeros(buffers, np.bool_)  # the buffers some route holds
+    fcfs = settings.arbitration == "fcfs"
+    _entries(np.asarray(paths.indptr, np.int64), indices, vcs, channels, fcfs, entry, used)
+    if fcfs:  # one input per buffer, numbered as it: arrival order
         inputs = buffers
-        entry[:, 3] = 2 * entry[:, 1]
     else:  # an input per (buffer, buffer held before) pair, numbered in their order
         pair = entry[:, 1].astype(np.int64) * (buffers + 1) + entry[:, 2] + 1
         unique, input_of_entry = np.unique(pair, return_inverse=True)
         inputs = len(unique)
-        entry[:, 3] = 2 * input_of_entry
-    entry[paths.indptr[1:][lengths > 0] - 1, 3] += 1
-    entry[:, 4] = -1
-    if len(detour):
-        entry[:, 4] = detour
-        if detour.max() >= len(entry) or np.any(
-            (detour >= 0) & (entry[np.maximum(detour, 0), 2] != entry[:, 2])
-        ):
-            raise ValueError("adaptive: a detour must hold the same buffer before it as its entry")
-    entry[:, 5] = np.arange(len(paths.indices)) - np.repeat(paths.indptr[:-1], lengths)
+        entry[:, 3] = 2 * input_of_entry + (entry[:, 3] & 1)
+    if len(detour) and not _detours(detour, entry):
+        raise ValueError("adaptive: a detour must hold the same buffer before it as its entry")
     if switch_port is None:  # bare links: one that only ever starts a route is a NIC's
         switch_port = np.zeros(len(capacity), bool)
         switch_port[paths.indices[entry[:, 2] >= 0]] = True
@@ -280,35 +280,40 @@ def simulate(
         if len(link_delay) != len(capacity) or np.any(np.asarray(link_delay) < 0):
             raise ValueError("link_delay: one propagation delay >= 0 seconds per resource")
         delay = delay + np.asarray(link_delay, np.float64)
-    used = np.unique(buffer_of_entry)
     streams = int(np.count_nonzero(np.r_[True, stream[1:] != stream[:-1]])) if n else 0
     if len(detour):  # room for the packets of every route: packets may take any of them
         streams += int(np.count_nonzero(detour >= 0))
     # every packet holds one buffer (full packets fill it, each message has one short packet)
-    pool = len(used) * int(settings.buffer_bytes // settings.packet_bytes) + 2 * streams + 16
+    per_buffer = int(settings.buffer_bytes // settings.packet_bytes)
+    pool = int(np.count_nonzero(used)) * per_buffer + 2 * streams + 16
     if pool >= 2**31:
         raise ValueError(f"packet model: a pool of {pool:,} packets is beyond one replay")
-    fixed = _Fixed(
-        stream, size, gap, release, window, packets, paths.indptr, entry,
-        settings.packet_bytes, settings.buffer_bytes, settings.nic_delay, float(until),
-        channels, factor, bias,
-    )  # fmt: skip
     state = _State.empty(n, buffers, capacity, delay, settings.packet_bytes, pool, inputs)
     state.ties[0] = np.random.SeedSequence(int(settings.tie_seed)).generate_state(1, np.uint64)[0]
     state.ties[0] |= np.uint64(1)  # xorshift needs a state other than 0
-    for k in requests.first():
-        issue = issue_time(0.0, gap[k], release[k], -np.inf, window[k])
-        state.start[k] = issue
-        _push(state.heap, state.counters, issue + settings.nic_delay, _event(state.ties, 2 * k + 1))
-    while True:
-        done = _advance(EVENTS_PER_CALL, fixed, state)
+    due, value = _first_issues(
+        requests.first(), gap, release, window, settings.nic_delay, state.start, state.ties
+    )
+    order = np.lexsort((value, due))  # the heap's order: by time, then by value
+    fixed = _Fixed(
+        stream, size, gap, release, window, packets, paths.indptr, entry,
+        settings.packet_bytes, settings.buffer_bytes, settings.nic_delay, float(until),
+        channels, factor, bias, due[order], value[order],
+    )  # fmt: skip
+    budget = FIRST_CALL_EVENTS  # then grown (or shrunk) to CALL_SECONDS a call
+    while True:  # back in Python (Ctrl-C, progress) every CALL_SECONDS or so
+        began = time.perf_counter()
+        done = _advance(budget, fixed, state)
         if done < 0:
             raise RuntimeError("packet model: the packet pool overflowed (a bug: please report)")
         if progress is not None and done:
             progress(done)
-        if done < EVENTS_PER_CALL:
+        if done < budget:
             break
-    if state.counters[0] == 0 and np.isnan(state.end).any() and until == math.inf:
+        took = max(time.perf_counter() - began, 1e-6)
+        budget = int(min(EVENTS_PER_CALL, 4 * budget, max(64, budget * CALL_SECONDS / took)))
+    waiting = state.counters[0] or state.counters[5] < len(fixed.due)
+    if not waiting and np.isnan(state.end).any() and until == math.inf:
         stuck = int(np.isnan(state.end).sum())
         raise ValueError(
             f"packet model: deadlock, {stuck} requests can never complete (a cycle of full "
@@ -353,6 +358,8 @@ class _Fixed(NamedTuple):
     channels: int  # virtual channels per resource (buffer b is resource b // channels)
     factor: float  # adaptive routing: detour when load > factor × detour load + bias
     bias: float
+    due: np.ndarray  # each stream's first issue (time, heap value), in the heap's order
+    due_value: np.ndarray
 
 
 class _State(NamedTuple):
@@ -382,7 +389,7 @@ class _State(NamedTuple):
     heap: np.ndarray  # 4-ary heap of events (time, value), flat, from node ROOT
     work: np.ndarray  # buffers to retry after a credit
     ties: np.ndarray  # the tie-breakers' xorshift64 state
-    # heap size, free-stack size, events, deepest pool use, root handled
+    # heap size, free-stack size, events, deepest pool use, root handled, first issues pushed
     counters: np.ndarray
 
     @classmethod
@@ -404,7 +411,7 @@ class _State(NamedTuple):
         link[:, L_DELAY] = delay
         link_ids[:, L_HEAD : L_HEAD + 2] = -1
         packet, packet_ids = _table(pool, 8)
-        packet_ids[:, P_REQ:] = -1
+        # a packet's ids are written when it is taken from the pool: its rows stay untouched
         events = links + n + 1  # a resource's first packet in flight (2r), a message (2k + 1)
         return cls(
             start=np.full(n, np.nan),
@@ -426,7 +433,7 @@ class _State(NamedTuple):
             heap=_table(ROOT + events + 4, 4)[0].reshape(-1),
             work=np.zeros(pool + buffers + 1, np.int64),
             ties=np.ones(1, np.uint64),
-            counters=np.array([0, pool, 0, 0, 0], np.int64),
+            counters=np.array([0, pool, 0, 0, 0, 0], np.int64),
         )
 
 
@@ -614,8 +621,18 @@ def _advance(budget, fixed, state):  # pragma: no cover - compiled
     inputs = state.inputs
     work, counters = state.work, state.counters
     load, channels, factor, bias = state.load, fixed.channels, fixed.factor, fixed.bias
+    due, due_value = fixed.due, fixed.due_value
     done = 0
-    while done < budget and counters[0] > 0:
+    while done < budget:
+        first = counters[5]  # a stream's first issue enters the heap when it is due
+        if first < len(due) and (
+            counters[0] == 0 or _earlier(due[first], due_value[first], heap[2 * ROOT],
+                                         heap[2 * ROOT + 1])
+        ):  # fmt: skip
+            _push(heap, counters, due[first], due_value[first])
+            counters[5] = first + 1
+        if counters[0] == 0:
+            break
         now = heap[2 * ROOT]
         if now > fixed.until:
             break
@@ -740,6 +757,68 @@ def _advance(budget, fixed, state):  # pragma: no cover - compiled
         _settle(heap, counters)
     counters[2] += done
     return done
+
+
+@njit(cache=True)
+def _scan(indices, vcs, crossed):  # pragma: no cover - compiled
+    """Flag the resources routes cross; whether every entry names one, the lowest and the
+    highest VC (0 without entries)."""
+    low = high = 0
+    for e in range(len(indices)):
+        r = indices[e]
+        if r < 0 or r >= len(crossed):
+            return False, low, high
+        crossed[r] = True
+        low = min(low, vcs[e]) if e else vcs[e]
+        high = max(high, vcs[e]) if e else vcs[e]
+    return True, low, high
+
+
+@njit(cache=True)
+def _detours(detour, entry):  # pragma: no cover - compiled
+    """Write each entry's detour (-1: none); whether each names an entry that holds the same
+    buffer before it."""
+    for e in range(len(detour)):
+        other = detour[e]
+        entry[e, 4] = other
+        if other >= len(entry) or (other >= 0 and entry[other, 2] != entry[e, 2]):
+            return False
+    return True
+
+
+@njit(cache=True)
+def _entries(indptr, indices, vcs, channels, fcfs, entry, used):  # pragma: no cover - compiled
+    """Fill the route entries' table (see :func:`simulate`; under round robin column 3 holds
+    only the last-entry flag, the inputs numbered after) and flag the buffers used."""
+    for row in range(len(indptr) - 1):
+        held = -1
+        for e in range(indptr[row], indptr[row + 1]):
+            b = indices[e] * channels + vcs[e]
+            entry[e, 0] = indices[e]
+            entry[e, 1] = b
+            entry[e, 2] = held
+            entry[e, 3] = 2 * b if fcfs else 0
+            entry[e, 4] = -1
+            entry[e, 5] = e - indptr[row]
+            used[b] = True
+            held = b
+        if indptr[row + 1] > indptr[row]:
+            entry[indptr[row + 1] - 1, 3] += 1
+
+
+@njit(cache=True)
+def _first_issues(first, gap, release, window, nic_delay, start, ties):  # pragma: no cover
+    """Each stream's first issue: ``start`` of its first request set, and the time and heap
+    value (with its tie-breaker, drawn in stream order) of its arrival at the NIC's queue."""
+    due = np.empty(len(first))
+    value = np.empty(len(first))
+    for i in range(len(first)):
+        k = first[i]
+        issue = issue_time(0.0, gap[k], release[k], -np.inf, window[k])
+        start[k] = issue
+        due[i] = issue + nic_delay
+        value[i] = _event(ties, 2 * k + 1)
+    return due, value
 
 
 @njit(**COMPILED)

@@ -181,13 +181,21 @@ def drawn(scenario: Scenario) -> list[str]:
     ]
     if "tie_seed" in scenario.model.spec():
         parts.append(f"{scenario.model.name} model tie_seed")
+    if "routing_seed" in topologies.resolve(scenario.topology)[1].settings:
+        parts.append("topology routing_seed")
     return parts
 
 
 def seeded(scenario: Scenario, run: int) -> Scenario:
     """The scenario as run ``run`` of its seeds replays it: every seed it holds (the
-    workload's, each policy's, the packet model's ``tie_seed``) drawn from ``run``
+    workload's, each policy's, the packet model's ``tie_seed``, the topology's
+    ``routing_seed``: a dragonfly's gateway and intermediate-group draws) drawn from ``run``
     (:func:`spread.derived_seed`: the run's seed itself where the scenario gives none)."""
+    topology = scenario.topology
+    _, family, given = topologies.resolve(topology)
+    if "routing_seed" in family.settings:
+        own = spread.derived_seed(run, int(given.get("routing_seed", 0)))
+        topology = {**topology, "routing_seed": own}
     workload = scenario.workload
     if "seed" in workloads.kind(workload["source"]).keys:
         workload = {**workload, "seed": spread.derived_seed(run, int(workload.get("seed", 0)))}
@@ -205,7 +213,14 @@ def seeded(scenario: Scenario, run: int) -> Scenario:
         if entries
         else scenario.policies  # built in code, without entries: as given
     )
-    return replace(scenario, workload=workload, policies=policies, entries=entries, model=model)
+    return replace(
+        scenario,
+        workload=workload,
+        policies=policies,
+        entries=entries,
+        model=model,
+        topology=topology,
+    )
 
 
 def _files_beside(entry: object, scenario: Path) -> object:

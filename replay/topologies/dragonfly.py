@@ -302,6 +302,8 @@ class DragonflyRouter(Router):
         )
         m = len(sel)
         fresh = Paths(indptr, indices)
+        if m == n:  # every row re-routed (synthetic traffic): the fresh rows, as they come
+            return self._adaptive_rows(fresh, n, sel, at1, at2)
         both = Paths(
             np.concatenate([paths.indptr, indptr[1:] + paths.indptr[-1]]),
             np.concatenate([idx, indices]),
@@ -309,13 +311,19 @@ class DragonflyRouter(Router):
         primary = np.arange(n, dtype=np.int64)
         primary[sel] = n + np.arange(m)
         rows = both.take(np.concatenate([primary, n + np.arange(m, fresh.flows)]))
+        return self._adaptive_rows(rows, n, sel, at1, at2)
+
+    def _adaptive_rows(self, rows: Paths, n: int, sel, at1, at2) -> Adaptive:
+        """:meth:`adaptive`'s result from its rows: ``n`` primary rows (those of ``sel``
+        re-routed), then the detour rows of the ``sel`` requests at ``at1``/``at2``."""
+        m = len(sel)
         detour = np.full(len(rows.indices), -1, np.int64)
         for hop, table in ((1, at1), (2, at2)):
             has = table >= 0
             mine = rows.indptr[sel[has]] + hop
             theirs = rows.indptr[n + table[has] - m] + hop
             detour[mine] = theirs
-        vcs = dr.vcs_of(w, rows.indptr, rows.indices)
+        vcs = dr.vcs_of(self.wiring, rows.indptr, rows.indices)
         return Adaptive(rows, vcs, detour, dr.UGAL_FACTOR, float(self.ugal_bias))
 
 

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
+from numba import njit
 
 ROUTINGS = ("minimal", "valiant", "par", "ugal")  # CODES: minimal, nonminimal, prog-adaptive
 UGAL_FACTOR = 2.0  # UGAL-L: minimal unless q_min > 2 q_nonmin + bias (ISCA 2008 §4.2)
@@ -280,27 +281,67 @@ def _draw(rng: np.random.Generator, count: np.ndarray) -> np.ndarray:
 
 
 def _to_group(w: Wiring, t: Tables, router, group, rng):
-    """:meth:`Wiring.to_group` for arrays: (local hop or -1, global hop, router reached)."""
-    own = t.direct_count[router, group] > 0
-    home = router // w.routers
-    gate = t.gateway[home, group, _draw(rng, np.maximum(t.gateway_count[home, group], 1))]
-    gate = np.where(own, router, gate)
-    hop = np.where(own, -1, w.local[router, gate % w.routers])
-    link = t.direct[gate, group, _draw(rng, t.direct_count[gate, group])]
-    return hop, w.global_res[link], w.global_dst[link]
+    """:meth:`Wiring.to_group` for arrays: (local hop or -1, global hop, router reached). The
+    gateways are drawn first, then the links (each one uniform below its count)."""
+    gate_draw, link_draw = rng.random(len(router)), rng.random(len(router))
+    return _to_groups(np.asarray(router, np.int64), np.asarray(group, np.int64), gate_draw,
+                      link_draw, w.routers, w.local, t.direct_count, t.direct, t.gateway_count,
+                      t.gateway, w.global_res, w.global_dst)  # fmt: skip
+
+
+@njit(cache=True, inline="always")
+def _below(u, count):  # pragma: no cover - compiled
+    """:func:`_draw`'s index for one draw ``u`` (-1 wraps to the last, as numpy indexes)."""
+    return min(np.int64(u * count), count - 1)
+
+
+@njit(cache=True)
+def _to_groups(router, group, gate_draw, link_draw, routers, local, direct_count, direct,
+               gateway_count, gateway, global_res, global_dst):  # fmt: skip  # pragma: no cover
+    """:func:`_to_group`'s hops, each from its two draws."""
+    n = len(router)
+    hop, link_res, here = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64)
+    for i in range(n):
+        r, g = router[i], group[i]
+        home = r // routers
+        gate = gateway[home, g, _below(gate_draw[i], max(gateway_count[home, g], 1))]
+        own = direct_count[r, g] > 0
+        if own:
+            gate = r
+        hop[i] = -1 if own else local[r, gate % routers]
+        pick = _below(link_draw[i], direct_count[gate, g])
+        link = direct[gate, g, pick if pick >= 0 else direct.shape[2] + pick]
+        link_res[i], here[i] = global_res[link], global_dst[link]
+    return hop, link_res, here
 
 
 def _minimal(w: Wiring, t: Tables, src, dst, rng) -> np.ndarray:
     """Minimal router hops (n, 3), -1 where there is none (:meth:`Wiring.minimal`)."""
+    src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
+    away = src // w.routers != dst // w.routers
     out = np.full((len(src), 3), -1, np.int64)
-    same_group = src // w.routers == dst // w.routers
-    inside = same_group & (src != dst)
-    out[inside, 0] = w.local[src[inside], dst[inside] % w.routers]
-    away = ~same_group
+    _inside(src, dst, w.routers, w.local, out)
     if away.any():
         hop, link, here = _to_group(w, t, src[away], dst[away] // w.routers, rng)
-        last = np.where(here != dst[away], w.local[here, dst[away] % w.routers], -1)
-        out[away] = np.stack([hop, link, last], axis=1)
+        out[away] = _last_hop(hop, link, here, dst[away], w.routers, w.local)
+    return out
+
+
+@njit(cache=True)
+def _inside(src, dst, routers, local, out):  # pragma: no cover - compiled
+    """The one local hop of each route inside one group (none from a router to itself)."""
+    for i in range(len(src)):
+        if src[i] // routers == dst[i] // routers and src[i] != dst[i]:
+            out[i, 0] = local[src[i], dst[i] % routers]
+
+
+@njit(cache=True)
+def _last_hop(hop, link, here, dst, routers, local):  # pragma: no cover - compiled
+    """(n, 3) hops: the way into the group, then a local hop to ``dst`` unless there."""
+    out = np.empty((len(hop), 3), np.int64)
+    for i in range(len(hop)):
+        out[i, 0], out[i, 1] = hop[i], link[i]
+        out[i, 2] = local[here[i], dst[i] % routers] if here[i] != dst[i] else -1
     return out
 
 
@@ -323,19 +364,46 @@ def _middle(w: Wiring, src, dst, rng) -> np.ndarray:
 def _rows(parts: list[np.ndarray]):
     """CSR rows (indptr, indices) of the padded columns ``parts`` side by side (-1: none)."""
     table = np.concatenate([p.reshape(len(p), -1) for p in parts], axis=1)
-    keep = table >= 0
+    return _pack(np.ascontiguousarray(table, np.int64))
+
+
+@njit(cache=True)
+def _pack(table):  # pragma: no cover - compiled
+    """The rows of ``table`` without their -1 cells, as CSR (indptr, indices)."""
     indptr = np.zeros(len(table) + 1, np.int64)
-    np.cumsum(keep.sum(axis=1), out=indptr[1:])
-    return indptr, table[keep]
+    for row in range(len(table)):
+        kept = 0
+        for cell in table[row]:
+            kept += cell >= 0
+        indptr[row + 1] = indptr[row] + kept
+    indices = np.empty(indptr[-1], np.int64)
+    at = 0
+    for row in range(len(table)):
+        for cell in table[row]:
+            if cell >= 0:
+                indices[at] = cell
+                at += 1
+    return indptr, indices
 
 
 def vcs_of(w: Wiring, indptr: np.ndarray, indices: np.ndarray) -> np.ndarray:
     """:meth:`Wiring.vcs` of every entry of CSR rows: the global links crossed before it."""
-    flags = np.zeros(len(indices), np.int64)
-    inside = indices < len(w.is_global)
-    flags[inside] = w.is_global[indices[inside]]
-    before = np.cumsum(flags) - flags
-    return before - np.repeat(before[indptr[:-1]], np.diff(indptr)) if len(indices) else before
+    return _crossed_before(np.asarray(indptr, np.int64), np.asarray(indices, np.int64),
+                           w.is_global)  # fmt: skip
+
+
+@njit(cache=True)
+def _crossed_before(indptr, indices, is_global):  # pragma: no cover - compiled
+    """Per entry of each CSR row: the global links among the row's entries before it."""
+    out = np.zeros(len(indices), np.int64)
+    for row in range(len(indptr) - 1):
+        crossed = 0
+        for e in range(indptr[row], indptr[row + 1]):
+            out[e] = crossed
+            r = indices[e]
+            if r < len(is_global) and is_global[r]:
+                crossed += 1
+    return out
 
 
 def route_arrays(w: Wiring, t: Tables, src, dst, routing: str, share: float, rng):

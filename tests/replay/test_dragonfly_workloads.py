@@ -151,3 +151,63 @@ def test_placement_dragonfly_scenario_runs() -> None:
         assert table["mpi_slowdown"] >= 0.95 and table["io_slowdown"] > 0
     assert got["random-group"]["mpi_slowdown"] == pytest.approx(1.0, abs=0.02)
     assert got["given"]["mpi_slowdown"] > 1.1  # random-node: MPI beside I/O on shared links
+
+
+def test_seeds_reseed_the_routing_draws(tmp_path) -> None:
+    """With ``seeds:``, each run draws the dragonfly's ``routing_seed`` from its seed (as the
+    packet model's ``tie_seed``): two seeds route the same messages through different
+    gateways and intermediate groups, one seed always through the same."""
+    from burstlake.replay import spread
+    from burstlake.replay.scenario import drawn, seeded
+    from burstlake.replay.topologies import build as build_spec
+
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        "name: syn\ntopology: {name: dfdally_72, routing: par, routing_seed: 5}\n"
+        "model: packet\nseeds: 2\n"
+        "workload: {source: synthetic, pattern: uniform, load: 0.2, messages: 5}\n"
+        "policies: [given]\n"
+    )
+    scenario = load(path)
+    assert "topology routing_seed" in drawn(scenario)
+    one, two = seeded(scenario, 0), seeded(scenario, 1)
+    assert one.topology["routing_seed"] == spread.derived_seed(0, 5)
+    assert two.topology["routing_seed"] == spread.derived_seed(1, 5) != one.topology["routing_seed"]
+    assert seeded(scenario, 1).topology == two.topology
+    assert scenario.topology["routing_seed"] == 5  # the scenario itself is left as given
+
+    def draws(spec: dict) -> np.ndarray:
+        t = build_spec(spec)
+        work = sy.demand({"pattern": "uniform", "messages": 20, "seed": 0}, t)
+        return t.route_adaptive(sy.requests(t, work).paths).routes.indices
+
+    assert not np.array_equal(draws(one.topology), draws(two.topology))
+    assert np.array_equal(draws(two.topology), draws(seeded(scenario, 1).topology))
+    plain = tmp_path / "p.yaml"
+    plain.write_text(path.read_text().replace(", routing_seed: 5", ""))
+    assert seeded(load(plain), 3).topology["routing_seed"] == 3  # the run's own seed
+
+
+@pytest.mark.slow  # runs a notebook kernel
+def test_the_dragonfly_notebook_draws_its_figures(lake, tmp_path) -> None:
+    """notebooks/dragonfly.ipynb runs top to bottom: placement_dragonfly's table and bars, the
+    synthetic latency-against-load curves, the benchmark's goals (or where to get them)."""
+    import json
+    from importlib.resources import files
+
+    import nbformat
+
+    from burstlake.jobs.metrics.notebook import render_notebook
+
+    text = files("burstlake.notebooks").joinpath("dragonfly.ipynb").read_text()
+    assert all(cell.get("id") for cell in json.loads(text)["cells"])
+    nbformat.validate(nbformat.reads(text, as_version=4))
+    out = render_notebook(lake, tmp_path / "nb.ipynb", name="dragonfly.ipynb")
+    cells = nbformat.read(out, as_version=4).cells
+    outputs = [o for c in cells if c.cell_type == "code" for o in c.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    assert sum("image/png" in o.get("data", {}) for o in outputs) == 2
+    printed = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
+    rows = {line.split()[0]: line.split() for line in printed.splitlines() if line.strip()}
+    assert rows["random-group"][1] == "minimal" and rows["random-group"][2] == "1.00x"
+    assert "nearest-group" in rows and ("met" in printed or "no benchmark result" in printed)

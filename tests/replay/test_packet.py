@@ -7,6 +7,8 @@ the test from the model's rules (packets, buffers and credits, store and forward
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -185,6 +187,40 @@ def test_streams_issue_after_completion_gap_release_and_window() -> None:
     assert simulate(r, [ONE], settings()).start.tolist() == [0, 3, 9]
     r = requests([[0]] * 3, [P] * 3, gaps=[0, 2, 2], streams=[0, 0, 0], window=np.full(3, 5.0))
     assert simulate(r, [ONE], settings()).start.tolist() == [0, 5, 10]
+
+
+def test_first_issues_enter_in_time_order_whenever_due() -> None:
+    # three one-packet streams over one link released at 2, 0 and 100 (the link idle, the
+    # heap empty, before the last): each served at its release, one packet time each
+    r = requests([[0]] * 3, [P] * 3, release=np.array([2.0, 0.0, 100.0]))
+    t = simulate(r, [ONE], settings())
+    assert t.start.tolist() == [2, 0, 100] and t.end.tolist() == [3, 1, 101]
+    assert t.events == 3 + 3  # an issue and a hop each
+    # stopped before the last is due: its start is its issue, it never ends
+    t = simulate(r, [ONE], settings(), until=50.0)
+    assert t.end[:2].tolist() == [3, 1] and np.isnan(t.end[2]) and t.start[2] == 100
+
+
+def test_the_loop_returns_to_python_often(monkeypatch) -> None:
+    """Ctrl-C and progress between compiled calls: the first runs FIRST_CALL_EVENTS events,
+    each later one at most 4x the one before (and at most EVENTS_PER_CALL); the calls change
+    nothing in the result."""
+    from burstlake.replay import packet
+
+    routes = [[k % 4, 4 + k % 2] for k in range(200)]
+    r = requests(routes, [20 * P] * 200, gaps=np.full(200, 1e-3), streams=np.arange(200) // 4)
+    capacity = np.full(6, 1e9)
+    calls: list[int] = []
+    t = simulate(r, capacity, PacketSettings(nic_delay=0.0), progress=calls.append)
+    assert sum(calls) == t.events > 64 * (1 + 4 + 16)
+    assert calls[0] == packet.FIRST_CALL_EVENTS == 64
+    assert all(b <= 4 * a for a, b in itertools.pairwise(calls))
+    assert max(calls) <= packet.EVENTS_PER_CALL
+    monkeypatch.setattr(packet, "FIRST_CALL_EVENTS", packet.EVENTS_PER_CALL)
+    once: list[int] = []
+    u = simulate(r, capacity, PacketSettings(nic_delay=0.0), progress=once.append)
+    assert once == [t.events]
+    assert np.array_equal(t.end, u.end) and np.array_equal(t.start, u.start)
 
 
 def test_until_stops_the_clock() -> None:
