@@ -1,5 +1,6 @@
 """Shared fixtures: one SparkSession per test run, a fresh lake per test, the real samples,
-and an Airflow home with a SQLite metadata DB created for the run."""
+and an Airflow home with a SQLite metadata DB created for the run. The inputs tests build
+(export lines, sacct text, the hand lake) are in :mod:`tests.builders`."""
 
 from __future__ import annotations
 
@@ -11,10 +12,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-FIXTURES = REPO / "tests" / "fixtures"  # the small hand-made inputs, shared by every stage
-# The real samples: $BURSTLAKE_SAMPLES (as for the demo), else ../shared/data.
-SHARED_DATA = Path(os.environ.get("BURSTLAKE_SAMPLES") or REPO.parent / "shared" / "data")
+from tests.builders.paths import REPO, SHARED_DATA
 
 # Airflow and GX read their settings at import: set them before anything imports either.
 _AIRFLOW_HOME = Path(tempfile.mkdtemp(prefix="burstlake-airflow-"))
@@ -65,7 +63,7 @@ def tiny_metrics_lake(spark, tmp_path_factory) -> Path:
 
     lake = tmp_path_factory.mktemp("tiny") / "lake"
     synthesize("tiny", lake=lake, seed=1)
-    run(lake, spark=spark, progress=False)
+    run(lake, spark=spark)
     return lake
 
 

@@ -18,7 +18,7 @@ from burstlake.catalog import sql
 from burstlake.jobs.ingest import darshan
 from burstlake.jobs.ingest.base import ingest
 from burstlake.lake import read_table
-from tests.conftest import SHARED_DATA
+from tests.builders.paths import SHARED_DATA
 
 GENERATED = "generated"
 BIG = "iogen_job4245_8r_4hosts_800k_dxt.darshan"

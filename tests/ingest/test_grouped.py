@@ -15,7 +15,7 @@ from burstlake.catalog import sql
 from burstlake.jobs.ingest import darshan
 from burstlake.jobs.ingest.base import ingest
 from burstlake.lake import read_table
-from tests.lake.test_faults import _cli, _kill, _paused
+from tests.builders.processes import cli, kill, paused
 
 TABLES = (
     "darshan_jobs",
@@ -94,8 +94,8 @@ def test_a_group_killed_between_commits_is_finished_or_undone(shared_data, tmp_p
     lake, clean = tmp_path / "lake", tmp_path / "clean"
     ingest(darshan.SOURCE, logs[:1], lake)
     before = _state(lake)
-    args = _cli("ingest", "darshan", *map(str, logs), "--lake", str(lake))
-    _kill(_paused(args, "ingest-commit", tmp_path / "p"))
+    args = cli("ingest", "darshan", *map(str, logs), "--lake", str(lake))
+    kill(paused(args, "ingest-commit", tmp_path / "p"))
     assert _state(lake) == before  # readers see none of the group
     assert len(lakes.intents(lake)) == 1
     logs[2].unlink()  # a member vanished: the group is undone, the others land again

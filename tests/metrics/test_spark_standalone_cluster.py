@@ -19,8 +19,8 @@ import pytest
 
 from burstlake.jobs.metrics.run import TABLES, run
 from burstlake.lake import read_table
-from tests.conftest import REPO
-from tests.metrics.test_metrics import SETTINGS, build_hand_lake
+from tests.builders.hand_lake import SETTINGS, build_hand_lake
+from tests.builders.paths import REPO
 
 SCRIPT = REPO / "infra" / "spark-standalone.sh"
 
@@ -56,7 +56,7 @@ def test_cluster_run_matches_local_mode(standalone, spark, tmp_path):
     local, remote = tmp_path / "local", tmp_path / "remote"
     build_hand_lake(local)
     build_hand_lake(remote)
-    run(local, spark=spark, settings=SETTINGS, progress=False)
+    run(local, spark=spark, settings=SETTINGS)
     overrides = ["--set", "data_intensive_bytes=5000", "--set", "io_phase_bytes_per_s=1"]
     done = subprocess.run(
         [
