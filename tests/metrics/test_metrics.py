@@ -49,6 +49,7 @@ from burstlake.jobs.metrics.nud import distribution, distribution_metrics
 from burstlake.jobs.metrics.run import TABLES, run
 from burstlake.jobs.metrics.settings import MetricSettings, top_count
 from burstlake.lake import contribution_ids, read_table, table_files
+from burstlake.progress import Step
 from burstlake.schemas import spec
 from tests.builders.hand_lake import NODE_IO, SETTINGS, T0, at, build_hand_lake
 
@@ -398,9 +399,20 @@ def test_tables_read_back_through_lake_and_catalog(hand):
 @pytest.mark.slow  # a second full metrics run
 def test_rerun_replaces_previous_output(hand, spark):
     lake, written = hand
-    again = run(lake, spark=spark, settings=SETTINGS)
+    steps: list[Step] = []
+    again = run(lake, spark=spark, settings=SETTINGS, report=steps.append)
     assert again == written
     assert len(table_files(lake, "job_io_metrics")) == 1  # the current Delta version's
+    assert _progress(steps) == (len(TABLES), [f"hand {name}" for name in TABLES])
+
+
+def _progress(steps: list[Step]) -> tuple[float, list[str]]:
+    """A run's steps as (work done, the notes in order), checking the one ``metrics`` task is
+    announced with its whole work (machines x tables) and closed at the end."""
+    assert {s.what for s in steps} == {"metrics"}
+    assert steps[0].total == sum(s.advance for s in steps) and steps[0].unit == "table"
+    assert steps[-1].done and not any(s.done for s in steps[:-1])
+    return sum(s.advance for s in steps), [s.note for s in steps if s.note]
 
 
 @pytest.mark.slow  # recomputes job_io_metrics in Spark
@@ -457,7 +469,9 @@ def test_settings_overrides():
 
 @pytest.mark.slow  # a full metrics run in Spark
 def test_empty_lake(lake, spark):
-    written = run(lake, spark=spark)
+    steps: list[Step] = []
+    written = run(lake, spark=spark, report=steps.append)
+    assert _progress(steps) == (len(TABLES), [f"(unnamed) {name}" for name in TABLES])
     figures = rows(lake, "platform_summary")
     assert written == {t: len(figures) if t == "platform_summary" else 0 for t in TABLES}
     assert figures["rank0_jobs"]["value"] is None and figures["rank0_jobs"]["basis"] == 0
