@@ -35,6 +35,12 @@ def _tree(path: Path) -> ast.Module:
     return ast.parse(path.read_text(), str(path))
 
 
+@functools.cache
+def _walk(path: Path) -> tuple[ast.AST, ...]:
+    """Every node of one module's syntax tree, walked once per test run."""
+    return tuple(ast.walk(_tree(path)))
+
+
 def _library_modules() -> list[Path]:
     """Every module of the installed package outside ``burstlake/cli`` (through the links to
     jobs/, schemas/, replay/ and notebooks/)."""
@@ -209,9 +215,9 @@ def _underscore_crossings(package: str) -> list[str]:
     crossing = []
     for path in _modules():
         inside = path.is_relative_to(root)
-        tree = _tree(path)
+        nodes = _walk(path)
         aliases: set[str] = set()  # local names bound to the package or one of its modules
-        for node in ast.walk(tree):
+        for node in nodes:
             if isinstance(node, ast.Import):
                 aliases.update(
                     (a.asname or a.name.split(".")[0])
@@ -233,7 +239,7 @@ def _underscore_crossings(package: str) -> list[str]:
         if not inside:
             crossing += [
                 f"{path}:{node.lineno}: {node.value.id}.{node.attr}"
-                for node in ast.walk(tree)
+                for node in nodes
                 if isinstance(node, ast.Attribute)
                 and isinstance(node.value, ast.Name)
                 and node.value.id in aliases

@@ -47,6 +47,7 @@ def machine(lake: Path, ions: dict[str, list[str]]) -> None:
 
 
 def jobs(lake: Path, runs: dict[str, tuple[dt.datetime, dt.datetime, list[str]]]) -> None:
+    """The lake's jobs and job_nodes: each job id's (start, end, nodes), all completed."""
     write_table(
         lake,
         "jobs",
@@ -73,6 +74,7 @@ def jobs(lake: Path, runs: dict[str, tuple[dt.datetime, dt.datetime, list[str]]]
 
 
 def node_io(lake: Path, rows: list[dict]) -> None:
+    """node_io rows of :data:`STEP`-second intervals (columns not given are null)."""
     from burstlake.schemas import spec
 
     schema = spec("node_io").schema  # from_pylist would take the columns of the first row
@@ -81,6 +83,7 @@ def node_io(lake: Path, rows: list[dict]) -> None:
 
 
 def scenario(tmp_path: Path, workload: dict, *, model="flow", policies=("given",), topo="lake"):
+    """A lake_window scenario of ``workload``'s settings, written to a file and loaded."""
     import yaml
 
     spec = {
@@ -96,6 +99,7 @@ def scenario(tmp_path: Path, workload: dict, *, model="flow", policies=("given",
 
 
 def scores_of(table: pa.Table, policy: str = "given") -> dict[str, float | None]:
+    """A replay's scores under ``policy``: {metric: value}."""
     rows = table.filter(pa.compute.equal(table["policy"], policy)).to_pylist()
     return {r["metric"]: r["value"] for r in rows}
 

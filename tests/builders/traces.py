@@ -49,6 +49,7 @@ def write_jobs(lake: Path, jobs: list[tuple[str, int, int, list[str]]], step: in
 
 
 def write_io(lake: Path, node: list[str], t: list[int], traffic: list[int], step: int) -> None:
+    """node_io write bytes: ``traffic[i]`` on ``node[i]`` in interval ``t[i]`` of ``step`` s."""
     write_table(
         lake,
         "node_io",
