@@ -3,7 +3,7 @@
 The page is generated, never edited: each result file becomes one section with its date, the
 machine it ran on (CPUs, Python), the load while it ran, where the figures come from, its goals
 as met or missed, its notes and every figure it holds. ``--check`` exits 1 when the committed
-page differs from what the results render (``tests/test_benchmarks_doc.py`` runs the same
+page differs from what the results render (``tests/bench/test_benchmarks_doc.py`` runs the same
 comparison), so the page cannot drift from the results.
 """
 

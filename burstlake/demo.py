@@ -74,7 +74,7 @@ def compute_metrics(lake: Path, samples: Path | None) -> Outcome:
     alone, and one summary per machine: its headline figures beside the paper's."""
     from burstlake.jobs.metrics.run import run as metrics
 
-    written = metrics(lake, progress=False)
+    written = metrics(lake)
     con = catalog.connect(lake)
     try:
         rows = con.execute(  # the figures the paper reports, where the machine has a value

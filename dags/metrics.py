@@ -28,7 +28,7 @@ def metrics_dag() -> None:
 
         from burstlake.jobs.metrics.run import run
 
-        return run(master=os.environ.get("BURSTLAKE_SPARK_MASTER"), progress=False)
+        return run(master=os.environ.get("BURSTLAKE_SPARK_MASTER"))
 
     compute_metrics()
 

@@ -1,20 +1,23 @@
 """Shared fixtures: one SparkSession per test run, a fresh lake per test, the real samples,
-and an Airflow home with a SQLite metadata DB created for the run."""
+and an Airflow home with a SQLite metadata DB created for the run. The inputs tests build
+(export lines, sacct text, the hand lake) are in :mod:`tests.builders`."""
 
 from __future__ import annotations
 
 import atexit
 import os
 import shutil
+import socket
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-FIXTURES = REPO / "tests" / "fixtures"  # the small hand-made inputs, shared by every stage
-# The real samples: $BURSTLAKE_SAMPLES (as for the demo), else ../shared/data.
-SHARED_DATA = Path(os.environ.get("BURSTLAKE_SAMPLES") or REPO.parent / "shared" / "data")
+from tests.builders.paths import REPO, SHARED_DATA
+
+STANDALONE_SCRIPT = REPO / "infra" / "spark-standalone.sh"
 
 # Airflow and GX read their settings at import: set them before anything imports either.
 _AIRFLOW_HOME = Path(tempfile.mkdtemp(prefix="burstlake-airflow-"))
@@ -65,7 +68,7 @@ def tiny_metrics_lake(spark, tmp_path_factory) -> Path:
 
     lake = tmp_path_factory.mktemp("tiny") / "lake"
     synthesize("tiny", lake=lake, seed=1)
-    run(lake, spark=spark, progress=False)
+    run(lake, spark=spark)
     return lake
 
 
@@ -96,3 +99,32 @@ def run_dag(airflow_db, lake, tmp_path, monkeypatch):
         return dag.test()
 
     return run
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def standalone(tmp_path):
+    """spark://127.0.0.1:<port> with one 1-core worker, started and stopped by the operator's
+    script in infra/ (from the installed pyspark)."""
+    env = os.environ | {"PYTHON": sys.executable, "BURSTLAKE_SPARK_DIR": str(tmp_path / "spark")}
+    command = [
+        str(STANDALONE_SCRIPT),
+        "start",
+        "--port",
+        str(free_port()),
+        "--cores",
+        "1",
+        "--memory",
+        "1g",
+    ]
+    try:
+        started = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+        assert started.returncode == 0, started.stderr
+        yield started.stdout.strip().splitlines()[-1]
+    finally:
+        subprocess.run([str(STANDALONE_SCRIPT), "stop"], env=env, timeout=60, check=False)

@@ -9,8 +9,8 @@ import re
 from pathlib import Path
 
 from burstlake.cli import COMMANDS
-from tests.conftest import REPO
-from tests.test_layers import _imports
+from tests.builders.modules import imports
+from tests.builders.paths import REPO
 
 DESIGN = REPO / "docs" / "design.md"
 STAGES = {  # a stage's folder -> the stages it may import (docs/design.md, "The lake")
@@ -84,7 +84,7 @@ def test_stages_import_only_the_stages_the_design_allows() -> None:
     wrong = []
     for stage, allowed in STAGES.items():
         for module in sorted((REPO / stage).rglob("*.py")):
-            for name in _imports(ast.parse(module.read_text())):
+            for name in imports(ast.parse(module.read_text())):
                 other = _stage_of(name)
                 if other not in (None, stage, *allowed):
                     wrong.append(f"{module.relative_to(REPO)} imports {name}")

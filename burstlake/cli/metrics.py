@@ -51,12 +51,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the metrics for parsed arguments and print rows per table."""
+    from burstlake.cli.bars import rendered
     from burstlake.jobs.metrics.run import run as compute
     from burstlake.jobs.metrics.settings import MetricSettings
 
     settings = MetricSettings().with_overrides(args.overrides)
-    progress = True if args.progress else None
-    written = compute(args.lake, master=args.spark_master, settings=settings, progress=progress)
+    with rendered(True if args.progress else None) as report:
+        written = compute(args.lake, master=args.spark_master, settings=settings, report=report)
     for name, rows in written.items():
         print(f"{name}: {rows} rows")
     return 0

@@ -18,7 +18,6 @@ from __future__ import annotations
 import functools
 import logging
 import os
-import sys
 from collections.abc import Callable
 
 import pyarrow as pa
@@ -26,11 +25,11 @@ import pyarrow.compute as pc
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from tqdm import tqdm
 
 from burstlake import catalog
 from burstlake import lake as lakes
 from burstlake.lake import lake_path
+from burstlake.progress import Report, Step, silent
 from burstlake.schemas.metrics import INPUTS, NAMES
 
 from . import frames
@@ -197,8 +196,11 @@ class Pipeline:
             )
         return found
 
-    def one(self, cluster: lakes.Cluster, scratch: frames.Scratch, parts: dict, bar: tqdm) -> None:
-        """Compute every table of one machine, appending its rows to ``parts``."""
+    def one(
+        self, cluster: lakes.Cluster, scratch: frames.Scratch, parts: dict, report: Report
+    ) -> None:
+        """Compute every table of one machine, appending its rows to ``parts``; one step to
+        ``report`` per table computed."""
         metrics = ClusterMetrics(
             self.spark,
             {name: frames.one_machine(frame, cluster) for name, frame in self.inputs.items()},
@@ -207,30 +209,30 @@ class Pipeline:
             self.traced,
         )
         try:
-            for name, step in metrics.steps():
-                bar.set_postfix_str(f"{cluster.label} {name}")
-                metrics.results[name] = step()
+            for name, compute in metrics.steps():
+                report(Step("metrics", note=f"{cluster.label} {name}"))
+                metrics.results[name] = compute()
                 tagged = metrics.results[name].withColumn(
                     "cluster", F.lit(cluster.name).cast("string")
                 )
                 parts[name].append(frames.to_arrow(tagged, name))
-                bar.update()
+                report(Step("metrics", 1))
         finally:
             metrics.release()
 
-    def run(self, progress: bool) -> dict[str, int]:
+    def run(self, report: Report = silent) -> dict[str, int]:
         """Compute every table for every machine, then land each table once; returns rows
-        written per table."""
+        written per table. ``report`` gets a ``metrics`` task of machines x tables steps."""
         machines = self.clusters()
         parts: dict[str, list[pa.Table]] = {name: [] for name in TABLES}
-        bar = tqdm(total=len(machines) * len(TABLES), desc="metrics", disable=not progress)
+        report(Step("metrics", total=len(machines) * len(TABLES), unit="table"))
         scratch = frames.Scratch(self.spark, self.lake)
         try:
             for cluster in machines:
-                self.one(cluster, scratch, parts, bar)
+                self.one(cluster, scratch, parts, report)
         finally:
             scratch.remove()
-        bar.close()
+        report(Step("metrics", done=True))
         written: dict[str, int] = {}
         for name in TABLES:
             written[name] = frames.write(self.lake, name, pa.concat_tables(parts[name]))
@@ -243,17 +245,17 @@ def run(
     spark: SparkSession | None = None,
     master: str | None = None,
     settings: MetricSettings | None = None,
-    progress: bool | None = None,
+    report: Report = silent,
 ) -> dict[str, int]:
-    """All metrics of ``lake`` on ``spark`` (or a new session on ``master``, local by default)."""
+    """All metrics of ``lake`` on ``spark`` (or a new session on ``master``, local by default),
+    reporting a step per machine and table computed to ``report`` (:mod:`burstlake.progress`)."""
     from burstlake.spark import log_file, session
 
     root = lake_path(lake)
     spark = spark or session(master, app_name="burstlake-metrics", log=log_file(root))
-    show = sys.stderr.isatty() if progress is None else progress
     with lakes.run(root, "metrics", INPUTS, publish=True) as current:
         settings = settings or MetricSettings()
-        written = Pipeline(spark, current, settings).run(show)
+        written = Pipeline(spark, current, settings).run(report)
         record(settings, root)  # the replay's scores and the report read the same thresholds
     catalog.refresh(root)
     return written

@@ -297,7 +297,7 @@ def _capped(argv: list[str], limit: int | None, code: str = CAPPED):
     import subprocess
     import sys
 
-    from tests.conftest import REPO
+    from tests.builders.paths import REPO
 
     def cap() -> None:
         if limit is not None:
@@ -361,7 +361,7 @@ def _ingest_rows(lake: Path) -> dict[str, int]:
     ],
 )
 def test_a_hostile_deployment_file_is_refused_within_a_memory_cap(name, text, said, tmp_path):
-    from tests.conftest import FIXTURES
+    from tests.builders.paths import FIXTURES
 
     history = FIXTURES / "zabbix" / "history-tags.ndjson"
     small, hostile = tmp_path / "small.yaml", tmp_path / "hostile.yaml"

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.builders.paths import REPO
 
 PACKAGE_DATA = (
     "burstlake/notebooks/spatial_burstiness.ipynb",

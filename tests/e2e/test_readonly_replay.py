@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.conftest import REPO
+from tests.builders.paths import REPO
 
 RUN = "import sys; from burstlake.cli import main; sys.exit(main())"
 SCENARIO = """name: slow

@@ -30,7 +30,7 @@ def full_lake(tiny_metrics_lake, tmp_path_factory) -> Path:
     from burstlake.lake import clusters
     from burstlake.replay.scenario import SCENARIOS, load
     from burstlake.replay.scenario import run as replay
-    from tests.e2e.test_report_dxt import write_dxt
+    from tests.builders.dxt import write_dxt
 
     lake = tmp_path_factory.mktemp("report") / "lake"
     shutil.copytree(tiny_metrics_lake, lake)

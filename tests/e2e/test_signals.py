@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from burstlake.lake import read_table
-from tests.conftest import REPO
+from tests.builders.paths import REPO
+from tests.builders.zabbix import zabbix_line
 
 pytestmark = pytest.mark.slow
 RUN = "import sys; from burstlake.cli import main; sys.exit(main())"
@@ -20,11 +21,10 @@ RUN = "import sys; from burstlake.cli import main; sys.exit(main())"
 
 def _history(path: Path, lines: int, host: str) -> Path:
     """An export of ``lines`` samples of one counter."""
-    head = f'{{"host": {{"host": "{host}"}}, "itemid": 7, "name": "Lustre read bytes", '
     with path.open("w") as out:
         for k in range(lines):
             clock = 1_700_000_000 + 10 * k
-            out.write(f'{head}"clock": {clock}, "ns": 0, "value": {100 * k}, "type": 3}}\n')
+            out.write(zabbix_line(host, clock, 100 * k, itemid=7, host_name=False) + "\n")
     return path
 
 

@@ -16,7 +16,7 @@ from burstlake.jobs.ingest import SOURCES, source_module
 from burstlake.jobs.ingest.landing import ingest
 from burstlake.jobs.ingest.source import CLUSTER, Option
 from burstlake.progress import Step
-from tests.conftest import FIXTURES
+from tests.builders.paths import FIXTURES
 
 
 def _refusal(tmp_path: Path, source: str, options: str) -> str:

@@ -22,7 +22,7 @@ from burstlake.jobs.ingest import darshan
 from burstlake.jobs.ingest.landing import ingest
 from burstlake.jobs.ingest.source import ParseContext, UnusableInput
 from burstlake.lake import read_table
-from tests.conftest import SHARED_DATA
+from tests.builders.paths import SHARED_DATA
 
 EDISON = ("edison_vpicio_uni_job4478544.darshan", "edison_dbscan_read_job4478544.darshan")
 DXT = "treddy_mpi-io-test_id4373053_6-2-60198-9815401321915095332_1.darshan"

@@ -22,7 +22,7 @@ from burstlake.catalog import sql
 from burstlake.jobs.ingest import darshan
 from burstlake.jobs.ingest.landing import ingest
 from burstlake.lake import read_table
-from tests.conftest import SHARED_DATA
+from tests.builders.paths import SHARED_DATA
 
 GENERATED = "generated"
 BIG = "iogen_job4245_8r_4hosts_800k_dxt.darshan"
@@ -388,26 +388,26 @@ def test_a_landing_killed_with_its_files_moved_but_uncommitted_is_finished(share
     """Killed after its DXT files moved into the table, before their commit: readers see the
     earlier content, the next ingest finishes the landing as a clean one would, and vacuum
     deletes the files no commit took."""
-    from tests.ingest.test_grouped import _state
-    from tests.lake.test_faults import _cli, _kill, _paused
+    from tests.builders.darshan_lake import lake_state
+    from tests.builders.processes import cli, kill, paused
 
     generated = shared_data / "darshan" / GENERATED
     log, lake, clean = tmp_path / "job.darshan", tmp_path / "lake", tmp_path / "clean"
     for target in (lake, clean):
         ingest(darshan.SOURCE, [_padded(generated / FPP, log)], target)
-    before = _state(lake)
+    before = lake_state(lake)
     _padded(generated / "iogen_job4244_8r_rank0.darshan", log)  # new content, same path
-    args = _cli("ingest", "darshan", str(log), "--lake", str(lake))
-    _kill(_paused(args, "commit-files-darshan_dxt", tmp_path / "p"))
-    assert _state(lake) == before  # the landing's commits are hidden, its files unreferenced
+    args = cli("ingest", "darshan", str(log), "--lake", str(lake))
+    kill(paused(args, "commit-files-darshan_dxt", tmp_path / "p"))
+    assert lake_state(lake) == before  # the landing's commits are hidden, its files unreferenced
     table = lake / "darshan_dxt"
     committed = set(_active(table))
     placed = {str(p.relative_to(table)) for p in table.rglob("*.parquet")} - committed
     assert placed  # moved, never committed
     ingest(darshan.SOURCE, [log], lake)  # reconciles: the unchanged file lands again
     ingest(darshan.SOURCE, [log], clean)
-    assert _state(lake) == _state(clean)
+    assert lake_state(lake) == lake_state(clean)
     assert not lakes.intents(lake)
     lakes.vacuum(lake, retention_hours=0)
     assert not any((table / p).exists() for p in placed)
-    assert _state(lake) == _state(clean)
+    assert lake_state(lake) == lake_state(clean)

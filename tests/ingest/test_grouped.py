@@ -17,34 +17,14 @@ from burstlake import lake as lakes
 from burstlake.catalog import sql
 from burstlake.jobs.ingest import darshan
 from burstlake.jobs.ingest.landing import ingest
-from burstlake.lake import read_table
-from tests.lake.test_faults import _cli, _kill, _paused
+from tests.builders.darshan_lake import DARSHAN_TABLES, lake_state
+from tests.builders.processes import cli, kill, paused
 
-TABLES = (
-    "darshan_jobs",
-    "darshan_rank_io",
-    "darshan_heatmap",
-    "darshan_files",
-    "darshan_dxt",
-    "quarantine",
-    "ingest_log",
-)
 LOGS = (
     "mpi-io-test-x86_64-3.4.7.darshan",
     "generated/iogen_job4243_4r_fpp_posix_random.darshan",
     "generated/iogen_job4244_8r_rank0.darshan",
 )
-
-
-def _state(lake: Path) -> dict[str, list]:
-    out = {}
-    for table in TABLES:
-        rows = read_table(lake, table).to_pylist() if (lake / table).exists() else []
-        out[table] = sorted(
-            str(sorted((k, str(v)) for k, v in r.items() if k not in ("ingested_at", "file")))
-            for r in rows
-        )
-    return out
 
 
 def _copies(shared: Path, folder: Path) -> list[Path]:
@@ -71,9 +51,9 @@ def test_a_group_accounts_each_file_as_alone(shared_data, tmp_path):
     assert lines == [(r.records_in, r.landed, r.quarantined, r.error, r.traffic) for r in alone]
     assert grouped[3].same_as == str(logs[0])
     assert "truncated or corrupt" in grouped[1].error
-    assert _state(tmp_path / "grouped") == _state(tmp_path / "alone")
-    versions = {t: lakes.latest_version(tmp_path / "grouped", t) for t in TABLES}
-    assert versions == dict.fromkeys(TABLES, 1)  # created empty, then one commit for all files
+    assert lake_state(tmp_path / "grouped") == lake_state(tmp_path / "alone")
+    versions = {t: lakes.latest_version(tmp_path / "grouped", t) for t in DARSHAN_TABLES}
+    assert versions == dict.fromkeys(DARSHAN_TABLES, 1)  # created empty, then one commit
 
 
 def test_the_same_log_under_two_names_waits_for_the_next_group(shared_data, tmp_path):
@@ -96,15 +76,15 @@ def test_a_group_killed_between_commits_is_finished_or_undone(shared_data, tmp_p
     logs = _copies(shared_data, tmp_path / "logs")
     lake, clean = tmp_path / "lake", tmp_path / "clean"
     ingest(darshan.SOURCE, logs[:1], lake)
-    before = _state(lake)
-    args = _cli("ingest", "darshan", *map(str, logs), "--lake", str(lake))
-    _kill(_paused(args, "ingest-commit", tmp_path / "p"))
-    assert _state(lake) == before  # readers see none of the group
+    before = lake_state(lake)
+    args = cli("ingest", "darshan", *map(str, logs), "--lake", str(lake))
+    kill(paused(args, "ingest-commit", tmp_path / "p"))
+    assert lake_state(lake) == before  # readers see none of the group
     assert len(lakes.intents(lake)) == 1
     logs[2].unlink()  # a member vanished: the group is undone, the others land again
     ingest(darshan.SOURCE, logs[:2], lake)
     ingest(darshan.SOURCE, logs[:2], clean)
-    assert _state(lake) == _state(clean)
+    assert lake_state(lake) == lake_state(clean)
     assert not lakes.intents(lake)
 
 
@@ -120,7 +100,7 @@ def test_workers_land_the_same_rows_as_one_process(shared_data, tmp_path, capsys
     two = ["ingest", "darshan", folder, "--lake", str(tmp_path / "two"), "--workers", "2"]
     assert main(two) == 0
     assert capsys.readouterr().out == one.replace(str(tmp_path / "one"), str(tmp_path / "two"))
-    assert _state(tmp_path / "one") == _state(tmp_path / "two")
+    assert lake_state(tmp_path / "one") == lake_state(tmp_path / "two")
     assert len(logs) == 3
     with pytest.raises(SystemExit):
         main(["ingest", "darshan", folder, "--lake", str(tmp_path / "x"), "--workers", "0"])
@@ -133,8 +113,8 @@ def test_a_worker_that_dies_leaves_its_files_to_the_ingest_process(shared_data, 
     ingest process lands the files no commit took, and the lake is as after one process."""
     logs = _copies(shared_data, tmp_path / "logs")
     lake, clean, marker = tmp_path / "lake", tmp_path / "clean", tmp_path / "p"
-    args = _cli("ingest", "darshan", *map(str, logs), "--lake", str(lake), "--workers", "2")
-    proc = _paused(args, "ingest-parse", marker)
+    args = cli("ingest", "darshan", *map(str, logs), "--lake", str(lake), "--workers", "2")
+    proc = paused(args, "ingest-parse", marker)
     while not marker.read_text().strip():  # being written
         time.sleep(0.01)
     worker = int(marker.read_text())
@@ -148,5 +128,5 @@ def test_a_worker_that_dies_leaves_its_files_to_the_ingest_process(shared_data, 
     assert proc.returncode == 0, err
     assert "darshan: 3 files, " in out
     ingest(darshan.SOURCE, logs, clean)
-    assert _state(lake) == _state(clean)
+    assert lake_state(lake) == lake_state(clean)
     assert not lakes.intents(lake)

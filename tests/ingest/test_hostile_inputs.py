@@ -39,7 +39,9 @@ from burstlake.catalog import sql
 from burstlake.cli import main
 from burstlake.jobs.ingest import inputs
 from burstlake.lake import read_table
-from tests.conftest import SHARED_DATA
+from tests.builders.paths import SHARED_DATA
+from tests.builders.sacct import sacct_hours as sacct
+from tests.builders.zabbix import zabbix_line
 from tests.ingest import test_zabbix_db
 
 T0 = 1_700_000_000  # Zabbix clocks: 2023-11-14T22:13:20Z, on the 10 s grid
@@ -52,17 +54,6 @@ SAME_REFUSED = "same-refused"  # same bytes as a file refused: refused again, no
 
 
 # ---------------------------------------------------------------- inputs of each source
-
-
-def sacct(*jobs: tuple, header: str = "JobID|JobName|State|Start|End|NNodes|NodeList") -> str:
-    """``sacct -P`` text: one line per (job id, start hour, end hour) on node cn<id>."""
-    lines = [header]
-    for job, start, end in jobs:
-        lines.append(
-            f"{job}|j{job}|COMPLETED|2020-01-01T{start:02}:00:00|"
-            f"2020-01-01T{end:02}:00:00|1|cn{job}"
-        )
-    return "\n".join(lines) + "\n"
 
 
 def sacct_json(*jobs: int, name: str = "run") -> str:
@@ -89,16 +80,7 @@ def sacct_json(*jobs: int, name: str = "run") -> str:
 
 def zline(host: str, offset: int, value: int) -> str:
     """One real-time export line: the 'Lustre read bytes' counter (packaged mapping)."""
-    record = {
-        "host": {"host": host, "name": host},
-        "itemid": 101,
-        "name": "Lustre read bytes",
-        "clock": T0 + offset,
-        "ns": 0,
-        "value": value,
-        "type": 3,
-    }
-    return json.dumps(record, ensure_ascii=False) + "\n"
+    return zabbix_line(host, T0 + offset, value, itemid=101, ensure_ascii=False) + "\n"
 
 
 def export(host: str, *samples: tuple[int, int]) -> str:

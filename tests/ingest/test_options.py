@@ -7,7 +7,7 @@ import pytest
 
 from burstlake.jobs.ingest import source_module
 from burstlake.jobs.ingest.landing import ingest
-from tests.conftest import FIXTURES
+from tests.builders.paths import FIXTURES
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,6 @@ DuckDB ConversionException: a traceback instead of a reason."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pyarrow.compute as pc
@@ -15,24 +14,14 @@ import pytest
 from burstlake.cli import main
 from burstlake.jobs.ingest.accounting import MAX_BYTES
 from burstlake.lake import read_table
+from tests.builders.zabbix import zabbix_line
 
 T0 = 1_700_000_000  # on the 10 s grid
 HALF = 2**62 + 1  # two of these pass 2^63 - 1
 
 
 def _line(item: int, name: str, clock: int, value: int, host: str = "cn00001") -> str:
-    return json.dumps(
-        {
-            "host": {"host": host, "name": host},
-            "groups": ["compute"],
-            "itemid": item,
-            "name": name,
-            "clock": clock,
-            "ns": 0,
-            "value": value,
-            "type": 3,
-        }
-    )
+    return zabbix_line(host, clock, value, itemid=item, name=name, groups=["compute"])
 
 
 def _ingest(tmp_path: Path, lines: list[str], capsys: pytest.CaptureFixture) -> tuple[Path, str]:

@@ -18,7 +18,7 @@ from burstlake.jobs.ingest import slurm
 from burstlake.jobs.ingest.landing import ingest
 from burstlake.jobs.ingest.source import ParseContext
 from burstlake.lake import read_table
-from tests.conftest import FIXTURES as ALL_FIXTURES
+from tests.builders.paths import FIXTURES as ALL_FIXTURES
 
 FIXTURES = ALL_FIXTURES / "slurm"
 EDISON = "slurm/edison_job4478544.sacct"

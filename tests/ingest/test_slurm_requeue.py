@@ -16,6 +16,7 @@ from burstlake import catalog
 from burstlake.jobs.ingest import slurm
 from burstlake.jobs.ingest.landing import ingest
 from burstlake.lake import read_table, write_table
+from tests.builders.sacct import sacct_text
 
 HEADER = "JobID|JobIDRaw|JobName|State|Start|End|NNodes|NodeList"
 RUN0 = [
@@ -37,7 +38,7 @@ OTHER = ["600|600|post|COMPLETED|2020-01-01T04:00:00|2020-01-01T04:10:00|1|cn7"]
 
 def _dump(tmp_path, name, *blocks):
     path = tmp_path / name
-    path.write_text("\n".join([HEADER, *(line for block in blocks for line in block)]) + "\n")
+    path.write_text(sacct_text(HEADER, [line for block in blocks for line in block]))
     return path
 
 

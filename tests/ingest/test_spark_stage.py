@@ -18,7 +18,6 @@ from burstlake.jobs.ingest import darshan, slurm
 from burstlake.jobs.ingest.landing import ingest
 from burstlake.jobs.ingest.spark_stage import SparkTasks
 from burstlake.lake import read_table
-from tests.metrics.test_spark_standalone_cluster import standalone  # noqa: F401 (a fixture)
 
 TABLES = (
     "darshan_jobs",
@@ -143,7 +142,7 @@ def test_standalone_cluster_lands_the_rows_of_the_local_path(
     shared_data,
     tmp_path,
     capsys,
-    standalone,  # noqa: F811
+    standalone,
 ):
     """``burstlake ingest darshan --spark-master spark://...`` on the loopback cluster (its
     executors share this filesystem): the output, rows and accounting of the local path; run

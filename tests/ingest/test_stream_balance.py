@@ -14,7 +14,7 @@ from burstlake.cli import main
 from burstlake.jobs.ingest import zabbix
 from burstlake.jobs.ingest.landing import ingest
 from burstlake.lake import read_table, write_table
-from tests.conftest import FIXTURES as TESTS_FIXTURES
+from tests.builders.paths import FIXTURES as TESTS_FIXTURES
 
 FIXTURES = TESTS_FIXTURES / "zabbix"
 TAGS = FIXTURES / "history-tags.ndjson"  # node cn00001 only

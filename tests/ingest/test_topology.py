@@ -14,7 +14,7 @@ from burstlake import catalog
 from burstlake.jobs.ingest import topology
 from burstlake.jobs.ingest.landing import ingest
 from burstlake.lake import read_table
-from tests.conftest import FIXTURES as ALL_FIXTURES
+from tests.builders.paths import FIXTURES as ALL_FIXTURES
 
 FIXTURES = ALL_FIXTURES / "topology"
 EDISON_JOB_NODES = [f"nid{i:05d}" for i in range(5301, 5429)]

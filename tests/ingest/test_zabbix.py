@@ -23,7 +23,8 @@ from burstlake.jobs.ingest.zabbix import decode, regions, stream
 from burstlake.jobs.ingest.zabbix.mapping import HostNames, load_mapping, prefix_rewrite
 from burstlake.lake import read_table, write_table
 from burstlake.schemas.tables import NODE_IO_TRAFFIC
-from tests.conftest import FIXTURES as ALL_FIXTURES
+from tests.builders.paths import FIXTURES as ALL_FIXTURES
+from tests.builders.zabbix import zabbix_line
 
 FIXTURES = ALL_FIXTURES / "zabbix"
 T0 = 1700000000
@@ -164,17 +165,7 @@ def test_api_rows_match_db_rows(lake: Path) -> None:
 
 
 def _export(itemid: int, clock: object, value: object, ns: object = 0, host="cn7") -> str:
-    return json.dumps(
-        {
-            "host": {"host": host},
-            "itemid": itemid,
-            "name": "Lustre read bytes",
-            "clock": clock,
-            "ns": ns,
-            "value": value,
-            "type": 3,
-        }
-    )
+    return zabbix_line(host, clock, value, itemid=itemid, ns=ns, host_name=False)
 
 
 def test_odd_lines_are_quarantined_with_their_reason(lake: Path, tmp_path: Path) -> None:
@@ -368,17 +359,14 @@ def _export_lines(rng: np.random.Generator) -> tuple[list[str], dict]:
             series[itemkey] = (node, name, t_ns, values)
             for t, v in zip(t_ns, values, strict=True):
                 lines.append(
-                    json.dumps(
-                        {
-                            "host": {"host": node, "name": node},
-                            "item_tags": [],
-                            "itemid": itemid * 100 + int(node[-2:]),
-                            "name": name,
-                            "clock": int(t // 10**9),
-                            "ns": int(t % 10**9),
-                            "value": int(v),
-                            "type": 3,
-                        }
+                    zabbix_line(
+                        node,
+                        int(t // 10**9),
+                        int(v),
+                        itemid=itemid * 100 + int(node[-2:]),
+                        name=name,
+                        ns=int(t % 10**9),
+                        item_tags=[],
                     )
                 )
     lines += [lines[i] for i in rng.choice(len(lines), 20, replace=False)]  # duplicates
@@ -486,10 +474,7 @@ def test_host_names_become_node_names() -> None:
 
 
 def _line(host: str, t: int, value, itemid: int = 1, name: str = "Lustre read bytes") -> str:
-    return json.dumps(
-        {"host": {"host": host, "name": host}, "itemid": itemid, "name": name,
-         "clock": T0 + t, "ns": 0, "value": value, "type": 3}, ensure_ascii=False
-    )  # fmt: skip
+    return zabbix_line(host, T0 + t, value, itemid=itemid, name=name, ensure_ascii=False)
 
 
 def test_hostile_export_bom_host_names_encodings_and_huge_values(

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import glob
 import gzip
-import json
 import os
 import shutil
 import socket
@@ -25,6 +24,7 @@ import pytest
 from burstlake.cli import main
 from burstlake.jobs.ingest.zabbix import database
 from burstlake.lake import read_table
+from tests.builders.zabbix import zabbix_line
 
 pytestmark = pytest.mark.slow
 
@@ -178,8 +178,8 @@ def test_db_rows_and_the_export_give_the_same_node_io(loaded, tmp_path, capsys) 
     export = tmp_path / "history-1.ndjson"
     export.write_text(
         "".join(
-            json.dumps({"host": {"host": node}, "itemid": itemid, "name": key, "key_": key,
-                        "clock": clock, "ns": 0, "value": value, "type": vt}) + "\n"
+            zabbix_line(node, clock, value, itemid=itemid, name=key, key=key, kind=vt,
+                        host_name=False) + "\n"
             for node, itemid, key, vt, value, clock in _samples()
         )
     )  # fmt: skip

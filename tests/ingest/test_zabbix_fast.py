@@ -15,21 +15,13 @@ from burstlake.jobs.ingest import accounting, inputs, zabbix
 from burstlake.jobs.ingest.landing import ingest
 from burstlake.jobs.ingest.zabbix import classify, decode
 from burstlake.lake import read_table
+from tests.builders.zabbix import zabbix_line
 
 T0 = 1700000000
 
 
 def _line(host: object, t: int, value: object, itemid: object = 1, **extra: object) -> str:
-    record = {
-        "host": {"host": host, "name": host} if isinstance(host, str) else host,
-        "itemid": itemid,
-        "name": "Lustre read bytes",
-        "clock": T0 + t,
-        "ns": 5,
-        "value": value,
-        "type": 3,
-    }
-    return json.dumps(record | extra)
+    return zabbix_line(host, T0 + t, value, itemid=itemid, ns=5, **extra)
 
 
 def _export(path: Path) -> Path:

@@ -24,7 +24,8 @@ from burstlake.jobs.ingest.accounting import totals
 from burstlake.jobs.ingest.landing import ingest
 from burstlake.jobs.ingest.zabbix import regions
 from burstlake.lake import latest_version, read_table, table_files
-from tests.conftest import FIXTURES
+from tests.builders.paths import FIXTURES
+from tests.builders.zabbix import zabbix_record
 
 MIDNIGHT = 1700006400  # 2023-11-15 00:00:00 UTC: the export crosses a day boundary
 START = MIDNIGHT - 400
@@ -56,16 +57,16 @@ def _export(seed: int = 3) -> list[dict]:
                 values[reset:] -= values[reset] - rng.integers(0, 50)  # counter reset
             for t, v in zip(t_ns, values, strict=True):
                 samples.append(
-                    {
-                        "host": {"host": node, "name": node},
-                        "item_tags": [{"tag": "component", "value": "lustre"}],
-                        "itemid": 1000 + 10 * n + offset,
-                        "name": name,
-                        "clock": int(t // 10**9),
-                        "ns": int(t % 10**9),
-                        "value": float(v) if kind == 0 else int(v),
-                        "type": kind,
-                    }
+                    zabbix_record(
+                        node,
+                        int(t // 10**9),
+                        float(v) if kind == 0 else int(v),
+                        itemid=1000 + 10 * n + offset,
+                        name=name,
+                        ns=int(t % 10**9),
+                        kind=kind,
+                        item_tags=[{"tag": "component", "value": "lustre"}],
+                    )
                 )
     samples.sort(key=lambda s: s["clock"] + rng.integers(-3, 4))  # syncer queues reorder a bit
     again = rng.choice(len(samples), 15, replace=False)

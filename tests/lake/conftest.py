@@ -1,4 +1,4 @@
-"""Fixtures of the lake's failure tests: a disk that can fill up, and Slurm dumps to land on it."""
+"""Fixtures of the lake's failure tests: a disk that can fill up."""
 
 from __future__ import annotations
 
@@ -21,18 +21,3 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
         pytest.skip(f"cannot mount a tmpfs here (needs root): {done.stderr.decode().strip()}")
     yield mount
     subprocess.run(["umount", "-l", str(mount)], check=False)
-
-
-def write_sacct(path: Path, jobs: range) -> Path:
-    """A pipe-separated ``sacct`` dump of one-node jobs numbered ``jobs``, all completed."""
-    header = (
-        "JobIDRaw|JobName|User|UID|Account|Partition|Submit|Eligible|Start|End|ReqCPUS"
-        "|AllocCPUS|NNodes|NodeList|State|ExitCode|Cluster"
-    )
-    lines = [
-        f"{j}|a|u|1|x|w|2024-03-01T00:00:00|2024-03-01T00:00:00|2024-03-01T00:10:00|"
-        f"2024-03-01T01:00:00|8|8|1|cn001|COMPLETED|0:0|th"
-        for j in jobs
-    ]
-    path.write_text("\n".join([header, *lines]) + "\n")
-    return path

@@ -21,7 +21,7 @@ from burstlake import lake as lakes
 from burstlake.cli import main
 from burstlake.jobs.ingest.landing import IngestFailed
 from burstlake.lake import read_table
-from tests.lake.conftest import write_sacct
+from tests.builders.sacct import write_sacct
 
 
 @contextlib.contextmanager

@@ -7,12 +7,7 @@ row contents are then compared with a clean run of the same inputs.
 
 from __future__ import annotations
 
-import json
-import os
-import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -22,33 +17,13 @@ from burstlake import lake as lakes
 from burstlake.jobs.ingest import slurm, topology
 from burstlake.jobs.ingest.landing import ingest
 from burstlake.lake import delete_contribution, read_table
+from tests.builders.processes import WAIT_S, cli, kill, paused
+from tests.builders.sacct import write_sacct_with_steps
+from tests.builders.zabbix import zabbix_export, zabbix_line
 
 pytestmark = pytest.mark.slow  # kill tests: real processes killed at each phase
 
 INGEST_TABLES = ("jobs", "job_steps", "job_nodes", "topology", "quarantine", "ingest_log")
-WAIT_S = 900  # a loaded 2-core machine starts Spark slowly
-
-HEADER = (
-    "JobIDRaw|JobName|User|UID|Account|Partition|Submit|Eligible|Start|End|ReqCPUS|AllocCPUS"
-    "|NNodes|NodeList|State|ExitCode|Cluster"
-)
-
-
-def _sacct(path: Path, jobs: range, state: str = "COMPLETED", digits: int = 3) -> Path:
-    """A small sacct export: one job line and one batch step line per job, 2 nodes each
-    (``cn001``.., or with ``digits`` 5 the hand lake's ``cn00001``..)."""
-    lines = [HEADER]
-    for job in jobs:
-        a, b = job % 4 + 1, (job + 1) % 4 + 1
-        nodes = f"cn{min(a, b):0{digits}d},cn{max(a, b):0{digits}d}"
-        times = f"2024-03-01T00:{job % 60:02d}:00|2024-03-01T01:00:00"
-        lines.append(
-            f"{job}|app{job}|u{job % 3}|{5000 + job}|acct|work|2024-03-01T00:00:00|"
-            f"2024-03-01T00:00:00|{times}|8|8|2|{nodes}|{state}|0:0|th"
-        )
-        lines.append(f"{job}.batch|batch|||||||{times}||4|1|cn{a:0{digits}d}|{state}|0:0|th")
-    path.write_text("\n".join(lines) + "\n")
-    return path
 
 
 def _topology(path: Path) -> Path:
@@ -70,43 +45,17 @@ def _state(lake: Path) -> dict[str, list[tuple]]:
     return out
 
 
-def _cli(*args: str) -> list[str]:
-    return [str(Path(sys.executable).with_name("burstlake")), *args]
-
-
-def _paused(args: list[str], phase: str, marker: Path) -> subprocess.Popen:
-    """Start ``args`` and return once it waits at ``phase`` (it wrote ``marker``)."""
-    env = {**os.environ, "BURSTLAKE_PAUSE_AT": f"{phase}:{marker}"}
-    proc = subprocess.Popen(
-        args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    deadline = time.monotonic() + WAIT_S
-    while not marker.exists():
-        if proc.poll() is not None:
-            pytest.fail(f"{args} ended before {phase}: {proc.stderr.read()[-2000:]}")
-        if time.monotonic() > deadline:
-            proc.kill()
-            pytest.fail(f"{args} never reached {phase}")
-        time.sleep(0.05)
-    return proc
-
-
-def _kill(proc: subprocess.Popen) -> None:
-    proc.send_signal(signal.SIGKILL)
-    assert proc.wait(timeout=60) == -signal.SIGKILL
-
-
 @pytest.mark.parametrize("phase", ["ingest-parse", "ingest-stage", "ingest-commit"])
 def test_ingest_killed_at_each_phase_then_rerun_equals_a_clean_run(tmp_path, phase):
     lake, clean = tmp_path / "lake", tmp_path / "clean"
-    sacct = _sacct(tmp_path / "jobs.sacct", range(1, 21))
+    sacct = write_sacct_with_steps(tmp_path / "jobs.sacct", range(1, 21))
     ingest(slurm.SOURCE, [sacct], lake)
     before = _state(lake)
     assert [len(before[t]) for t in ("jobs", "job_steps", "job_nodes")] == [20, 20, 40]
 
-    _sacct(sacct, range(1, 26), state="FAILED")  # the same path with new content
-    proc = _paused(_cli("ingest", "slurm", str(sacct), "--lake", str(lake)), phase, tmp_path / "p")
-    _kill(proc)
+    write_sacct_with_steps(sacct, range(1, 26), state="FAILED")  # the same path with new content
+    proc = paused(cli("ingest", "slurm", str(sacct), "--lake", str(lake)), phase, tmp_path / "p")
+    kill(proc)
     # the previous version stays whole and readable, through the lake and the catalog
     assert _state(lake) == before
     assert catalog.sql(lake, "SELECT count(*) FROM jobs").column(0).to_pylist() == [20]
@@ -127,12 +76,12 @@ def test_ingest_killed_at_each_phase_then_rerun_equals_a_clean_run(tmp_path, pha
 
 def test_next_ingest_finishes_or_undoes_a_landing_killed_between_commits(tmp_path):
     lake = tmp_path / "lake"
-    first = _sacct(tmp_path / "first.sacct", range(1, 11))
-    other = _sacct(tmp_path / "other.sacct", range(100, 105))
-    proc = _paused(
-        _cli("ingest", "slurm", str(first), "--lake", str(lake)), "ingest-commit", tmp_path / "p"
+    first = write_sacct_with_steps(tmp_path / "first.sacct", range(1, 11))
+    other = write_sacct_with_steps(tmp_path / "other.sacct", range(100, 105))
+    proc = paused(
+        cli("ingest", "slurm", str(first), "--lake", str(lake)), "ingest-commit", tmp_path / "p"
     )
-    _kill(proc)
+    kill(proc)
     assert read_table(lake, "jobs").num_rows == 0  # jobs committed, but the landing is not
     assert [r["file"] for r in lakes.intents(lake, abandoned=True)] == [str(first)]
 
@@ -143,12 +92,12 @@ def test_next_ingest_finishes_or_undoes_a_landing_killed_between_commits(tmp_pat
     assert not lakes.intents(lake)
 
     # a file that changed after its landing was killed: everything it wrote is removed
-    third = _sacct(tmp_path / "third.sacct", range(200, 210))
-    proc = _paused(
-        _cli("ingest", "slurm", str(third), "--lake", str(lake)), "ingest-commit", tmp_path / "q"
+    third = write_sacct_with_steps(tmp_path / "third.sacct", range(200, 210))
+    proc = paused(
+        cli("ingest", "slurm", str(third), "--lake", str(lake)), "ingest-commit", tmp_path / "q"
     )
-    _kill(proc)
-    _sacct(third, range(200, 212), state="FAILED")
+    kill(proc)
+    write_sacct_with_steps(third, range(200, 212), state="FAILED")
     ingest(slurm.SOURCE, [other], lake)
     assert _state(lake) == _state(reference)  # as if the killed landing never happened
     assert not lakes.intents(lake)
@@ -156,11 +105,14 @@ def test_next_ingest_finishes_or_undoes_a_landing_killed_between_commits(tmp_pat
 
 def test_four_ingests_at_once_match_a_sequential_run(tmp_path):
     lake, sequential = tmp_path / "lake", tmp_path / "sequential"
-    files = [_sacct(tmp_path / f"{k}.sacct", range(100 * k + 1, 100 * k + 16)) for k in range(3)]
+    files = [
+        write_sacct_with_steps(tmp_path / f"{k}.sacct", range(100 * k + 1, 100 * k + 16))
+        for k in range(3)
+    ]
     topo = _topology(tmp_path / "topology.csv")
     procs = [
         subprocess.Popen(
-            _cli("ingest", "slurm", str(f), "--lake", str(lake)),
+            cli("ingest", "slurm", str(f), "--lake", str(lake)),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -169,7 +121,7 @@ def test_four_ingests_at_once_match_a_sequential_run(tmp_path):
     ]
     procs.append(
         subprocess.Popen(
-            _cli("ingest", "topology", str(topo), "--lake", str(lake)),
+            cli("ingest", "topology", str(topo), "--lake", str(lake)),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -204,18 +156,18 @@ def test_metrics_killed_mid_run_then_rerun_beside_an_ingest(spark, tmp_path):
     """A killed metrics run leaves the previous run in view; the re-run, made while an ingest
     is stopped between its commits, reads the state before the ingest, never a mix."""
     from burstlake.jobs.metrics.run import INPUTS, run
-    from tests.metrics.test_metrics import build_hand_lake
+    from tests.builders.hand_lake import build_hand_lake
 
     lake = tmp_path / "lake"
     build_hand_lake(lake)
-    run(lake, spark=spark, progress=False)
+    run(lake, spark=spark)
     before = _metrics(lake)
     published = lakes.published_run(lake, "metrics")
     assert before["darshan_job_metrics"] and before["dxt_job_series"]
     delete_contribution(lake, "hand", ["darshan_jobs", "darshan_rank_io", "darshan_dxt"])
 
-    proc = _paused(_cli("metrics", "--lake", str(lake)), "metrics-commit", tmp_path / "p")
-    _kill(proc)
+    proc = paused(cli("metrics", "--lake", str(lake)), "metrics-commit", tmp_path / "p")
+    kill(proc)
     first = "job_io_metrics"
     assert lakes.latest_version(lake, first) > published["tables"][first]  # it did commit
     assert _metrics(lake) == before  # but readers still see the whole previous run
@@ -224,13 +176,13 @@ def test_metrics_killed_mid_run_then_rerun_beside_an_ingest(spark, tmp_path):
     versions = lakes.read_versions(lake, INPUTS)
     # nodes of the hand lake's topology, on its machine (--cluster over the file's Cluster):
     # a job on unknown nodes is quarantined whole
-    sacct = _sacct(tmp_path / "jobs.sacct", range(1, 31), digits=5)
+    sacct = write_sacct_with_steps(tmp_path / "jobs.sacct", range(1, 31), digits=5)
     marker = tmp_path / "q"
-    ingest_cli = _cli("ingest", "slurm", str(sacct), "--lake", str(lake), "--cluster", "hand")
-    proc = _paused(ingest_cli, "ingest-commit", marker)
+    ingest_cli = cli("ingest", "slurm", str(sacct), "--lake", str(lake), "--cluster", "hand")
+    proc = paused(ingest_cli, "ingest-commit", marker)
     try:
         assert lakes.latest_version(lake, "jobs") > versions["jobs"]  # jobs is committed
-        run(lake, spark=spark, progress=False)  # the re-run, beside the ingest
+        run(lake, spark=spark)  # the re-run, beside the ingest
     finally:
         marker.unlink()  # let the ingest finish
     _, err = proc.communicate(timeout=WAIT_S)
@@ -253,20 +205,12 @@ def test_metrics_killed_mid_run_then_rerun_beside_an_ingest(spark, tmp_path):
 
 def _zabbix(path: Path, start: int, samples: int, offset: int = 0) -> Path:
     """A real-time export: read-byte counters of two nodes every 10 s from ``start``."""
-    lines = []
-    for n, node in enumerate(("cn001", "cn002")):
-        for k in range(samples):
-            sample = {
-                "host": {"host": node, "name": node},
-                "itemid": 100 + n,
-                "name": "Lustre read bytes",
-                "clock": start + 10 * k,
-                "ns": 0,
-                "value": 1000 * (k + 1) * (n + 1) + offset,
-                "type": 3,
-            }
-            lines.append(json.dumps(sample))
-    path.write_text("\n".join(lines) + "\n")
+    lines = [
+        zabbix_line(node, start + 10 * k, 1000 * (k + 1) * (n + 1) + offset, itemid=100 + n)
+        for n, node in enumerate(("cn001", "cn002"))
+        for k in range(samples)
+    ]
+    path.write_text(zabbix_export(lines))
     return path
 
 
@@ -295,8 +239,8 @@ def test_killed_zabbix_landing_of_a_changed_file_is_undone_in_shared_node_io(tmp
     node_io = lakes.latest_version(lake, "node_io")
 
     second = _zabbix(tmp_path / "history-syncer-2.ndjson", t0 + 300, 30, offset=30_000)
-    args = _cli("ingest", "zabbix", str(second), "--lake", str(lake))
-    _kill(_paused(args, "ingest-commit", tmp_path / "p"))
+    args = cli("ingest", "zabbix", str(second), "--lake", str(lake))
+    kill(paused(args, "ingest-commit", tmp_path / "p"))
     assert lakes.latest_version(lake, "node_io") == node_io + 1  # the shared parts committed
     assert _zabbix_state(lake) == before  # but readers do not see them
     _zabbix(second, t0 + 300, 31, offset=30_000)  # the file changed (it grew)

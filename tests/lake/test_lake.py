@@ -24,7 +24,7 @@ from burstlake.lake import (
     write_table,
 )
 from burstlake.schemas import spec
-from tests.lake.conftest import write_sacct
+from tests.builders.sacct import write_sacct
 
 
 def _io_rows(node: str, hours: list[int], day: int = 1) -> pa.Table:

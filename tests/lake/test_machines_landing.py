@@ -15,7 +15,7 @@ from burstlake.jobs.ingest.landing import ingest
 from burstlake.jobs.ingest.topology import unknown_nodes
 from burstlake.lake import read_table
 from burstlake.schemas import spec
-from tests.conftest import FIXTURES
+from tests.builders.paths import FIXTURES
 
 EXPORT = FIXTURES / "zabbix" / "history-tags.ndjson"  # 25 usable samples of host cn00001
 SYNTH_SACCT = FIXTURES / "slurm" / "synth_shape.sacct"  # its Cluster field says th1a
@@ -213,7 +213,7 @@ def test_two_machines_get_each_the_figures_they_get_alone(tiny_metrics_lake, spa
     alone = {name: read_table(lake, name) for name in TABLES}
     synthesize("tiny", lake=lake, seed=2, days=0.25, cluster="tiny-b")
     assert [machine.name for machine in clusters(lake)] == ["tiny", "tiny-b"]
-    run(lake, spark=spark, progress=False)
+    run(lake, spark=spark)
     for name in TABLES:
         both = read_table(lake, name)
         named = both.column("cluster")

@@ -11,8 +11,8 @@ import pytest
 
 from burstlake.lake import Cluster, cluster_of, clusters, read_table, write_table
 from burstlake.replay.scenario import load, run
-from tests.conftest import FIXTURES
-from tests.replay.test_scenario import SCENARIOS, bursty_lake
+from tests.builders.paths import FIXTURES, SCENARIOS
+from tests.builders.traces import bursty_lake
 
 TABLES = ("topology", "node_io", "jobs", "job_nodes")
 

@@ -18,7 +18,8 @@ from burstlake.cli import main
 from burstlake.jobs.ingest import darshan, slurm
 from burstlake.jobs.ingest.landing import content_id, ingest
 from burstlake.lake import read_table
-from tests.lake.test_faults import _cli, _kill, _paused
+from tests.builders.processes import cli, kill, paused
+from tests.builders.sacct import sacct_text
 
 HEADER = "JobIDRaw|JobName|Submit|Start|End|NNodes|NodeList|State|Cluster"
 RUNNING = ("8001", "RUNNING", "Unknown")
@@ -28,14 +29,14 @@ PENDING = ("8001", "PENDING", "Unknown")
 
 def _dump(path: Path, *jobs: tuple[str, str, str], node: str = "cn001") -> Path:
     """An ``sacct -P`` dump: per job (id, state, end) its allocation line and a step 0 line."""
-    lines = [HEADER]
+    lines = []
     for job, state, end in jobs:
         start = "Unknown" if state == "PENDING" else "2024-03-01T00:10:00"
         nodes = "None assigned" if state == "PENDING" else node
         lines.append(f"{job}|app|2024-03-01T00:00:00|{start}|{end}|1|{nodes}|{state}|th")
         if state != "PENDING":
             lines.append(f"{job}.0|step||{start}|{end}|1|{node}|{state}|th")
-    path.write_text("\n".join(lines) + "\n")
+    path.write_text(sacct_text(HEADER, lines))
     return path
 
 
@@ -161,10 +162,10 @@ def test_lake_clean_finishing_an_interrupted_ingest_checks_nodes_as_ingest_does(
     for target in (lake, reference):
         ingest(topology.SOURCE, [topo], target)
     ingest(slurm.SOURCE, [dump], reference)
-    proc = _paused(
-        _cli("ingest", "slurm", str(dump), "--lake", str(lake)), "ingest-commit", tmp_path / "p"
+    proc = paused(
+        cli("ingest", "slurm", str(dump), "--lake", str(lake)), "ingest-commit", tmp_path / "p"
     )
-    _kill(proc)
+    kill(proc)
     assert main(["lake", "clean", "--lake", str(lake)]) == 0
     assert _content(lake) == _content(reference)
     assert {r["job_id"] for r in read_table(lake, "jobs").to_pylist()} == {"8001"}
@@ -198,7 +199,7 @@ def test_concurrent_conflicting_ingests_end_as_any_sequential_order(tmp_path):
         lake = tmp_path / f"concurrent-{attempt}"
         procs = [
             subprocess.Popen(
-                _cli("ingest", "slurm", str(d), "--lake", str(lake)),
+                cli("ingest", "slurm", str(d), "--lake", str(lake)),
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
             )

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.builders.paths import REPO
 
 pytestmark = pytest.mark.slow
 RUN = """import re, sys

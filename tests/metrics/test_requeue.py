@@ -58,7 +58,7 @@ def test_each_run_of_a_requeued_job_gets_its_own_nodes_traffic(spark, tmp_path):
             schema = schema.set(schema.get_field_index("run"), pa.field("run", RUN_SCHEMA))
         write_table(lake, table, pa.Table.from_pylist(rows, schema=schema), "hand")
     catalog.refresh(lake)
-    run(lake, spark=spark, settings=SETTINGS, progress=False)
+    run(lake, spark=spark, settings=SETTINGS)
 
     metrics = {r["run"]: r for r in read_table(lake, "job_io_metrics").to_pylist()}
     assert set(metrics) == {0, None}

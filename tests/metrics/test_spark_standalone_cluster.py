@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -19,30 +18,7 @@ import pytest
 
 from burstlake.jobs.metrics.run import TABLES, run
 from burstlake.lake import read_table
-from tests.conftest import REPO
-from tests.metrics.test_metrics import SETTINGS, build_hand_lake
-
-SCRIPT = REPO / "infra" / "spark-standalone.sh"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture
-def standalone(tmp_path):
-    """spark://127.0.0.1:<port> with one 1-core worker, started and stopped by the operator's
-    script in infra/ (from the installed pyspark)."""
-    env = os.environ | {"PYTHON": sys.executable, "BURSTLAKE_SPARK_DIR": str(tmp_path / "spark")}
-    command = [str(SCRIPT), "start", "--port", str(free_port()), "--cores", "1", "--memory", "1g"]
-    try:
-        started = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
-        assert started.returncode == 0, started.stderr
-        yield started.stdout.strip().splitlines()[-1]
-    finally:
-        subprocess.run([str(SCRIPT), "stop"], env=env, timeout=60, check=False)
+from tests.builders.hand_lake import SETTINGS, build_hand_lake
 
 
 def same(a, b) -> bool:
@@ -56,7 +32,7 @@ def test_cluster_run_matches_local_mode(standalone, spark, tmp_path):
     local, remote = tmp_path / "local", tmp_path / "remote"
     build_hand_lake(local)
     build_hand_lake(remote)
-    run(local, spark=spark, settings=SETTINGS, progress=False)
+    run(local, spark=spark, settings=SETTINGS)
     overrides = ["--set", "data_intensive_bytes=5000", "--set", "io_phase_bytes_per_s=1"]
     done = subprocess.run(
         [

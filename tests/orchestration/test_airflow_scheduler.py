@@ -5,7 +5,6 @@ manual trigger."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import socket
@@ -20,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from burstlake.lake import read_table
-from tests.conftest import REPO
+from tests.builders.paths import REPO
+from tests.builders.zabbix import zabbix_export, zabbix_line
 
 AIRFLOW = Path(sys.executable).with_name("airflow")
 NODES = [f"cn{i:03d}" for i in range(1, 9)]
@@ -63,21 +63,17 @@ def _drop_inputs(drop: Path) -> int:
             value += step
             total += step if k else 0
             lines.append(
-                json.dumps(
-                    {
-                        "host": {"host": node, "name": node},
-                        "groups": ["compute"],
-                        "item_tags": [{"tag": "component", "value": "lustre"}],
-                        "itemid": 100 + n,
-                        "name": "Lustre write bytes",
-                        "clock": clock,
-                        "ns": 0,
-                        "value": value,
-                        "type": 3,
-                    }
+                zabbix_line(
+                    node,
+                    clock,
+                    value,
+                    itemid=100 + n,
+                    name="Lustre write bytes",
+                    groups=["compute"],
+                    item_tags=[{"tag": "component", "value": "lustre"}],
                 )
             )
-    (drop / "zabbix" / "history-syncer-1.ndjson").write_text("\n".join(lines) + "\n")
+    (drop / "zabbix" / "history-syncer-1.ndjson").write_text(zabbix_export(lines))
     return total
 
 

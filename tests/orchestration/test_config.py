@@ -9,7 +9,7 @@ import pytest
 from burstlake import config
 from burstlake.cli import main
 from burstlake.lake import read_table
-from tests.conftest import FIXTURES as TESTS_FIXTURES
+from tests.builders.paths import FIXTURES as TESTS_FIXTURES
 
 FIXTURES = TESTS_FIXTURES / "zabbix"
 

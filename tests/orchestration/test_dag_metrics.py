@@ -9,13 +9,13 @@ import pytest
 from burstlake.lake import read_table
 from burstlake.schemas.metrics import INPUTS
 from burstlake.schemas.metrics import NAMES as TABLES
-from tests.metrics.test_metrics import build_hand_lake
+from tests.builders.hand_lake import build_hand_lake
 
 
 def test_metrics_dag_is_scheduled_on_the_input_tables(airflow_db):
     from airflow.dag_processing.dagbag import DagBag
 
-    from tests.conftest import REPO
+    from tests.builders.paths import REPO
 
     dag = DagBag(dag_folder=str(REPO / "dags")).get_dag("metrics")
     condition = dag.timetable.asset_condition  # any one updated input triggers a run

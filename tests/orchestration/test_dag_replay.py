@@ -15,7 +15,7 @@ from burstlake.schemas.replay import INPUTS, TRIGGERS
 def test_replay_dag_runs_after_the_metrics_it_reads(airflow_db):
     from airflow.dag_processing.dagbag import DagBag
 
-    from tests.conftest import REPO
+    from tests.builders.paths import REPO
 
     dag = DagBag(dag_folder=str(REPO / "dags")).get_dag("replay")
     condition = dag.timetable.asset_condition  # any one updated input triggers a run

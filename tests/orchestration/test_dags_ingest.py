@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from burstlake.lake import read_table
-from tests.conftest import FIXTURES
+from tests.builders.paths import FIXTURES
+from tests.builders.zabbix import zabbix_export, zabbix_line
 
 
 def _drop(tmp_path, source: str, *files):
@@ -72,12 +73,11 @@ def test_ingest_darshan_dag_lands_the_edison_logs(run_dag, lake, tmp_path, share
 def _history(path: Path, host: str, values: list[int], start: int = 0, every: int = 30) -> None:
     """A one-item export of a read counter sampled every ``every`` s."""
     lines = [
-        f'{{"host": {{"host": "{host}"}}, "itemid": 1, "name": "Lustre read bytes", '
-        f'"clock": {1700000000 + start + i * every}, "ns": 0, "value": {v}, "type": 3}}'
+        zabbix_line(host, 1700000000 + start + i * every, v, host_name=False)
         for i, v in enumerate(values)
     ]
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines) + "\n")
+    path.write_text(zabbix_export(lines))
 
 
 @pytest.mark.slow  # about a minute of dag.test()

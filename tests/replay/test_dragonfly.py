@@ -18,7 +18,7 @@ from burstlake.replay.topologies import build
 from burstlake.replay.topologies import dragonfly as df
 from burstlake.replay.topologies import dragonfly_routing as dr
 from burstlake.replay.workloads import synthetic as sy
-from tests.replay.graphs import cyclic
+from tests.builders.graphs import cyclic
 
 CODES_GIT = Path("/work/.mirror/codes-org+codes/repo")
 CONF = "src/network-workloads/conf/dragonfly-dally"

@@ -14,7 +14,7 @@ from burstlake.replay.topologies import build
 from burstlake.replay.workloads import ScenarioLimits, kind
 from burstlake.replay.workloads import jobs as jw
 from burstlake.replay.workloads import synthetic as sy
-from tests.conftest import REPO
+from tests.builders.paths import REPO
 
 SMALL = {"name": "dragonfly", "groups": 3, "routers": 2, "hosts": 2, "global_links": 1}
 

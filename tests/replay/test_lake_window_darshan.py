@@ -13,10 +13,7 @@ import pytest
 
 from burstlake.lake import write_table
 from burstlake.replay import scenario as sn
-from tests.replay import test_lake_window as base
-
-ION, scores_of = base.ION, base.scores_of
-dxt_table = base.dxt_table  # the darshan_dxt contract (a fixture)
+from tests.builders.lake_window import ION, scores_of
 
 LOGS = {  # job id: (log file, the hosts its ranks ran on: the allocation, in rank order)
     "4242": ("iogen_job4242_4r_3phases_reads.darshan", [f"nid{100 + i:05d}" for i in range(4)]),

@@ -13,11 +13,11 @@ import pyarrow as pa
 import pytest
 
 from burstlake.lake import write_table
+from burstlake.replay import scenario as sn
 from burstlake.replay import topologies
 from burstlake.replay.workloads import jobs as jw
-from tests.replay import test_lake_window as base
+from tests.builders import lake_window as window
 
-dxt_table = base.dxt_table  # the darshan_dxt contract (a fixture)
 T0 = dt.datetime(2018, 1, 1, tzinfo=dt.UTC)
 NODES, MESSAGES, REQUESTS = 144, 100, 20
 MESSAGE, REQUEST, THINK = 4096, 4e6, 5e-4  # 000 §5: 4 KB every 500 µs; 4 MB back to back
@@ -38,14 +38,14 @@ def paper000_lake(lake, table: str) -> None:
     leaf = topology.groups()
     rows = [{"node": n, "cabinet": "c0", "switch": f"leaf{leaf[i]}"} for i, n in enumerate(names)]
     write_table(lake, "topology", pa.Table.from_pylist(rows), "topo")
-    end = T0 + dt.timedelta(seconds=base.STEP)  # the jobs hold the node_io interval
-    base.jobs(
+    end = T0 + dt.timedelta(seconds=window.STEP)  # the jobs hold the node_io interval
+    window.jobs(
         lake,
         {job.name: (T0, end, [names[i] for i in job.nodes]) for job in placed.jobs},
     )
     mpi = [names[i] for i in placed.jobs[0].nodes]
     sent = MESSAGE * MESSAGES  # random pairs: each node sends and receives as much
-    base.node_io(
+    window.node_io(
         lake, [{"node": n, "ts": T0, "net_rx_bytes": sent, "net_tx_bytes": sent} for n in mpi]
     )
     io = [names[i] for i in placed.jobs[1].nodes]
@@ -66,16 +66,16 @@ def paper000_lake(lake, table: str) -> None:
 def test_paper000_through_the_trace_path(lake, tmp_path, dxt_table):
     paper000_lake(lake, dxt_table)
     work = {
-        "window": base.WINDOW,
+        "window": window.WINDOW,
         "pattern": "random-pairs",
         "message_bytes": MESSAGE,
         "message_interval_s": THINK,
     }
-    chosen = base.scenario(
+    chosen = window.scenario(
         tmp_path, work, model="packet", policies=("given", "random-switch"), topo="cab1296"
     )
-    table = base.sn.run(chosen, lake)
-    node, switch = base.scores_of(table, "given"), base.scores_of(table, "random-switch")
+    table = sn.run(chosen, lake)
+    node, switch = window.scores_of(table, "given"), window.scores_of(table, "random-switch")
     assert node["w0.mpi.messages"] == NODES * MESSAGES
     assert node["w0.io.io_bytes"] == NODES * REQUESTS * REQUEST and node["w0.io.io_from_dxt"]
     # 000 §5.1's shape: random-node slows MPI several times more than random-switch
@@ -104,7 +104,7 @@ def synth_replay(root, placement: str, seed: int, **size) -> dict[str, float | N
     write_paper000(lake, placement, seed, **size)
     path = root / f"{placement}.yaml"
     path.write_text(yaml.safe_dump(scenario(seed)))
-    scores = base.scores_of(base.sn.run(base.sn.load(path), lake))
+    scores = window.scores_of(sn.run(sn.load(path), lake))
     return {k.replace("@cab1296", ""): v for k, v in scores.items()}  # job labels name the machine
 
 

@@ -18,7 +18,7 @@ from burstlake.replay.policies import policy
 from burstlake.replay.scenario import load, run
 from burstlake.replay.topologies import build, fattree
 from burstlake.replay.workloads import jobs as jw
-from tests.conftest import REPO
+from tests.builders.paths import REPO
 
 SCENARIOS = REPO / "replay" / "scenarios"
 LATENCY = 1e-6  # seconds per link in the hand-checked cases

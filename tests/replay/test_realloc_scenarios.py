@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from burstlake.replay.scenario import load, run
-from tests.conftest import REPO
+from tests.builders.paths import REPO
 
 SCENARIOS = REPO / "replay" / "scenarios"
 MINE = (

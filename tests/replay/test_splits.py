@@ -12,7 +12,7 @@ from burstlake.replay import traffic as tr
 from burstlake.replay.scenario import load
 from burstlake.replay.workloads import ScenarioLimits
 from burstlake.replay.workloads import jobs as jw
-from tests.conftest import REPO
+from tests.builders.paths import REPO
 
 SCENARIOS = REPO / "replay" / "scenarios"
 RNG = np.random.default_rng(0)

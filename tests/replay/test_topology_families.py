@@ -14,7 +14,7 @@ from burstlake.replay.graph import ResourceSet, Router, Topology
 from burstlake.replay.scenario import load
 from burstlake.replay.solver import Paths
 from burstlake.replay.topologies import Family, build, fattree
-from tests.replay.graphs import cyclic
+from tests.builders.graphs import cyclic
 
 
 def same_machine(a: Topology, b: Topology) -> None:

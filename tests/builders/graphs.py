@@ -1,4 +1,4 @@
-"""Checks on graphs shared by the replay's tests (not a test module)."""
+"""Checks on graphs shared by the replay's tests."""
 
 from __future__ import annotations
 
