@@ -402,6 +402,13 @@ def traffic(
     Returns columns ``job``, ``slot`` (index into flat_nodes), ``node`` (index), ``interval``,
     the traffic columns of ``node_io`` and the gauges.
     """
+    return traffic_columns(traffic_rows(phases, jobs, behaviour), behaviour, xfer_bytes)
+
+
+def traffic_rows(phases: Phases, jobs: RunningJobs, behaviour: Behaviour) -> dict[str, np.ndarray]:
+    """The rows of :func:`traffic` before their columns: ``job``, ``slot``, ``node``,
+    ``interval``, ``read`` (a read phase's row), ``lustre`` and ``comm`` bytes. Sort or cut
+    these few columns, then :func:`traffic_columns` derives the rest."""
     nodes = jobs.nnodes[phases.job]
     pair_phase = np.repeat(np.arange(len(phases)), nodes)
     position = np.arange(len(pair_phase)) - np.repeat(np.cumsum(nodes) - nodes, nodes)
@@ -424,19 +431,35 @@ def traffic(
     node_bytes, window = node_bytes[row_pair], window[row_pair]
     lustre = node_bytes // window + (step < node_bytes % window)
     comm = phases.comm_bytes[phase] // per_phase[phase]
-    keep = (lustre > 0) | (comm > 0)
-    read = phases.read[phase]
+    keep = np.flatnonzero((lustre > 0) | (comm > 0))
+    job, slot, phase = job[keep], slot[keep], phase[keep]
+    return {
+        "job": job,
+        "slot": slot,
+        "node": jobs.flat_nodes[slot],
+        "interval": phases.first[phase] + offset[row_pair[keep]] + step[keep],
+        "read": phases.read[phase],
+        "lustre": lustre[keep],
+        "comm": comm[keep],
+    }
+
+
+def traffic_columns(
+    rows: dict[str, np.ndarray], behaviour: Behaviour, xfer_bytes: np.ndarray
+) -> dict[str, np.ndarray]:
+    """:func:`traffic`'s columns from :func:`traffic_rows`: the ``node_io`` traffic columns
+    (operations of the job's transfer size) and the gauges."""
+    job, read, lustre, comm = rows["job"], rows["read"], rows["lustre"], rows["comm"]
     xfer = xfer_bytes[job]
-    rows = {"job": job, "slot": slot, "node": jobs.flat_nodes[slot]}
-    rows["interval"] = phases.first[phase] + offset[row_pair] + step
-    rows["read_bytes"] = np.where(read, lustre, 0)
-    rows["write_bytes"] = np.where(read, 0, lustre)
-    rows["read_ops"] = -(-rows["read_bytes"] // xfer)
-    rows["write_ops"] = -(-rows["write_bytes"] // xfer)
-    rows["osc_read_bytes"] = rows["read_bytes"]
-    rows["osc_write_bytes"] = rows["write_bytes"]
-    rows["net_rx_bytes"] = rows["read_bytes"] + comm // 2
-    rows["net_tx_bytes"] = rows["write_bytes"] + comm - comm // 2
-    rows["cpu_load"] = behaviour.cpu_load[job]
-    rows["mem_used_bytes"] = behaviour.mem_used_bytes[job]
-    return {name: column[keep] for name, column in rows.items()}
+    out = {name: rows[name] for name in ("job", "slot", "node", "interval")}
+    out["read_bytes"] = np.where(read, lustre, 0)
+    out["write_bytes"] = np.where(read, 0, lustre)
+    out["read_ops"] = -(-out["read_bytes"] // xfer)
+    out["write_ops"] = -(-out["write_bytes"] // xfer)
+    out["osc_read_bytes"] = out["read_bytes"].copy()
+    out["osc_write_bytes"] = out["write_bytes"].copy()
+    out["net_rx_bytes"] = out["read_bytes"] + comm // 2
+    out["net_tx_bytes"] = out["write_bytes"] + comm - comm // 2
+    out["cpu_load"] = behaviour.cpu_load[job]
+    out["mem_used_bytes"] = behaviour.mem_used_bytes[job]
+    return out
