@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from bench import Goal, load_average, python_step, write_result
@@ -134,8 +134,12 @@ def main(days: float = DAYS, seeds: int = SEEDS) -> Path:
     started = time.perf_counter()
     load_before = load_average()
     jobs = [(setting, seed) for setting in range(len(SETTINGS)) for seed in range(seeds)]
-    with ThreadPoolExecutor(WORKERS) as pool:
-        done = list(pool.map(lambda js: one_run(SETTINGS[js[0]], days, js[1]), jobs))
+    with ProcessPoolExecutor(WORKERS) as pool:  # each step's CPU counted in its own worker
+        done = list(
+            pool.map(
+                one_run, [SETTINGS[s] for s, _ in jobs], [days] * len(jobs), [s for _, s in jobs]
+            )
+        )
     by_setting: dict[int, list[dict]] = {}
     for (setting, _), got in zip(jobs, done, strict=True):
         by_setting.setdefault(setting, []).append(got)

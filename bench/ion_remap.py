@@ -17,6 +17,11 @@ seeds, not to one draw. Reported beside the paper's values:
 - Table 3's job shares and the data-intensive share of the bytes (§6.2) and the busiest 1 %
   of nodes' share (§4.1), the other calibrated figures.
 
+With seeds, two seeds run at a time (a worker process per core, each seed's synthesis and
+replay its own processes) and the whole is held to 10 minutes (issue 39); its CPU seconds and
+the load over the run are recorded beside the wall time, and an idle machine's wall time only
+as an estimate derived from the CPU seconds.
+
 Results: ``bench/results/ion_remap_<preset>.json`` (``ion_remap_<preset>_seeds.json`` with
 seeds).
 """
@@ -26,7 +31,7 @@ from __future__ import annotations
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 from bench import Goal, load_average, python_step, write_result
@@ -57,13 +62,20 @@ BLOCK_TOLERANCE = 0.03  # the mean over seeds within 3 points of the paper's 58.
 BUSIEST_RATIO_PAPER = 2.0  # 004 Fig. 17a (CS19): about twice as many IONs under remapping
 
 SYNTH = """
-import json
+import json, time
 from burstlake.jobs.synth.run import build_trace
 from burstlake.jobs.synth.stats import trace_shares
 from burstlake.jobs.synth.writers import write_lake
+cpu = [time.process_time()]
 trace = build_trace({preset!r}, {days}, {seed})
+cpu.append(time.process_time())
 write_lake(trace, {lake!r})
-print(json.dumps(trace_shares(trace)))
+cpu.append(time.process_time())
+shares = trace_shares(trace)
+cpu.append(time.process_time())
+steps = ("build_cpu_s", "write_lake_cpu_s", "figures_cpu_s")
+parts = dict(zip(steps, (b - a for a, b in zip(cpu, cpu[1:]))))
+print(json.dumps({{**shares, **parts}}))
 """
 
 WHAT_IF = """
@@ -141,7 +153,9 @@ def spread_of(runs: list[dict], paper: dict) -> dict:
     return summary
 
 
-def seeds_goals(summary: dict, paper: dict, wall_s: float, cpu_s: float, load: str) -> list:
+def seeds_goals(
+    summary: dict, paper: dict, wall_s: float, cpu_s: float, load: str, idle_s: float
+) -> list:
     """The issue's goals for the seeds run, met or missed as measured."""
 
     def figure(key: str) -> str:
@@ -182,7 +196,9 @@ def seeds_goals(summary: dict, paper: dict, wall_s: float, cpu_s: float, load: s
     goals.append(
         Goal(
             "every seed synthesized and replayed in under 10 minutes in all",
-            f"{wall_s:,.0f} s wall, {cpu_s:,.0f} s CPU, {WORKERS} seeds at a time, at load {load}",
+            f"{wall_s:,.0f} s wall, {cpu_s:,.0f} s CPU, {WORKERS} seeds at a time, at load "
+            f"{load} (on an idle machine about {idle_s:,.0f} s: an estimate from the CPU "
+            "seconds, not measured)",
             wall_s < GOAL_WALL_S,
         )
     )
@@ -190,6 +206,15 @@ def seeds_goals(summary: dict, paper: dict, wall_s: float, cpu_s: float, load: s
 
 
 GOAL_WALL_S = 600.0
+
+
+def idle_estimate(runs: list[dict]) -> float:
+    """Wall seconds the seeds would take on an idle machine, derived (not measured): a seed
+    takes its two steps' CPU seconds, and each goes to the worker free first."""
+    free = [0.0] * WORKERS
+    for run in runs:
+        free[free.index(min(free))] += run["trace"]["step_cpu_s"] + run["scores"]["step_cpu_s"]
+    return max(free)
 
 
 def main(preset: str | None = None, days: float | None = None, seeds: int | None = None) -> Path:
@@ -207,7 +232,9 @@ def main(preset: str | None = None, days: float | None = None, seeds: int | None
         started = time.perf_counter()
         loads = [load_average()]
         runs: list[dict] = []
-        with ThreadPoolExecutor(WORKERS) as pool:  # each seed's two steps are processes
+        # a worker process per core: each step's CPU is its own children's (rusage), never
+        # the other worker's
+        with ProcessPoolExecutor(WORKERS) as pool:
             pending = [pool.submit(one_seed, name, span, seed) for seed in range(seeds)]
             for done in as_completed(pending):  # saved as they come (a long run)
                 runs.append(done.result())
@@ -231,14 +258,16 @@ def main(preset: str | None = None, days: float | None = None, seeds: int | None
             "cpu_s": cpu_s,
             "load_average_1min_during": load,
             "workers": WORKERS,
-            # a derived estimate, not a measurement: the CPU seconds spread over the two
-            # workers, as an idle machine would run them
-            "idle_machine_wall_s_estimate": cpu_s / WORKERS,
+            # a derived estimate, not a measurement: each seed's CPU seconds as wall seconds
+            # (one core each), the seeds handed to the two workers in order
+            "idle_machine_wall_s_estimate": idle_estimate(runs),
             "goal_wall_s": GOAL_WALL_S,
             "runs": runs,
             "paper": paper,
         }
-        goals = seeds_goals(summary, paper, wall_s, cpu_s, load)
+        goals = seeds_goals(
+            summary, paper, wall_s, cpu_s, load, result["idle_machine_wall_s_estimate"]
+        )
         path = write_result(f"ion_remap_{name}_seeds", result, goals)
         partial = path.with_name(f"ion_remap_{name}_seeds_partial.json")
         partial.unlink(missing_ok=True)
