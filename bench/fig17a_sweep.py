@@ -4,7 +4,8 @@ Paper 004 §7.5, Fig. 17a: under cyclic mapping the busiest 1 % of nodes use abo
 IONs as under block mapping. The synthesizer's Tianhe-1A month gives about 1.36 (the busiest 57
 nodes come from about 30 data-intensive jobs, a couple of nodes each, already in about 28 of the
 89 IONs under block; cyclic sits near the random-spread ceiling of about 42). §4.1 names the
-cause of spatial burstiness: the traffic comes "from a minority of adjacent compute nodes".
+cause of spatial burstiness: the traffic is "concentrated on a small number of adjacent compute
+nodes".
 This sweep makes each data-intensive job write from runs of at least ``adjacent_run_nodes``
 adjacent nodes (the same bytes, fewer jobs at once) and measures, per setting, over
 synthesizer seeds and a reduced span, the ratio and the calibrated figures beside it: the

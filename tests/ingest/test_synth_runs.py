@@ -1,7 +1,7 @@
-"""The synthesizer's ``adjacent_run_nodes`` (004 §4.1: traffic from "a minority of adjacent
-compute nodes"): a data-intensive job's nodes write in runs of at least that many adjacent
-nodes, the same bytes from fewer jobs at once. Bad values refused in one line; the runs
-counted by hand on a hand-built phase and measured on a small synthesized trace."""
+"""The synthesizer's ``adjacent_run_nodes`` (004 §4.1: the traffic "concentrated on a small
+number of adjacent compute nodes"): a data-intensive job's nodes write in runs of at least that
+many adjacent nodes, the same bytes from fewer jobs at once. Bad values refused in one line;
+the runs counted by hand on a hand-built phase and measured on a small synthesized trace."""
 
 from __future__ import annotations
 
