@@ -11,9 +11,10 @@ every checkpoint period. Ordinary jobs burst, each node at ``node_rate_bytes_s``
 data-intensive job sustains its application's per-node write rate for a large share of its run
 (its duty), a few nodes at a time: its nodes write in staggered windows, so its bytes over the
 whole run keep their per-node distribution while only a few nodes (growing as
-``n^writers_exponent``) write in any interval: adjacent nodes in rank order (an application
-with ``adjacent`` writers, so they share an ION under block mapping: 004 §7.4.1, "adjacent
-compute nodes often perform I/O concurrently") or nodes strided over the job. Duty and
+``n^writers_exponent``, at least ``adjacent_run_nodes``) write in any interval: adjacent nodes
+in rank order (an application with ``adjacent`` writers, so they share an ION under block
+mapping: 004 §7.4.1, "adjacent compute nodes often perform I/O concurrently") or runs of
+``adjacent_run_nodes`` adjacent nodes strided over the job. Duty and
 writers are set so that ``writing_node_share`` of the machine's nodes write at any moment on
 average; the volume is rate × writers × duty × run time. At any moment the machine's traffic
 then comes from many data-intensive jobs writing at comparable rates from few nodes each,
@@ -83,6 +84,7 @@ class Behaviour:
     low_comm: np.ndarray
     io_bytes: np.ndarray  # intended Lustre bytes (read + write)
     writers: np.ndarray  # nodes writing at once during an I/O phase
+    run_nodes: np.ndarray  # they come in runs of this many adjacent nodes (1: single nodes)
     adjacent: np.ndarray  # those nodes are adjacent (rank order), else strided over the job
     node_rate: np.ndarray  # bytes/s of each writing node during an I/O phase
     comm_bytes: np.ndarray  # intended communication bytes
@@ -232,7 +234,8 @@ def _sustained(
     """Writers at once and I/O duty per job. Ordinary jobs: all nodes, duty unused (0).
 
     A data-intensive job keeps on average c = level × u × n^writers_exponent of its n nodes
-    writing (u uniform within ±DUTY_SPREAD, c ≤ n): ⌈c⌉ writers at once for c/⌈c⌉ of its run.
+    writing (u uniform within ±DUTY_SPREAD, c ≤ n): w = max(⌈c⌉, min(adjacent_run_nodes, n))
+    writers at once for c/w of its run (a longer run of writers, the same bytes).
     The common level is solved by bisection so that ``writing_node_share`` of the machine's
     nodes write at any moment on average over the window.
     """
@@ -247,7 +250,8 @@ def _sustained(
         else:
             high = level
     concurrency = np.minimum(high * weight, n)
-    writers = np.where(di, np.ceil(concurrency), n).astype(np.int64)
+    run = np.minimum(cal.adjacent_run_nodes, n)
+    writers = np.where(di, np.maximum(np.ceil(concurrency), run), n).astype(np.int64)
     return writers, np.where(di, concurrency / writers, 0.0)
 
 
@@ -328,6 +332,7 @@ def job_behaviour(
         low_comm=low_comm,
         io_bytes=io_bytes,
         writers=writers,
+        run_nodes=np.where(di, np.minimum(cal.adjacent_run_nodes, jobs.nnodes), 1),
         adjacent=traits.adjacent[app] & di,
         node_rate=node_rate,
         comm_bytes=(io_bytes * ratio).astype(np.int64),
@@ -391,10 +396,19 @@ def traffic(
     """Node × interval rows of the given phases (only rows with some traffic).
 
     Each node writes its share of a phase at the phase's node rate, in a window of the phase
-    staggered by its position in the job, so about ``writers`` nodes write at once.
+    staggered by its position in the job, so about ``writers`` nodes write at once: the first
+    ``writers`` nodes in rank order, then the next (``adjacent``), or runs of ``run_nodes``
+    adjacent nodes strided over the job (run r in wave r mod waves).
     Returns columns ``job``, ``slot`` (index into flat_nodes), ``node`` (index), ``interval``,
     the traffic columns of ``node_io`` and the gauges.
     """
+    return traffic_columns(traffic_rows(phases, jobs, behaviour), behaviour, xfer_bytes)
+
+
+def traffic_rows(phases: Phases, jobs: RunningJobs, behaviour: Behaviour) -> dict[str, np.ndarray]:
+    """The rows of :func:`traffic` before their columns: ``job``, ``slot``, ``node``,
+    ``interval``, ``read`` (a read phase's row), ``lustre`` and ``comm`` bytes. Sort or cut
+    these few columns, then :func:`traffic_columns` derives the rest."""
     nodes = jobs.nnodes[phases.job]
     pair_phase = np.repeat(np.arange(len(phases)), nodes)
     position = np.arange(len(pair_phase)) - np.repeat(np.cumsum(nodes) - nodes, nodes)
@@ -406,7 +420,8 @@ def traffic(
     )
     window = np.clip(-(-node_bytes // phases.node_bytes_per_interval[pair_phase]), 1, length)
     waves = -(-jobs.nnodes[job] // behaviour.writers[job])
-    wave = np.where(behaviour.adjacent[job], position // behaviour.writers[job], position % waves)
+    runs = position // behaviour.run_nodes[job]
+    wave = np.where(behaviour.adjacent[job], position // behaviour.writers[job], runs % waves)
     offset = wave * (length - window + 1) // waves
     row_pair = np.repeat(np.arange(len(pair_phase)), window)
     step = np.arange(len(row_pair)) - np.repeat(np.cumsum(window) - window, window)
@@ -416,19 +431,35 @@ def traffic(
     node_bytes, window = node_bytes[row_pair], window[row_pair]
     lustre = node_bytes // window + (step < node_bytes % window)
     comm = phases.comm_bytes[phase] // per_phase[phase]
-    keep = (lustre > 0) | (comm > 0)
-    read = phases.read[phase]
+    keep = np.flatnonzero((lustre > 0) | (comm > 0))
+    job, slot, phase = job[keep], slot[keep], phase[keep]
+    return {
+        "job": job,
+        "slot": slot,
+        "node": jobs.flat_nodes[slot],
+        "interval": phases.first[phase] + offset[row_pair[keep]] + step[keep],
+        "read": phases.read[phase],
+        "lustre": lustre[keep],
+        "comm": comm[keep],
+    }
+
+
+def traffic_columns(
+    rows: dict[str, np.ndarray], behaviour: Behaviour, xfer_bytes: np.ndarray
+) -> dict[str, np.ndarray]:
+    """:func:`traffic`'s columns from :func:`traffic_rows`: the ``node_io`` traffic columns
+    (operations of the job's transfer size) and the gauges."""
+    job, read, lustre, comm = rows["job"], rows["read"], rows["lustre"], rows["comm"]
     xfer = xfer_bytes[job]
-    rows = {"job": job, "slot": slot, "node": jobs.flat_nodes[slot]}
-    rows["interval"] = phases.first[phase] + offset[row_pair] + step
-    rows["read_bytes"] = np.where(read, lustre, 0)
-    rows["write_bytes"] = np.where(read, 0, lustre)
-    rows["read_ops"] = -(-rows["read_bytes"] // xfer)
-    rows["write_ops"] = -(-rows["write_bytes"] // xfer)
-    rows["osc_read_bytes"] = rows["read_bytes"]
-    rows["osc_write_bytes"] = rows["write_bytes"]
-    rows["net_rx_bytes"] = rows["read_bytes"] + comm // 2
-    rows["net_tx_bytes"] = rows["write_bytes"] + comm - comm // 2
-    rows["cpu_load"] = behaviour.cpu_load[job]
-    rows["mem_used_bytes"] = behaviour.mem_used_bytes[job]
-    return {name: column[keep] for name, column in rows.items()}
+    out = {name: rows[name] for name in ("job", "slot", "node", "interval")}
+    out["read_bytes"] = np.where(read, lustre, 0)
+    out["write_bytes"] = np.where(read, 0, lustre)
+    out["read_ops"] = -(-out["read_bytes"] // xfer)
+    out["write_ops"] = -(-out["write_bytes"] // xfer)
+    out["osc_read_bytes"] = out["read_bytes"].copy()
+    out["osc_write_bytes"] = out["write_bytes"].copy()
+    out["net_rx_bytes"] = out["read_bytes"] + comm // 2
+    out["net_tx_bytes"] = out["write_bytes"] + comm - comm // 2
+    out["cpu_load"] = behaviour.cpu_load[job]
+    out["mem_used_bytes"] = behaviour.mem_used_bytes[job]
+    return out

@@ -20,7 +20,8 @@ from burstlake.jobs.synth.behaviour import (
     Phases,
     RunningJobs,
     Traits,
-    traffic,
+    traffic_columns,
+    traffic_rows,
 )
 from burstlake.jobs.synth.calibration import Calibration
 from burstlake.jobs.synth.submissions import Applications, user_name, user_uid
@@ -131,19 +132,19 @@ def traffic_days(trace: Trace) -> Iterator[dict[str, np.ndarray]]:
     carried: dict[str, np.ndarray] | None = None
     for day in range(len(bounds) - 1):
         chosen = trace.phases.take(np.arange(bounds[day], bounds[day + 1]))
-        rows = traffic(chosen, trace.jobs, trace.behaviour, xfer)
-        lustre = rows["read_bytes"] + rows["write_bytes"]
-        np.add.at(trace.io_bytes, rows["job"], lustre)
-        np.add.at(
-            trace.comm_bytes, rows["job"], rows["net_rx_bytes"] + rows["net_tx_bytes"] - lustre
-        )
+        rows = traffic_rows(chosen, trace.jobs, trace.behaviour)
+        np.add.at(trace.io_bytes, rows["job"], rows["lustre"])
+        np.add.at(trace.comm_bytes, rows["job"], rows["comm"])
         if carried is not None:
             rows = {k: np.concatenate([carried[k], rows[k]]) for k in rows}
         later = rows["interval"] >= (day + 1) * per_day
         carried = {k: v[later] for k, v in rows.items()}
         today = {k: v[~later] for k, v in rows.items()}
-        order = np.lexsort((today["node"], today["interval"]))
-        yield {k: v[order] for k, v in today.items()}
+        # sorted by interval, then node (stable: ties keep their order), on the few columns
+        key = today["interval"] * trace.machine.nodes + today["node"]
+        order = np.argsort(key, kind="stable")
+        today = {k: v[order] for k, v in today.items()}
+        yield traffic_columns(today, trace.behaviour, xfer)
 
 
 def node_io_days(trace: Trace) -> Iterator[pa.Table]:
