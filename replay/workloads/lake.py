@@ -316,12 +316,17 @@ def job_index(lake: Cluster, topology: Topology, origin: int, interval_s: int) -
     jobs = run_keyed(lake.read("jobs", [*JOB_KEY, "start", "end"]))
     nodes = run_keyed(lake.read("job_nodes", [*JOB_KEY, "node", "node_index"]))
     jobs = jobs.filter(pc.is_valid(jobs["start"]))
+    jobs = jobs.append_column("job_row", pa.array(np.arange(jobs.num_rows, dtype=np.int64)))
     alloc = nodes.join(jobs, keys=["job_id", "cluster", "run"], join_type="inner")
     alloc = alloc.filter(pc.is_in(alloc["node"], pa.array(list(topology.node_index))))
     if alloc.num_rows == 0:
         empty = np.zeros(0, dtype=np.int64)
         return JobIndex(empty, empty, empty, empty, ())
-    job_ids, job = np.unique(np.array(job_labels(alloc), dtype=object), return_inverse=True)
+    # labels per job, not per allocated node: a year holds millions of job_nodes rows
+    held, of_job = np.unique(alloc["job_row"].to_numpy(), return_inverse=True)
+    labels = np.array(job_labels(jobs.take(pa.array(held))), dtype=object)
+    job_ids, label_of = np.unique(labels, return_inverse=True)
+    job = label_of[of_job]
     node = _node_indices(alloc["node"], topology)
     step = interval_s * US
     begin = (alloc["start"].cast(pa.int64()).to_numpy() - origin) // step
