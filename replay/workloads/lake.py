@@ -133,7 +133,7 @@ def _sorted_rows(t: np.ndarray, node: np.ndarray, traffic: np.ndarray, nodes: in
 
 @dataclass(frozen=True)
 class LakeDays:
-    """The lake workload's demand read one UTC day of ``node_io`` at a time (its ``day``
+    """The lake workload's demand (004 §7.4) read one UTC day of ``node_io`` at a time (its ``day``
     partitions): :meth:`parts` yields each day's :class:`NodeDemand` on the same interval grid
     and :class:`JobIndex` as :func:`lake_demand` gives for the whole span, so the interval
     replay (:func:`interval_scores`) carries only the backlog and the jobs in flight from one
