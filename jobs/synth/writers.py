@@ -34,6 +34,7 @@ from burstlake.jobs.synth.calibration import Calibration
 from burstlake.jobs.synth.trace import (
     DAY_S,
     Trace,
+    job_batches,
     job_nodes_table,
     jobs_table,
     node_io_days,
@@ -79,8 +80,8 @@ def write_lake(trace: Trace, lake: str | os.PathLike, report: Report = silent) -
     source = source_id(trace)
     rows = {
         "topology": write_table(lake, "topology", topology_table(trace), source),
-        "jobs": write_table(lake, "jobs", jobs_table(trace), source),
-        "job_nodes": write_table(lake, "job_nodes", job_nodes_table(trace), source),
+        "jobs": write_table(lake, "jobs", job_batches(trace, jobs_table), source),
+        "job_nodes": write_table(lake, "job_nodes", job_batches(trace, job_nodes_table), source),
     }
     days = -(-trace.window_s // DAY_S)
     earlier = sorted(_node_io_parts(lake, source))

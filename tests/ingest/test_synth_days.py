@@ -63,3 +63,13 @@ def test_the_command_line_draws_the_bars(tmp_path, capsys) -> None:
     )
     out = capsys.readouterr()
     assert "node_io:" in out.out and "synth node_io" in out.err
+
+
+def test_jobs_and_job_nodes_in_batches_are_the_whole_tables() -> None:
+    from burstlake.jobs.synth.trace import job_batches, job_nodes_table, jobs_table
+
+    trace = build_trace("tiny", 2, 4)
+    for table in (jobs_table, job_nodes_table):
+        whole = table(trace)
+        assert pa.concat_tables(list(job_batches(trace, table, 77))).equals(whole)
+        assert whole.num_rows > 77
