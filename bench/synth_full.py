@@ -22,6 +22,7 @@ GOAL_GB = 8.0  # and under 8 GB of peak RSS
 
 
 def main(preset: str = "tianhe1a", days: float | None = None) -> Path:
+    from burstlake.cli.bars import rendered
     from burstlake.jobs.synth.run import synthesize
     from burstlake.jobs.synth.stats import cabinet_spread, spatial_shares
     from burstlake.lake import read_table
@@ -29,7 +30,8 @@ def main(preset: str = "tianhe1a", days: float | None = None) -> Path:
 
     with tempfile.TemporaryDirectory(prefix="burstlake-synth-") as lake:
         began = time.perf_counter()
-        written = synthesize(preset, lake=lake, days=days, seed=0, progress=sys.stderr.isatty())
+        with rendered() as report:
+            written = synthesize(preset, lake=lake, days=days, seed=0, report=report)
         seconds = time.perf_counter() - began
         peak_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
         truth = read_table(lake, "synth_truth").to_pandas()

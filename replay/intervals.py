@@ -14,7 +14,7 @@ After the last interval the backlog keeps draining (no new demand) until it is g
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -71,38 +71,23 @@ class IntervalReplay:
 
     def run(self, rows: Rows, progress=None) -> Iterator[Solved]:
         """Final results chunk by chunk, then the drain of what is left after the last row."""
-        if len(rows) and np.any(np.diff(rows.t) < 0):
-            raise ValueError("interval replay needs rows sorted by interval")
-        if len(rows):  # a chunk's keys: (lane, interval in the chunk, node) in one int64
-            lanes, span = int(rows.lane.max()) + 1, int(rows.t[-1]) - int(rows.t[0]) + 2
-            if lanes * span * max(self.nodes, 1) >= KEY_SPACE:
-                raise ValueError(
-                    f"interval replay of {lanes} lanes × {span} intervals × {self.nodes} nodes "
-                    f"is beyond {KEY_SPACE:.2e} keys: replay a narrower window"
-                )
-        carry = Rows(*(np.zeros(0, dtype=d) for d in (np.int64, np.int64, np.int64, float)))
-        for start, end, chunk in self._chunks(rows):
-            solved, carry = self._chunk(chunk, carry, start, end)
-            yield solved
-            if progress is not None:
-                progress(len(chunk))
-        end = int(rows.t[-1]) + 1 if len(rows) else 0
-        while len(carry):
-            solved, carry = self._chunk(carry.take(slice(0, 0)), carry, end, end + DRAIN_SPAN)
-            end += DRAIN_SPAN
-            yield solved
+        stream = self.stream(progress)
+        yield from stream.feed(rows)
+        yield from stream.finish()
 
-    def _chunks(self, rows: Rows) -> Iterable[tuple[int, int, Rows]]:
-        """Consecutive interval ranges of about ``chunk_rows`` rows, cut between intervals."""
-        cuts = [0]
-        while cuts[-1] < len(rows):
-            nxt = cuts[-1] + self.chunk_rows
-            if nxt < len(rows):
-                nxt = int(np.searchsorted(rows.t, rows.t[nxt - 1], side="right"))
-            cuts.append(min(nxt, len(rows)))
-        bounds = [int(rows.t[c]) for c in cuts[:-1]] + [int(rows.t[-1]) + 1] if len(rows) else []
-        for k in range(len(cuts) - 1):
-            yield bounds[k], bounds[k + 1], rows.take(slice(cuts[k], cuts[k + 1]))
+    def stream(self, progress=None) -> ReplayStream:
+        """A replay fed part by part (e.g. one day of the trace at a time, 004 §7.4): only the
+        rows not yet solved and the backlog carried to the next interval stay in memory."""
+        return ReplayStream(self, progress)
+
+    def _check_keys(self, rows: Rows, carry: Rows, t0: int, t1: int) -> None:
+        """A chunk's keys, (lane, interval in the chunk, node), must fit one int64."""
+        lanes = max(int(rows.lane.max(initial=0)), int(carry.lane.max(initial=0))) + 1
+        if lanes * (t1 - t0 + 1) * max(self.nodes, 1) >= KEY_SPACE:
+            raise ValueError(
+                f"interval replay of {lanes} lanes × {t1 - t0 + 1} intervals × {self.nodes} "
+                f"nodes is beyond {KEY_SPACE:.2e} keys: replay a narrower window"
+            )
 
     def _chunk(self, raw: Rows, carry_in: Rows, t0: int, t1: int) -> tuple[Solved, Rows]:
         """Solve intervals [t0, t1) with ``carry_in`` landing at t0; returns the carry at t1."""
@@ -151,6 +136,71 @@ class IntervalReplay:
         )
         served = np.minimum(rate * self.interval_s, demand)
         return np.where(demand - served <= SERVED_TOLERANCE * demand, demand, served)
+
+
+def _no_rows() -> Rows:
+    return Rows(*(np.zeros(0, dtype=d) for d in (np.int64, np.int64, np.int64, float)))
+
+
+def _joined(a: Rows, b: Rows) -> Rows:
+    if not len(a):
+        return b
+    return Rows(
+        *(np.concatenate([getattr(a, f), getattr(b, f)]) for f in Rows.__dataclass_fields__)
+    )
+
+
+class ReplayStream:
+    """An :class:`IntervalReplay` fed parts of rows in interval order (:meth:`feed`), then
+    :meth:`finish`-ed. Chunks of about ``chunk_rows`` rows are cut between intervals as the rows
+    arrive, where one fed whole would cut them, so the outcome does not depend on the parts; a
+    chunk is solved once a later interval has arrived (its backlog lands there) and leaves only
+    its carried backlog behind."""
+
+    def __init__(self, replay: IntervalReplay, progress=None) -> None:
+        self.replay = replay
+        self.progress = progress
+        self.pending = _no_rows()  # rows fed, not yet solved
+        self.carry = _no_rows()  # backlog landing in the first pending interval
+        self.last_t: int | None = None  # the last interval fed
+
+    def feed(self, rows: Rows) -> Iterator[Solved]:
+        """Solve what ``rows`` (sorted by ``t``, none before an interval already fed) complete."""
+        if not len(rows):
+            return
+        if np.any(np.diff(rows.t) < 0) or (self.last_t is not None and rows.t[0] < self.last_t):
+            raise ValueError("interval replay needs rows sorted by interval")
+        self.last_t = int(rows.t[-1])
+        buffer, size = _joined(self.pending, rows), self.replay.chunk_rows
+        while len(buffer) > size:
+            cut = int(np.searchsorted(buffer.t, buffer.t[size - 1], side="right"))
+            if cut >= len(buffer):  # its last interval may go on in the next part
+                break
+            yield self._solve(buffer.take(slice(0, cut)), int(buffer.t[cut]))
+            buffer = buffer.take(slice(cut, None))
+        self.pending = buffer
+
+    def finish(self) -> Iterator[Solved]:
+        """Solve the rows left, then drain the backlog after the last row until it is gone."""
+        if len(self.pending):
+            yield self._solve(self.pending, int(self.pending.t[-1]) + 1)
+            self.pending = _no_rows()
+        end = self.last_t + 1 if self.last_t is not None else 0
+        while len(self.carry):
+            solved, self.carry = self.replay._chunk(
+                self.carry.take(slice(0, 0)), self.carry, end, end + DRAIN_SPAN
+            )
+            end += DRAIN_SPAN
+            yield solved
+
+    def _solve(self, chunk: Rows, t1: int) -> Solved:
+        """Intervals [first row, t1) of ``chunk``; its backlog lands at ``t1``."""
+        t0 = int(chunk.t[0])
+        self.replay._check_keys(chunk, self.carry, t0, t1)
+        solved, self.carry = self.replay._chunk(chunk, self.carry, t0, t1)
+        if self.progress is not None:
+            self.progress(len(chunk))
+        return solved
 
 
 def _key(rows: Rows, t0: int, span: int, n: int) -> np.ndarray:

@@ -86,21 +86,31 @@ class IonLoad:
         ]
 
 
-def busiest_node_ions(rows: Rows, topology: Topology, thresholds: MetricSettings) -> list[Score]:
+class BusiestIons:
     """Per interval, the distinct targets serving the busiest 1 % of all compute nodes
-    (004 §4.1, §7.5): mean and distribution over intervals with traffic."""
-    keep = rows.bytes > 0
-    t, node, traffic = rows.t[keep], rows.node[keep], rows.bytes[keep]
-    k = top_count(thresholds.top_node_fraction, len(topology.nodes))
-    if np.any(t[1:] < t[:-1]):
-        order = np.argsort(t, kind="stable")
-        t, node, traffic = t[order], node[order], traffic[order]
-    used = _ions_of_busiest(t, traffic, topology.ion_of[node], k)
-    mean = float(used.mean()) if len(used) else None
-    return [
-        Score("busiest1pct_nodes_ions", mean, "IONs"),
-        *_distribution("busiest1pct_nodes_ions", used.astype(float), "IONs"),
-    ]
+    (004 §4.1, §7.5), accumulated over parts of the trace that hold whole intervals."""
+
+    def __init__(self, topology: Topology, thresholds: MetricSettings) -> None:
+        self.ion_of = topology.ion_of
+        self.k = top_count(thresholds.top_node_fraction, len(topology.nodes))
+        self.used: list[np.ndarray] = []
+
+    def add(self, rows: Rows) -> None:
+        keep = rows.bytes > 0
+        t, node, traffic = rows.t[keep], rows.node[keep], rows.bytes[keep]
+        if np.any(t[1:] < t[:-1]):
+            order = np.argsort(t, kind="stable")
+            t, node, traffic = t[order], node[order], traffic[order]
+        self.used.append(_ions_of_busiest(t, traffic, self.ion_of[node], self.k))
+
+    def scores(self) -> list[Score]:
+        """Mean and distribution over the intervals with traffic."""
+        used = np.concatenate(self.used) if self.used else np.zeros(0, dtype=np.int64)
+        mean = float(used.mean()) if len(used) else None
+        return [
+            Score("busiest1pct_nodes_ions", mean, "IONs"),
+            *_distribution("busiest1pct_nodes_ions", used.astype(float), "IONs"),
+        ]
 
 
 @njit(cache=True)

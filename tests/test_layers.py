@@ -63,16 +63,7 @@ def test_library_never_imports_the_cli_nor_prints() -> None:
             and node.func.id == "print"
         ]
         offenders += [f"{path}:{line}: print" for line in calls]
-    # burstlake/catalog.py belongs to the lake writer's change (reported in issue 16)
-    offenders = [o for o in offenders if not o.startswith(str(PACKAGE / "catalog.py"))]
     assert offenders == []
-
-
-# Library modules still drawing tqdm bars, each being converted on another branch of issue 40
-# (point 2): the synthesizer's writers move to progress steps. A converted module leaves the list.
-STILL_PARSING_OR_DRAWING = {
-    "jobs/synth/writers.py",
-}
 
 
 def test_library_never_parses_arguments_nor_draws_bars() -> None:
@@ -88,9 +79,7 @@ def test_library_never_parses_arguments_nor_draws_bars() -> None:
         }
         if found:
             offenders[path.relative_to(PACKAGE).as_posix()] = sorted(found)
-    assert {m: n for m, n in offenders.items() if m not in STILL_PARSING_OR_DRAWING} == {}
-    # a converted module leaves the list
-    assert sorted(STILL_PARSING_OR_DRAWING - set(offenders)) == []
+    assert offenders == {}
 
 
 def test_a_missing_subcommand_module_fails_loudly(monkeypatch) -> None:

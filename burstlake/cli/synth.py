@@ -6,7 +6,6 @@ lake's jobs at two fidelities")."""
 from __future__ import annotations
 
 import argparse
-import sys
 
 from burstlake.cli import add_lake_argument
 from burstlake.presets import PRESETS
@@ -67,21 +66,23 @@ def run(args: argparse.Namespace) -> int:
         return run_paper000(args)
     if args.placement is not None:
         raise ValueError(f"--placement is for --preset {PAPER000}, not --preset {args.preset}")
+    from burstlake.cli.bars import rendered
     from burstlake.jobs.synth.calibration import parse_assignments
     from burstlake.jobs.synth.run import synthesize
     from burstlake.lake import lake_path
 
-    written = synthesize(
-        args.preset,
-        lake=None if args.raw else lake_path(args.lake),
-        raw=args.raw,
-        days=args.days,
-        seed=0 if args.seed is None else args.seed,
-        params_file=args.params,
-        overrides=parse_assignments(args.set),
-        progress=args.progress or sys.stderr.isatty(),
-        cluster=args.cluster,
-    )
+    with rendered(True if args.progress else None) as report:
+        written = synthesize(
+            args.preset,
+            lake=None if args.raw else lake_path(args.lake),
+            raw=args.raw,
+            days=args.days,
+            seed=0 if args.seed is None else args.seed,
+            params_file=args.params,
+            overrides=parse_assignments(args.set),
+            report=report,
+            cluster=args.cluster,
+        )
     print(", ".join(f"{name}: {count}" for name, count in written.items()))
     return 0
 

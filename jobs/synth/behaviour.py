@@ -179,7 +179,7 @@ def _temper(p: np.ndarray, nud_max: float, nud_min: float, share_max: float) -> 
     if degrees[best] < nud_min:
         enough = np.flatnonzero((degrees >= nud_min) & (mixes.max(axis=1) <= share_max))
         best = int(enough[0]) if len(enough) else best
-    return mixes[best]
+    return mixes[best].copy()  # a row of mixes, not a view holding all of it (201 x n)
 
 
 def _normalised(weights: np.ndarray) -> np.ndarray:

@@ -23,6 +23,7 @@ from burstlake.jobs.synth.writers import check_raw_size, write_lake, write_raw
 from burstlake.lake import check_cluster
 from burstlake.presets import ForwardingMachine
 from burstlake.presets import machine as machine_preset
+from burstlake.progress import Report, silent
 
 
 def _streams(seed: int) -> list[np.random.Generator]:
@@ -108,7 +109,7 @@ def synthesize(
     seed: int = 0,
     params_file: str | Path | None = None,
     overrides: Mapping[str, Any] | None = None,
-    progress: bool = False,
+    report: Report = silent,
     cluster: str | None = None,
 ) -> dict[str, int]:
     """Synthesize a trace of ``preset`` into ``lake`` and/or as raw files under ``raw``.
@@ -116,7 +117,8 @@ def synthesize(
     ``cluster`` names the machine in the lake (default: the preset's name), so two machines
     built from one preset can share a lake (docs/design.md, "Several machines in one lake").
 
-    Returns rows (or lines) written per table or file kind, plus ``jobs_synthesized``.
+    Returns rows (or lines) written per table or file kind, plus ``jobs_synthesized``; progress
+    goes to ``report`` (:mod:`burstlake.progress`).
     """
     if lake is None and raw is None:
         raise ValueError("synthesize needs a lake directory or a raw output directory")
@@ -128,8 +130,8 @@ def synthesize(
     trace = build_trace(preset, days, seed, params_file, overrides, cluster)
     written = {"jobs_synthesized": len(trace.jobs)}
     if raw is not None:
-        raw_files = write_raw(trace, raw, _streams(seed)[3], progress)
+        raw_files = write_raw(trace, raw, _streams(seed)[3], report)
         written |= {f"raw_{k}": v for k, v in raw_files.items()}
     if lake is not None:
-        written |= write_lake(trace, lake, progress)
+        written |= write_lake(trace, lake, report)
     return written

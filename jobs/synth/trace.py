@@ -31,6 +31,7 @@ from burstlake.schemas import spec
 FIRST_JOB_ID = 100_001
 PARTITION = "compute"
 DAY_S = 86_400
+JOBS_PER_BATCH = 50_000  # jobs per batch of the jobs and job_nodes rows written
 
 
 @dataclass
@@ -74,50 +75,64 @@ class Trace:
         return pa.array(micros, type=pa.timestamp("us", tz="UTC"))
 
 
-def jobs_table(trace: Trace) -> pa.Table:
-    """One ``jobs`` row per job, as the Slurm ingest lands a ``sacct -P`` line."""
-    jobs, apps, cores = trace.jobs, trace.apps, trace.machine.cores_per_node
-    user = apps.user[jobs.app]
-    cpus = jobs.nnodes * cores
+def jobs_table(trace: Trace, first: int = 0, stop: int | None = None) -> pa.Table:
+    """One ``jobs`` row per job (of jobs ``first`` to ``stop``), as the Slurm ingest lands a
+    ``sacct -P`` line."""
+    whole, apps, cores = trace.jobs, trace.apps, trace.machine.cores_per_node
+    chosen = slice(first, len(whole) if stop is None else stop)
+    app, nnodes, offset = whole.app[chosen], whole.nnodes[chosen], whole.node_offset[chosen]
+    user = apps.user[app]
+    cpus = nnodes * cores
     nodelists = [
-        compress(trace.node_names(jobs.flat_nodes[o : o + n]))
-        for o, n in zip(jobs.node_offset, jobs.nnodes, strict=True)
+        compress(trace.node_names(whole.flat_nodes[o : o + n]))
+        for o, n in zip(offset, nnodes, strict=True)
     ]
+    count = len(app)
     columns = {
-        "job_id": trace.job_ids(),
-        "cluster": [trace.cluster] * len(jobs),
-        "job_name": apps.name[jobs.app],
+        "job_id": trace.job_ids()[chosen],
+        "cluster": [trace.cluster] * count,
+        "job_name": apps.name[app],
         "user": [user_name(u) for u in user],
         "uid": [user_uid(u) for u in user],
         "account": [f"grp{u % 16:02d}" for u in user],
-        "partition": [PARTITION] * len(jobs),
-        "submit": trace.timestamps(jobs.submit_s),
-        "eligible": trace.timestamps(jobs.submit_s),
-        "start": trace.timestamps(jobs.start_s),
-        "end": trace.timestamps(jobs.end_s),
+        "partition": [PARTITION] * count,
+        "submit": trace.timestamps(whole.submit_s[chosen]),
+        "eligible": trace.timestamps(whole.submit_s[chosen]),
+        "start": trace.timestamps(whole.start_s[chosen]),
+        "end": trace.timestamps(whole.end_s[chosen]),
         "req_cpus": cpus,
         "alloc_cpus": cpus,
-        "nnodes": jobs.nnodes,
+        "nnodes": nnodes,
         "nodelist": nodelists,
-        "state": ["COMPLETED"] * len(jobs),
-        "exit_code": ["0:0"] * len(jobs),
+        "state": ["COMPLETED"] * count,
+        "exit_code": ["0:0"] * count,
     }
     return _table("jobs", columns)
 
 
-def job_nodes_table(trace: Trace) -> pa.Table:
-    """``job_nodes``: node_index is the position in the sorted allocation."""
+def job_nodes_table(trace: Trace, first: int = 0, stop: int | None = None) -> pa.Table:
+    """``job_nodes`` (of jobs ``first`` to ``stop``): node_index is the position in the sorted
+    allocation."""
     jobs = trace.jobs
-    owner = np.repeat(np.arange(len(jobs)), jobs.nnodes)
-    index = np.arange(len(owner)) - jobs.node_offset[owner]
-    ids = np.array(trace.job_ids(), dtype=object)
+    stop = len(jobs) if stop is None else stop
+    owner = np.repeat(np.arange(first, stop), jobs.nnodes[first:stop])
+    begin = int(jobs.node_offset[first]) if first < len(jobs) else 0  # its first flat slot
+    index = begin + np.arange(len(owner)) - jobs.node_offset[owner]
+    ids = np.array(trace.job_ids()[first:stop], dtype=object)
     columns = {
-        "job_id": ids[owner],
+        "job_id": ids[owner - first],
         "cluster": [trace.cluster] * len(owner),
-        "node": trace.node_names(jobs.flat_nodes),
+        "node": trace.node_names(jobs.flat_nodes[begin : begin + len(owner)]),
         "node_index": index.astype(np.int32),
     }
     return _table("job_nodes", columns)
+
+
+def job_batches(trace: Trace, table, jobs: int = JOBS_PER_BATCH) -> Iterator[pa.Table]:
+    """``table(trace, first, stop)`` for consecutive batches of ``jobs`` jobs: a year's
+    ``jobs`` and ``job_nodes`` rows are written a batch at a time."""
+    for first in range(0, len(trace.jobs), jobs):
+        yield table(trace, first, min(first + jobs, len(trace.jobs)))
 
 
 def traffic_days(trace: Trace) -> Iterator[dict[str, np.ndarray]]:

@@ -25,8 +25,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as ds
 import pyarrow.parquet as pq
-from tqdm import tqdm
 
 from burstlake import catalog
 from burstlake.jobs.synth.behaviour import TRAFFIC_COLUMNS
@@ -34,6 +34,7 @@ from burstlake.jobs.synth.calibration import Calibration
 from burstlake.jobs.synth.trace import (
     DAY_S,
     Trace,
+    job_batches,
     job_nodes_table,
     jobs_table,
     node_io_days,
@@ -41,8 +42,9 @@ from burstlake.jobs.synth.trace import (
     traffic_days,
     truth_table,
 )
-from burstlake.lake import ContributionWriter, write_table
+from burstlake.lake import SOURCE, ContributionWriter, table_files, write_table
 from burstlake.presets import ForwardingMachine
+from burstlake.progress import Report, Step, silent
 from burstlake.schemas.sources import SYNTH_SACCT_COLUMNS as SACCT_COLUMNS
 from burstlake.schemas.sources import SYNTH_SACCT_FIELDS as SACCT_FIELDS
 
@@ -68,30 +70,62 @@ ZABBIX_ITEMS = (
 COUNTERS = len(TRAFFIC_COLUMNS)
 
 
-def _bar(total: int, desc: str, progress: bool) -> tqdm:
-    return tqdm(total=total, desc=desc, unit="day", disable=not progress)
+def write_lake(trace: Trace, lake: str | os.PathLike, report: Report = silent) -> dict[str, int]:
+    """Write the trace's tables into the lake; returns rows written per table.
 
-
-def write_lake(trace: Trace, lake: str | os.PathLike, progress: bool = False) -> dict[str, int]:
-    """Write the trace's tables into the lake; returns rows written per table."""
+    ``node_io`` goes in as it is made, one commit per :data:`DAYS_PER_COMMIT` UTC days (a
+    Delta commit holds every day partition it writes in memory until it ends), so memory is
+    set by the busiest days, not by the span; the first commit replaces the machine's earlier
+    ``node_io``, later ones add their days as contributions of their own."""
     source = source_id(trace)
     rows = {
         "topology": write_table(lake, "topology", topology_table(trace), source),
-        "jobs": write_table(lake, "jobs", jobs_table(trace), source),
-        "job_nodes": write_table(lake, "job_nodes", job_nodes_table(trace), source),
+        "jobs": write_table(lake, "jobs", job_batches(trace, jobs_table), source),
+        "job_nodes": write_table(lake, "job_nodes", job_batches(trace, job_nodes_table), source),
     }
     days = -(-trace.window_s // DAY_S)
-    with (
-        ContributionWriter(lake, "node_io", source) as writer,
-        _bar(days, "synth node_io", progress) as bar,
-    ):
-        for table in node_io_days(trace):
+    earlier = sorted(_node_io_parts(lake, source))
+    rows["node_io"] = 0
+    writer: ContributionWriter | None = None
+    try:
+        for day, table in enumerate(node_io_days(trace)):
+            if day % DAYS_PER_COMMIT == 0:
+                if writer is not None:
+                    rows["node_io"] += writer.commit()
+                part = source if day == 0 else f"{source}{PART}{_day_label(trace, day)}"
+                writer = ContributionWriter(lake, "node_io", part, earlier if day == 0 else ())
             writer.write(table)
-            bar.update()
-    rows["node_io"] = writer.rows
+            report(Step("synth node_io", 1, total=days, unit="day"))
+        if writer is not None:
+            rows["node_io"] += writer.commit()
+    except BaseException:
+        if writer is not None:
+            writer.abort()
+        raise
+    report(Step("synth node_io", done=True))
     rows["synth_truth"] = write_table(lake, "synth_truth", truth_table(trace), source)
     catalog.refresh(lake)
     return rows
+
+
+DAYS_PER_COMMIT = 7
+PART = "@"  # a node_io contribution after the first: '<source_id>@<its first day>'
+
+
+def _day_label(trace: Trace, day: int) -> str:
+    return datetime.fromtimestamp(trace.epoch_s + day * DAY_S, UTC).date().isoformat()
+
+
+def _node_io_parts(lake: str | os.PathLike, source: str) -> set[str]:
+    """The later ``node_io`` contributions of an earlier run of this machine (read one batch
+    of the source column at a time: a year of rows stays on disk)."""
+    files = [str(p) for p in table_files(lake, "node_io")]
+    if not files:
+        return set()
+    found: set[str] = set()
+    for batch in ds.dataset(files, format="parquet").to_batches(columns=[SOURCE]):
+        found.update(pc.unique(batch.column(0)).to_pylist())
+    return {each for each in found if each and each.startswith(f"{source}{PART}")}
 
 
 def source_id(trace: Trace) -> str:
@@ -100,12 +134,12 @@ def source_id(trace: Trace) -> str:
 
 
 def write_raw(
-    trace: Trace, out: str | os.PathLike, rng: np.random.Generator, progress: bool = False
+    trace: Trace, out: str | os.PathLike, rng: np.random.Generator, report: Report = silent
 ) -> dict[str, int]:
     """Write the raw files under ``out``; returns lines (rows) written per kind of file."""
     check_raw_size(trace.machine, trace.cal, trace.window_s)
     root = Path(out)
-    counts = {"zabbix": _write_zabbix(trace, root / "zabbix", rng, progress)}
+    counts = {"zabbix": _write_zabbix(trace, root / "zabbix", rng, report)}
     counts["sacct"] = _write_sacct(trace, root / "slurm" / f"sacct-{trace.preset}.txt")
     counts["topology"] = _write_topology(trace, root / "topology" / f"topology-{trace.preset}.csv")
     truth = truth_table(trace)
@@ -210,7 +244,7 @@ def _counter_values(dense: np.ndarray, resets: np.ndarray, rng: np.random.Genera
     return values
 
 
-def _write_zabbix(trace: Trace, directory: Path, rng: np.random.Generator, progress: bool) -> int:
+def _write_zabbix(trace: Trace, directory: Path, rng: np.random.Generator, report: Report) -> int:
     directory.mkdir(parents=True, exist_ok=True)
     dense = _dense_traffic(trace)
     days = -(-trace.window_s // DAY_S)
@@ -222,7 +256,7 @@ def _write_zabbix(trace: Trace, directory: Path, rng: np.random.Generator, progr
     with contextlib.ExitStack() as stack:
         handles = [stack.enter_context(path.open("wb")) for path in paths]
         nodes = np.arange(trace.machine.nodes)
-        return _write_export(trace, handles, nodes, counters, cpu, mem, present, rng, progress)
+        return _write_export(trace, handles, nodes, counters, cpu, mem, present, rng, report)
 
 
 def _item_text(trace: Trace, nodes: np.ndarray) -> tuple[pa.Array, pa.Array]:
@@ -240,7 +274,7 @@ def _item_text(trace: Trace, nodes: np.ndarray) -> tuple[pa.Array, pa.Array]:
     return pa.array(heads), pa.array(tails)
 
 
-def _write_export(trace, handles, nodes, counters, cpu, mem, present, rng, progress) -> int:
+def _write_export(trace, handles, nodes, counters, cpu, mem, present, rng, report) -> int:
     """Write every sample of ``nodes`` in grid order, each to the history syncer that took it
     (a random one, as a Zabbix server spreads an item's values over its syncers' files);
     returns lines written."""
@@ -251,7 +285,8 @@ def _write_export(trace, handles, nodes, counters, cpu, mem, present, rng, progr
     chunk = max(1, 400_000 // (len(nodes) * items))
     written = 0
     starts = range(0, trace.intervals + 1, chunk)
-    for g0 in tqdm(starts, desc="synth zabbix", disable=not progress):
+    for g0 in starts:
+        report(Step("synth zabbix", 1, total=len(starts), unit="chunk"))
         grid = np.arange(g0, min(g0 + chunk, trace.intervals + 1))
         ints = np.concatenate(
             [counters[nodes][:, grid, :], mem[nodes][:, grid, None], mem[nodes][:, grid, None]],
@@ -284,6 +319,7 @@ def _write_export(trace, handles, nodes, counters, cpu, mem, present, rng, progr
         for k, handle in enumerate(handles):
             handle.write(_text_bytes(text.filter(pa.array(syncer == k))))
         written += len(text)
+    report(Step("synth zabbix", done=True))
     return written
 
 

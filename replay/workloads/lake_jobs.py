@@ -26,7 +26,7 @@ from burstlake.allocation import JobRequest, Placements
 from burstlake.jobs.metrics.divergence import divergence_of
 from burstlake.jobs.metrics.settings import recorded
 from burstlake.replay import scores as sc
-from burstlake.replay.demands import History, NodeDemand
+from burstlake.replay.demands import History, JobIndex, NodeDemand
 from burstlake.replay.graph import Topology
 
 log = logging.getLogger(__name__)
@@ -211,11 +211,10 @@ def history(demand: NodeDemand, requests: list[JobRequest]) -> History:
     return History(optimizable, shares)
 
 
-def placement_scores(topology: Topology, demand: NodeDemand) -> list[sc.Score]:
+def placement_scores(topology: Topology, jobs: JobIndex, node_bytes: np.ndarray) -> list[sc.Score]:
     """Communication cost of the placement (mean hops between a job's nodes) and the
-    traffic-weighted hops from node to forwarding target."""
-    jobs = demand.jobs
+    traffic-weighted hops from node to forwarding target (``node_bytes``: per compute node)."""
     order = np.argsort(jobs.job, kind="stable")
     cuts = np.cumsum(np.bincount(jobs.job, minlength=len(jobs.job_ids)))[:-1]
     per_job = np.split(jobs.node[order], cuts) if len(jobs.job) else []
-    return [sc.job_hops(topology, per_job), sc.traffic_hops(topology, demand.node_bytes(topology))]
+    return [sc.job_hops(topology, per_job), sc.traffic_hops(topology, node_bytes)]
