@@ -569,6 +569,35 @@ def test_a_refused_scenario_writes_no_score(text, said, lake, tmp_path, capsys):
     assert _replay_rows(lake) == 0
 
 
+def test_a_refused_command_makes_no_lake_and_says_one_line(tmp_path, capsys):
+    """A refused deployment file or scenario prints its refusal alone: no "starting a new one"
+    before it, and no lake folder after it; an accepted command then starts the lake."""
+    from tests.builders.paths import FIXTURES
+
+    history = FIXTURES / "zabbix" / "history-tags.ndjson"
+    lake = tmp_path / "lake"
+    config = tmp_path / "burstlake.yaml"
+    config.write_text("machines: {m: {sources: {zabbix: {interval: 1000000000}}}}\n")
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(
+        "name: s\nworkload: {source: ior, nodes: [1], bytes_per_node: 1.0e+30, "
+        "request_bytes: 1.0e+6}\ntopology: tiny\npolicies: [block]\n"
+    )
+    ingest = ["ingest", "zabbix", str(history), "--lake", str(lake)]
+    refused = [
+        ([*ingest, "--config", str(config)], "ingest", f"{config}: machines.m.sources.zabbix"),
+        (["replay", "--lake", str(lake), "--scenario", str(scenario)], "replay", "s.yaml"),
+    ]
+    for argv, command, said in refused:
+        assert main(argv) == 2
+        assert said in _one_line(capsys, command)
+        assert not lake.exists()
+    assert main(ingest) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == f"burstlake: no lake at {lake}; starting a new one", err
+    assert _ingest_rows(lake)["node_io"] > 0
+
+
 SACCT = (
     "JobIDRaw|JobName|User|UID|Account|Partition|Submit|Eligible|Start|End|ReqCPUS|AllocCPUS"
     "|NNodes|NodeList|State|ExitCode|Cluster\n"
