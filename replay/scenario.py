@@ -101,6 +101,7 @@ def load(path: str | os.PathLike, limits: ScenarioLimits = LIMITS) -> Scenario:
     workload = dict(spec["workload"])
     try:
         source, kind, _ = workloads.parse(workload)
+        workloads.check_sizes(workload, limits)
         kind.check(workload, limits)
     except ValueError as err:
         raise ValueError(f"{path}: {err}") from None

@@ -22,7 +22,7 @@ COMMANDS = ("ingest", "synth", "metrics", "replay", "flows", "report", "sql", "l
 def add_lake_argument(parser: argparse.ArgumentParser, existing: bool = False) -> None:
     """``--lake DIR``. A command that only reads (``existing``) refuses a directory that holds
     no lake, so a mistyped path is an error instead of an empty answer; one that writes says
-    when it starts a new lake. A file is never a lake."""
+    when it starts a new lake (:func:`starting`). A file is never a lake."""
     parser.add_argument(
         "--lake", default=None, help="lake directory (default: $BURSTLAKE_LAKE or ./lake)"
     )
@@ -54,8 +54,17 @@ def check_lake(args: argparse.Namespace) -> None:
         )
     if not is_lake and others:  # a new lake may hold its deployment file already
         raise ValueError(f"--lake {text} holds other files, not a lake: give a new directory")
-    if not path.exists():
+    args.new_lake = None if path.exists() else text  # said by starting(), once input is checked
+
+
+def starting(args: argparse.Namespace) -> None:
+    """Say, once, that the command starts a new lake. A writing command calls it when its input
+    (deployment file, scenario, options) is checked and it is about to write, so a refused
+    command prints its one-line refusal alone and makes no lake."""
+    text = getattr(args, "new_lake", None)
+    if text is not None:
         print(f"burstlake: no lake at {text}; starting a new one", file=sys.stderr)
+        args.new_lake = None
 
 
 def one_line(err: BaseException, limit: int = MESSAGE_LIMIT) -> str:

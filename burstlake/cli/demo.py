@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from burstlake.cli import add_lake_argument
+from burstlake.cli import add_lake_argument, starting
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -25,5 +25,6 @@ def run(args: argparse.Namespace) -> int:
     from burstlake.demo import run as run_demo
     from burstlake.lake import lake_path
 
+    starting(args)
     print(run_demo(lake_path(args.lake), progress=lambda line: print(line, flush=True)))
     return 0

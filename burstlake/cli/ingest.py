@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from burstlake.cli import add_lake_argument
+from burstlake.cli import add_lake_argument, starting
 from burstlake.cli.bars import rendered
 from burstlake.jobs.ingest import SOURCES, source_module
 from burstlake.jobs.ingest.source import CLUSTER, Option, Source
@@ -138,6 +138,7 @@ def run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 2
+        starting(args)
         try:
             with rendered() as report:
                 reports = ingest(

@@ -8,7 +8,7 @@ import logging
 import sys
 from dataclasses import replace
 
-from burstlake.cli import add_lake_argument
+from burstlake.cli import add_lake_argument, starting
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -77,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
     show = args.progress or sys.stderr.isatty()
     estimates = logging.StreamHandler(sys.stderr)  # each window's estimate, before it runs
     estimates.setFormatter(logging.Formatter("%(message)s"))
+    starting(args)
     window_log = logging.getLogger("burstlake.replay.workloads.lake_window")
     window_log.addHandler(estimates)
     window_log.setLevel(logging.INFO)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from burstlake.cli import add_lake_argument
+from burstlake.cli import add_lake_argument, starting
 from burstlake.presets import PRESETS
 from burstlake.replay.paper000 import PLACEMENTS
 from burstlake.replay.paper000 import SYNTH_PRESET as PAPER000
@@ -71,6 +71,8 @@ def run(args: argparse.Namespace) -> int:
     from burstlake.jobs.synth.run import synthesize
     from burstlake.lake import lake_path
 
+    if not args.raw:
+        starting(args)
     with rendered(True if args.progress else None) as report:
         written = synthesize(
             args.preset,
@@ -101,6 +103,7 @@ def run_paper000(args: argparse.Namespace) -> int:
     if ignored:
         raise ValueError(f"--preset {PAPER000} takes no {ignored[0]} (it writes one lake window)")
     seed = SEED if args.seed is None else args.seed
+    starting(args)
     written = write_paper000(lake_path(args.lake), args.placement or PLACEMENTS[0], seed)
     print(", ".join(f"{name}: {count}" for name, count in written.items()))
     return 0

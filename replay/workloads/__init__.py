@@ -30,6 +30,36 @@ class ScenarioLimits:
 
     file_bytes: int = 1_000_000  # a scenario is a few lines of YAML
     requests: int = 5_000_000  # simulated requests of a synthetic workload (paper 000: 1.2 M)
+    size_bytes: float = 1e15  # any one byte size a workload gives (a request, a message): 1 PB
+
+
+def is_size(key: Any) -> bool:
+    """A workload key that gives a byte size (``message_bytes``, ``bytes_per_node``...)."""
+    return isinstance(key, str) and (key.endswith("_bytes") or key.startswith("bytes_"))
+
+
+def check_sizes(workload: Any, limits: ScenarioLimits, where: str = "workload") -> None:
+    """Refuse, in one line naming the key (``workload.jobs[0].message_bytes``), a byte size
+    beyond ``limits.size_bytes``, in the workload or any mapping or list it holds, before any
+    work: a 1e30-byte message would otherwise reach a model that cannot count its packets.
+    Values that are not numbers are left to the workload's own check."""
+    if isinstance(workload, dict):
+        for key, value in workload.items():
+            inner = f"{where}.{key}"
+            if is_size(key) and not isinstance(value, bool | dict | list):
+                try:
+                    size = float(value)
+                except (TypeError, ValueError):
+                    continue
+                if size > limits.size_bytes:  # NaN and -inf fall to the workload's check
+                    raise ValueError(
+                        f"{inner}: {size:g} bytes is beyond the {limits.size_bytes:g} bytes "
+                        "(1 PB) a scenario may give one size"
+                    )
+            check_sizes(value, limits, inner)
+    elif isinstance(workload, list):
+        for i, item in enumerate(workload):
+            check_sizes(item, limits, f"{where}[{i}]")
 
 
 def known_keys(

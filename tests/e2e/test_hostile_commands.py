@@ -534,8 +534,31 @@ def _replay_rows(lake: Path) -> int:
             "model: {name: packet, nic_delay: 1.0e+308}\n",
             "nic_delay must be 0..86400 seconds, got 1e+308",
         ),
+        (  # reached the packet model, whose refusal named neither file nor key
+            "workload: {source: io_alltoall, nodes: [2], message_bytes: 1.0e+30, rounds: 1}\n"
+            "topology: tiny\npolicies: [block]\nmodel: packet\n",
+            "s.yaml: workload.message_bytes: 1e+30 bytes is beyond the 1e+15 bytes",
+        ),
+        (
+            "workload: {source: ior, nodes: [2], bytes_per_node: 1.0e+30, "
+            "request_bytes: 1.0e+30}\ntopology: tiny\npolicies: [block]\nmodel: packet\n",
+            "s.yaml: workload.bytes_per_node: 1e+30 bytes is beyond",
+        ),
+        (  # a size inside a list of jobs is named by its place
+            "workload: {source: jobs, jobs: [{name: m, kind: mpi, nodes: 2, "
+            "message_bytes: 1.0e+30}]}\ntopology: tiny\npolicies: [block]\n",
+            "s.yaml: workload.jobs[0].message_bytes: 1e+30 bytes is beyond",
+        ),
     ],
-    ids=["packet-on-lake", "ior-2.7-nodes", "ior-inf-nodes", "nic-delay-1e308"],
+    ids=[
+        "packet-on-lake",
+        "ior-2.7-nodes",
+        "ior-inf-nodes",
+        "nic-delay-1e308",
+        "message-1e30-bytes",
+        "request-1e30-bytes",
+        "job-message-1e30-bytes",
+    ],
 )
 def test_a_refused_scenario_writes_no_score(text, said, lake, tmp_path, capsys):
     _one_node_lake(lake, T0, T0 + dt.timedelta(seconds=10))
@@ -544,6 +567,35 @@ def test_a_refused_scenario_writes_no_score(text, said, lake, tmp_path, capsys):
     assert main(["replay", "--lake", str(lake), "--scenario", str(path)]) == 2
     assert said in _one_line(capsys, "replay")
     assert _replay_rows(lake) == 0
+
+
+def test_a_refused_command_makes_no_lake_and_says_one_line(tmp_path, capsys):
+    """A refused deployment file or scenario prints its refusal alone: no "starting a new one"
+    before it, and no lake folder after it; an accepted command then starts the lake."""
+    from tests.builders.paths import FIXTURES
+
+    history = FIXTURES / "zabbix" / "history-tags.ndjson"
+    lake = tmp_path / "lake"
+    config = tmp_path / "burstlake.yaml"
+    config.write_text("machines: {m: {sources: {zabbix: {interval: 1000000000}}}}\n")
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(
+        "name: s\nworkload: {source: ior, nodes: [1], bytes_per_node: 1.0e+30, "
+        "request_bytes: 1.0e+6}\ntopology: tiny\npolicies: [block]\n"
+    )
+    ingest = ["ingest", "zabbix", str(history), "--lake", str(lake)]
+    refused = [
+        ([*ingest, "--config", str(config)], "ingest", f"{config}: machines.m.sources.zabbix"),
+        (["replay", "--lake", str(lake), "--scenario", str(scenario)], "replay", "s.yaml"),
+    ]
+    for argv, command, said in refused:
+        assert main(argv) == 2
+        assert said in _one_line(capsys, command)
+        assert not lake.exists()
+    assert main(ingest) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == f"burstlake: no lake at {lake}; starting a new one", err
+    assert _ingest_rows(lake)["node_io"] > 0
 
 
 SACCT = (

@@ -1116,23 +1116,13 @@ def test_hostile_db_url(name: str, url: str, said: str, tmp_path: Path, capsys) 
 MID = 1700000010 + 30 * 10 + 15  # between two samples of the generated history
 server, loaded = test_zabbix_db.server, test_zabbix_db.loaded  # its fixtures, used here
 
-AGAIN = pytest.mark.xfail(
-    strict=True,
-    reason="quarantined again by every re-run (a NaN or ns 1500000000 is not): the Zabbix "
-    "database pull's to fix",
-)
 DB_ROW_CASES = [
     # (name, table, itemid, clock, value, ns, the quarantine reason)
     ("float-nan", "history", 101, MID, "'NaN'", 0, "value nan is not a number"),
     ("float-infinity", "history", 101, MID, "'Infinity'", 0, "value inf is not a number"),
     ("ns-past-a-second", "history_uint", 100, MID, 5, 1500000000, "ns 1500000000 is not 0.."),
-    *(
-        pytest.param(*case, marks=AGAIN, id=case[0])
-        for case in [
-            ("negative-clock", "history_uint", 100, -30, 5, 0, "clock -30 is not a Unix time"),
-            ("negative-ns", "history_uint", 100, MID, 5, -1, "ns -1 is not 0..999999999"),
-        ]
-    ),
+    ("negative-clock", "history_uint", 100, -30, 5, 0, "clock -30 is not a Unix time"),
+    ("negative-ns", "history_uint", 100, MID, 5, -1, "ns -1 is not 0..999999999"),
 ]  # fmt: skip
 
 

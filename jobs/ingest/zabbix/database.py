@@ -182,7 +182,8 @@ class Held:
 
     marks: dict[str, tuple[int, int]] = field(default_factory=dict)
     instants: dict[str, set[int]] = field(default_factory=dict)
-    quarantined: dict[tuple[str, int, int], bool] = field(default_factory=dict)  # -> future
+    # (item, clock, ns; None for a NULL ns) of the rows DB reads quarantined -> future
+    quarantined: dict[tuple[str, int, int | None], bool] = field(default_factory=dict)
     retry: set[tuple[str, int]] = field(default_factory=set)  # (item, t_ns) of refused nodes
     samples: Any = None  # the (item, t_ns) table the marks come from
 
@@ -260,13 +261,22 @@ def held(lake: Path, cluster: str | None, window, retry: bool) -> Held:
             ours = at.startswith("db ") or Path(file).name.startswith(SCRATCH_PREFIX)
             if not ours or len(fields) != 4:
                 continue
-            if fields[1].isdigit() and fields[2:] and (fields[3] or "0").isdigit():
-                key = (fields[0], int(fields[1]), int(fields[3] or -1))
-                found.quarantined[key] = "future" in reason
+            clock, ns = _whole(fields[1]), _whole(fields[3]) if fields[3] else None
+            if clock is not None and (ns is not None or not fields[3]):
+                found.quarantined[(fields[0], clock, ns)] = "future" in reason
         back = _in_topology(lake, cluster, refused)
         if back and found.samples is not None:  # their reason is gone: read them again
             found.retry = _refused_nodes(lake, cluster, mine & pc.field("node").isin(back))
     return found
+
+
+def _whole(text: str) -> int | None:
+    """A clock or ns as a quarantined line holds it: a whole number, negative ones included
+    (a row quarantined for a negative clock or ns is recognised as any other), else None."""
+    try:
+        return int(text) if text.strip() == text else None
+    except ValueError:
+        return None
 
 
 # the quarantine row of a node whose rows the lake refused (regions._region's origin)
@@ -432,7 +442,7 @@ def _skip(item: str, clock: int, ns, state: Held, instants, result: Extract) -> 
         ):
             result.skipped += 1
             return True
-    future = state.quarantined.get((item, clock, -1 if ns is None else ns))
+    future = state.quarantined.get((item, clock, ns))
     if future is not None and not (future and clock <= result.latest_clock):
         result.known += 1
         return True
