@@ -150,3 +150,9 @@ def test_random_group_places_the_lake_jobs_on_whole_groups(lake):
             # whole units: no unit holds fewer of the job's nodes than it could spare
             assert len(units) == -(-len(job.nodes) // int(np.bincount(level).max())), policy
         assert len(np.unique(every)) == sum(len(u) for u in held)  # no unit shared by two jobs
+
+
+def test_a_node_without_a_switch_is_refused_naming_the_family(lake):
+    switched_lake(lake, {"": ["n0"], "s1": ["n1"]})
+    with pytest.raises(ValueError, match=r"1 nodes have no switch \(e.g. n0\); the lake_dragonfly"):
+        topologies.build(TINY, cluster_of(lake))
