@@ -11,14 +11,17 @@ switches do not fit the shape (more switches than ``groups`` × ``routers``, or 
 more nodes than ``hosts``) is refused in one line naming the key to raise; host ports no lake
 node holds are compute nodes named ``free-h<host>``, which no job holds, so ``random-router``
 and ``random-group`` may place jobs there. The I/O servers (``servers``,
-``server_placement``) sit on the hosts the dragonfly family gives them, which must be free.
+``server_placement``) sit on the hosts the dragonfly family gives them, which must be free;
+the server policies move them and leave the lake's nodes on their hosts (:func:`with_servers`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
+
+import numpy as np
 
 from burstlake.replay.graph import Topology
 from burstlake.replay.topologies import Family, register
@@ -26,6 +29,17 @@ from burstlake.replay.topologies import dragonfly as df
 from burstlake.replay.topologies.lake_fattree import leaves_of
 
 FAMILY_NAME = "lake_dragonfly"
+FREE = "free-h"  # a host port no lake node holds: free-h<host>
+
+
+@dataclass(frozen=True)
+class LakeDragonflyRouter(df.DragonflyRouter):
+    """The dragonfly's router over the lake's nodes: a server policy moves the servers and
+    leaves every lake node on its host (:func:`with_servers`)."""
+
+
+def _lake_router(router: df.DragonflyRouter) -> LakeDragonflyRouter:
+    return LakeDragonflyRouter(**{f.name: getattr(router, f.name) for f in fields(router)})
 
 
 def host_of(name: str, shape: df.DragonflyShape, routers: dict[str, list[str]]) -> dict[str, int]:
@@ -75,8 +89,33 @@ def from_switches(
             "groups or routers to leave the servers' hosts free, or change servers"
         )
     name_at = {h: n for n, h in hosts.items()}
-    names = tuple(name_at.get(int(h), f"free-h{int(h)}") for h in compute)
-    return replace(topology, nodes=names, _cache={})
+    names = tuple(name_at.get(int(h), f"{FREE}{int(h)}") for h in compute)
+    return replace(topology, nodes=names, router=_lake_router(topology.router), _cache={})
+
+
+def with_servers(topology: Topology, placement: str) -> Topology:
+    """The lake's dragonfly with its I/O servers placed ``isolated`` or ``spread`` (the
+    dragonfly family's placements, :func:`.dragonfly.with_servers`), every compute node
+    keeping its index and its host, so the lake's jobs stay on their routers; a node the new
+    servers displace must be a free port (it moves to a host the old servers left), else the
+    move is refused in one line naming it."""
+    moved = df.with_servers(topology, placement)
+    old = topology.router.host
+    free = np.setdiff1d(moved.router.host, old)  # the hosts the old servers left
+    displaced = np.flatnonzero(np.isin(old, moved.router.server))
+    held = [topology.nodes[i] for i in displaced if not topology.nodes[i].startswith(FREE)]
+    if held:
+        raise ValueError(
+            f"topology {topology.name}: server_placement {placement} puts an I/O server on the "
+            f"host of lake node {held[0]}: raise groups or routers to leave it free"
+        )
+    host = old.copy()
+    host[displaced] = free
+    names = list(topology.nodes)
+    for i, h in zip(displaced.tolist(), free.tolist(), strict=True):
+        names[i] = f"{FREE}{h}"
+    router = _lake_router(replace(moved.router, host=host))
+    return replace(moved, nodes=tuple(names), router=router, _cache={})
 
 
 def _check(name: str, settings: Mapping[str, Any]) -> None:

@@ -89,6 +89,7 @@ POLICIES = (
     {"name": "routing", "routing": "ugal"},
     {"name": "random-router", "seed": 1},
     {"name": "random-group", "seed": 1},
+    "spread-target",  # the server to host 3, group 0's last (free) port: the jobs stay
 )
 
 
@@ -97,7 +98,8 @@ def test_a_window_replays_under_minimal_and_ugal(lake, tmp_path, model):
     """Job 1 on n1, n3 (group 0) writes 125 MB from n1 to the server in group 2 and sends n3
     ring messages; job 2 on n4, n6 (group 1) only talks. With no other I/O the write is held
     by the 2 GiB/s links and server alone: 125e6 / 2 GiB/s, whatever the routing or the
-    placement (each link on any path is 2 GiB/s). Every policy records its routing."""
+    placement or the server's place (each link on any path is 2 GiB/s). Every policy records
+    its routing."""
     switched_lake(lake, SWITCHES)
     end = T0 + dt.timedelta(seconds=STEP)
     jobs(lake, {"1": (T0, end, ["n1", "n3"]), "2": (T0, end, ["n4", "n6"])})
@@ -112,7 +114,7 @@ def test_a_window_replays_under_minimal_and_ugal(lake, tmp_path, model):
     topo = {**TINY, "servers": 1, "link_latency": 0}
     work = {"window": WINDOW, "request_bytes": 125_000_000, "pattern": "ring"}
     table = sn.run(scenario(tmp_path, work, model=model, policies=POLICIES, topo=topo), lake)
-    labels = ("given", "routing", "random-router", "random-group")
+    labels = ("given", "routing", "random-router", "random-group", "spread-target")
     assert sorted(set(table["policy"].to_pylist())) == sorted(labels)
     for label in labels:
         got = scores_of(table, label)
@@ -156,3 +158,38 @@ def test_a_node_without_a_switch_is_refused_naming_the_family(lake):
     switched_lake(lake, {"": ["n0"], "s1": ["n1"]})
     with pytest.raises(ValueError, match=r"1 nodes have no switch \(e.g. n0\); the lake_dragonfly"):
         topologies.build(TINY, cluster_of(lake))
+
+
+def test_server_policies_move_the_servers_and_leave_the_lake_nodes_on_their_hosts(lake, tmp_path):
+    """spread-target puts the dragonfly's servers on each group's last host (3 and 7 here,
+    free ports), isolated-target back on the last group's (10, 11); the lake's nodes keep
+    their index and host throughout, the free ports take the hosts the servers left. A
+    placement that lands a server on a lake node is refused in one line naming it."""
+    from burstlake.replay import policies
+
+    switched_lake(lake, {"sw1": ["n1", "n2"], "sw2": ["n3"], "sw3": ["n4", "n5"], "sw10": ["n6"]})
+    machine = topologies.build({**TINY, "servers": 2}, cluster_of(lake))
+    assert machine.router.server.tolist() == [10, 11]
+    hosts = machine.router.host.tolist()
+    assert hosts == list(range(10))
+    spread, _ = policies.policy("spread-target").apply(machine, None)
+    assert spread.router.server.tolist() == [3, 7]
+    assert spread.router.host.tolist() == [0, 1, 2, 10, 4, 5, 6, 11, 8, 9]
+    assert spread.nodes[:7] == ("n1", "n2", "n3", "free-h10", "n4", "n5", "n6")
+    back, _ = policies.policy("isolated-target").apply(spread, None)
+    assert back.router.server.tolist() == [10, 11] and back.router.host.tolist() == hosts
+    assert back.nodes == machine.nodes
+    other = tmp_path / "other"
+    switched_lake(other, SWITCHES)  # n7 on host 7, group 1's last
+    with pytest.raises(
+        ValueError,
+        match=r"^topology lake_dragonfly: server_placement spread "
+        r"puts an I/O server on the host of lake node n7: raise groups or routers",
+    ):
+        policies.policy("spread-target").apply(
+            topologies.build({**TINY, "servers": 2}, cluster_of(other)), None
+        )  # fmt: skip
+    full = {**TINY, "servers": 2, "server_placement": "spread"}
+    switched_lake(lake, {"sw1": ["n1"], "sw2": ["n2", "n3"]})  # host 3: router 1's second port
+    with pytest.raises(ValueError, match=r"puts an I/O server on host 3, which lake node n3"):
+        topologies.build(full, cluster_of(lake))
