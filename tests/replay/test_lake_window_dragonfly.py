@@ -193,3 +193,23 @@ def test_server_policies_move_the_servers_and_leave_the_lake_nodes_on_their_host
     switched_lake(lake, {"sw1": ["n1"], "sw2": ["n2", "n3"]})  # host 3: router 1's second port
     with pytest.raises(ValueError, match=r"puts an I/O server on host 3, which lake node n3"):
         topologies.build(full, cluster_of(lake))
+
+
+def test_busiest_picks_the_window_on_the_lake_dragonfly(lake, tmp_path):
+    """The flow model's screen runs on the lake's dragonfly too: of two intervals, the one
+    where n1 writes 4 MB (over 1 MB in the other) is the busiest by the server's load."""
+    switched_lake(lake, SWITCHES)
+    late = T0 + dt.timedelta(seconds=STEP)
+    jobs(lake, {"1": (T0, late + dt.timedelta(seconds=STEP), ["n1", "n3"])})
+    node_io(
+        lake,
+        [
+            {"node": "n1", "ts": T0, "write_bytes": 1 << 20},
+            {"node": "n1", "ts": late, "write_bytes": 4 << 20},
+        ],
+    )
+    work = {"busiest": {"k": 1, "length_s": STEP, "by": "ion"}}
+    got = scores_of(sn.run(scenario(tmp_path, work, topo={**TINY, "servers": 1}), lake))
+    assert got["w0.start"] == late.timestamp()
+    assert got["w0.picked.busiest_ion"] == 4 << 20
+    assert got["w0.1.io_bytes"] == 4 << 20 and got["routing_minimal"] == 1.0
