@@ -14,7 +14,7 @@ import numpy as np
 from burstlake.replay.graph import Topology
 from burstlake.replay.policies import Apply, register
 from burstlake.replay.policies.placement import seed_of
-from burstlake.replay.topologies import dragonfly, fattree
+from burstlake.replay.topologies import dragonfly, fattree, lake_dragonfly
 
 
 def _servers(place, on_dragonfly: str | None = None) -> Apply:
@@ -23,6 +23,8 @@ def _servers(place, on_dragonfly: str | None = None) -> Apply:
     group or ``spread`` over the groups (``on_dragonfly``)."""
 
     def apply(topology: Topology, demand: Any) -> tuple[Topology, Any]:
+        if isinstance(topology.router, lake_dragonfly.LakeDragonflyRouter) and on_dragonfly:
+            return lake_dragonfly.with_servers(topology, on_dragonfly), demand  # jobs stay
         if isinstance(topology.router, dragonfly.DragonflyRouter):
             if on_dragonfly is None:
                 raise ValueError(

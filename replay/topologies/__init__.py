@@ -7,7 +7,8 @@ A family module registers a :class:`Family` with :func:`register` (its settings,
 link kinds and default link latency, check and build) and its presets with :func:`preset`: the
 fat-tree (:mod:`.fattree`), the torus (:mod:`.torus`), the dragonfly (:mod:`.dragonfly`), the
 I/O forwarding machines and the lake's own ``topology`` table (:mod:`.forwarding`), and the
-lake's switches as a fat-tree's leaves (:mod:`.lake_fattree`). Every topology also takes
+lake's switches as a fat-tree's leaves (:mod:`.lake_fattree`) or a dragonfly's routers
+(:mod:`.lake_dragonfly`). Every topology also takes
 ``capacities`` (the family's capacity keys, bytes/s) and ``link_latency`` (seconds per link
 crossed). The scenario runner and the engine never change when a family is added.
 """
@@ -57,6 +58,7 @@ def _load() -> None:
         dragonfly,
         fattree,
         forwarding,
+        lake_dragonfly,
         lake_fattree,
         torus,
     )

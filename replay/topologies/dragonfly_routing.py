@@ -363,7 +363,8 @@ def _middle(w: Wiring, src, dst, rng) -> np.ndarray:
 
 def _rows(parts: list[np.ndarray]):
     """CSR rows (indptr, indices) of the padded columns ``parts`` side by side (-1: none)."""
-    table = np.concatenate([p.reshape(len(p), -1) for p in parts], axis=1)
+    # a column per 1-D part (also when no request takes the rows: reshape(0, -1) is ambiguous)
+    table = np.concatenate([p if p.ndim == 2 else p[:, None] for p in parts], axis=1)
     return _pack(np.ascontiguousarray(table, np.int64))
 
 

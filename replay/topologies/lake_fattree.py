@@ -50,14 +50,14 @@ def _settings(name: str, settings: Mapping[str, Any]) -> tuple[int, str]:
     return count, placement
 
 
-def leaves_of(rows: list[dict]) -> dict[str, list[str]]:
+def leaves_of(rows: list[dict], family: str = "lake_fattree") -> dict[str, list[str]]:
     """The lake's switches (natural order) and their nodes (natural order); a node without a
-    switch is refused in one line naming it."""
+    switch is refused in one line naming it and the ``family`` that needs the column."""
     missing = [r["node"] for r in rows if not r.get("switch")]
     if missing:
         raise ValueError(
             f"topology: {len(missing)} nodes have no switch (e.g. {missing[0]}); the "
-            "lake_fattree topology needs the switch column (or replay topology: lake)"
+            f"{family} topology needs the switch column (or replay topology: lake)"
         )
     by_switch: dict[str, list[str]] = {}
     for r in rows:

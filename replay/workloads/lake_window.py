@@ -29,7 +29,8 @@ the job by ``pattern``; without network counters there is none, and the scores s
 (``network_counters`` 0).
 
 Lake nodes meet the topology by name when every one of them is a topology node (``topology:
-lake``), else in name order (node i of the lake, by natural order, is the topology's compute
+lake``, ``lake_fattree``, ``lake_dragonfly``: the lake's switches as leaves or routers), else
+in name order (node i of the lake, by natural order, is the topology's compute
 node i). Each job is replayed alone in the same window for its slowdown and interference
 factor. Placement policies move the jobs' ranks, server policies the servers, ``throttle``
 paces the I/O streams; the scores are per window and job.

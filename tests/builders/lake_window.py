@@ -105,3 +105,13 @@ def scores_of(table: pa.Table, policy: str = "given") -> dict[str, float | None]
 
 
 WINDOW = {"start": T0.isoformat(), "end": (T0 + dt.timedelta(seconds=STEP)).isoformat()}
+
+
+def switched(lake: Path, switches: dict[str, list[str]]) -> None:
+    """The lake's topology: each switch (a fat-tree leaf, a dragonfly router) and its nodes."""
+    rows = [
+        {"node": n, "cabinet": "c0", "switch": switch}
+        for switch, nodes in switches.items()
+        for n in nodes
+    ]
+    write_table(lake, "topology", pa.Table.from_pylist(rows), "topo")
