@@ -351,12 +351,12 @@ def _ingest_rows(lake: Path) -> dict[str, int]:
         (
             "interval-1e23",  # 24 GB, then the OOM killer, before
             "machines: {m: {sources: {zabbix: {interval: 100000000000000000000000}}}}\n",
-            "machines.m.sources.zabbix: --interval must be 1..86400 seconds (a day)",
+            "machines.m.sources.zabbix.interval: --interval must be 1..86400 seconds (a day)",
         ),
         (
             "interval-1e9",
             "machines: {m: {sources: {zabbix: {interval: 1000000000}}}}\n",
-            "machines.m.sources.zabbix: --interval must be 1..86400 seconds (a day)",
+            "machines.m.sources.zabbix.interval: --interval must be 1..86400 seconds (a day)",
         ),
     ],
 )
