@@ -79,8 +79,9 @@ class Typed:
             kind=pc.take(rules.kind, entry),
         )
 
-    def __getattr__(self, member: str) -> pa.ChunkedArray:
-        return self.table.column(member)  # the other members by their names
+    def __getitem__(self, member: str) -> pa.ChunkedArray:
+        """The other members by their names."""
+        return self.table.column(member)
 
 
 Vouch = Callable[[Typed], Any]  # a boolean Arrow array (null: not vouched for)
@@ -108,7 +109,7 @@ def _host_named(t: Typed) -> Any:
 
 
 def _by_name(t: Typed) -> Any:
-    return pc.is_null(t.key_)  # no key_: the item is matched by name alone
+    return pc.is_null(t["key_"])  # no key_: the item is matched by name alone
 
 
 def _in_range(values: Any, low: int, high: int) -> Any:
@@ -117,8 +118,10 @@ def _in_range(values: Any, low: int, high: int) -> Any:
 
 def _small(t: Typed) -> Any:
     """Well within 64 bits, a rate's too once multiplied by the interval."""
-    within = pc.or_kleene(pc.not_equal(t.kind, "rate"), pc.less(t.value, t.rules.rate_below))
-    return pc.and_kleene(within, pc.or_kleene(pc.equal(t.kind, "counter"), pc.less(t.value, 2**62)))
+    within = pc.or_kleene(pc.not_equal(t.kind, "rate"), pc.less(t["value"], t.rules.rate_below))
+    return pc.and_kleene(
+        within, pc.or_kleene(pc.equal(t.kind, "counter"), pc.less(t["value"], 2**62))
+    )
 
 
 # The classes of line, in the order the rule tries them; a line of none is a sample.
@@ -131,41 +134,41 @@ CHECKS: tuple[Check, ...] = (
     ),
     Check("undecodable", "bad IS NOT NULL", "bad", None),
     Check("not UTF-8", "replaced", "$not_utf8", None),
-    Check("no clock", "clock IS NULL", "'no clock'", lambda t: pc.is_valid(t.clock)),
-    Check("no value", "value IS NULL", "'no value'", lambda t: pc.is_valid(t.value)),
+    Check("no clock", "clock IS NULL", "'no clock'", lambda t: pc.is_valid(t["clock"])),
+    Check("no value", "value IS NULL", "'no value'", lambda t: pc.is_valid(t["value"])),
     Check(
         "not numeric",
         "value_type IS NOT NULL AND value_type NOT IN ('0', '3')",
         """'value type ' || value_type || coalesce(' (' || CASE value_type WHEN '1'
               THEN 'character' WHEN '2' THEN 'log' WHEN '4' THEN 'text' END || ')', '')
               || ' is not numeric (0 float, 3 unsigned)'""",
-        lambda t: pc.or_kleene(pc.is_null(t.type), pc.is_in(t.type, _NUMERIC_TYPES)),
+        lambda t: pc.or_kleene(pc.is_null(t["type"]), pc.is_in(t["type"], _NUMERIC_TYPES)),
     ),
     # an integer member: a number, the same DECIMAL(38, 6) by either reading
     Check(
         "not a number",
         "number IS NULL",
         "'value ' || left(value, 40) || ' is not a number'",
-        lambda t: pc.is_valid(t.value),
+        lambda t: pc.is_valid(t["value"]),
     ),
     Check(
         "negative",
         "number < 0",
         "'negative value ' || value",
-        lambda t: pc.greater_equal(t.value, 0),
+        lambda t: pc.greater_equal(t["value"], 0),
     ),
     Check(
         "clock out of range",
         "clock_s IS NULL OR clock_s NOT BETWEEN 0 AND $last_clock",
         "'clock ' || clock || ' is not a Unix time in seconds'",
-        lambda t: _in_range(t.clock, 0, LAST_CLOCK),
+        lambda t: _in_range(t["clock"], 0, LAST_CLOCK),
     ),
     Check(
         "clock in the future",
         "clock_s > $latest_clock",
         """'clock ' || clock || ' is in the future: later than the database read time '
               || '+ --future-tolerance (read again once it is not)'""",
-        lambda t: pc.less_equal(t.clock, t.rules.latest_clock),
+        lambda t: pc.less_equal(t["clock"], t.rules.latest_clock),
     ),
     Check(
         "ns out of range",
@@ -184,7 +187,7 @@ CHECKS: tuple[Check, ...] = (
         "no host, no itemid",
         "node_host IS NULL AND itemid IS NULL",
         "'no host and no itemid'",
-        lambda t: pc.is_valid(t.itemid),
+        lambda t: pc.is_valid(t["itemid"]),
     ),
     Check(
         "no item table",
