@@ -61,12 +61,26 @@ class Model:
     per_packet: bool = False
 
 
+@dataclass(eq=False)
+class Replays:
+    """A tally of the replays run under one contention model: a score is labelled with a
+    model only when that model replayed something."""
+
+    runs: int = 0
+
+    def add(self, runs: int) -> None:
+        self.runs += runs
+
+
 @dataclass(frozen=True)
 class Contention:
-    """A model with its settings: what a scenario's ``model:`` key chose."""
+    """A model with its settings: what a scenario's ``model:`` key chose. ``replays``, where
+    given, counts the replays run under it (:meth:`ran`), here or by workers given its
+    :meth:`spec`."""
 
     model: Model
     settings: Any = None
+    replays: Replays | None = field(default=None, compare=False, repr=False)
 
     @property
     def name(self) -> str:
@@ -76,6 +90,16 @@ class Contention:
         """The chosen model as a ``model:`` mapping :func:`parse` reads back: its name and
         settings (a settings dataclass's fields; none for a model without settings)."""
         return {"name": self.name} | (asdict(self.settings) if is_dataclass(self.settings) else {})
+
+    def counted(self, replays: Replays) -> Contention:
+        """The same model, its replays counted in ``replays``."""
+        return Contention(self.model, self.settings, replays)
+
+    def ran(self, runs: int) -> None:
+        """Count ``runs`` replays under this model: its own, or runs handed to workers
+        (processes, Spark tasks) as its :meth:`spec`, where its tally cannot see them."""
+        if self.replays is not None:
+            self.replays.add(runs)
 
     def simulate(
         self, topology: Network, requests: Requests, progress: Progress = None
@@ -91,6 +115,7 @@ class Contention:
         routed = self.model.virtual_channels and adaptive is None  # else its own VCs
         vcs = topology.route_vcs(requests.paths) if routed else None
         resources = topology.resources
+        self.ran(1)
         return run(
             requests, resources.capacity, self.settings, vcs, resources.is_switch_port, progress
         )
@@ -104,25 +129,6 @@ class Contention:
         return self.model.run(
             requests, np.asarray(capacity, np.float64), self.settings, None, None, progress
         )
-
-
-@dataclass(frozen=True, eq=False)
-class Counted(Contention):
-    """A :class:`Contention` that counts the replays it ran (``calls``): a score is labelled
-    with a model only when that model replayed something."""
-
-    calls: list[int] = field(default_factory=list)
-
-    def simulate(
-        self, topology: Network, requests: Requests, progress: Progress = None
-    ) -> Timeline:
-        self.calls.append(1)
-        return super().simulate(topology, requests, progress)
-
-    def ran_elsewhere(self, runs: int) -> None:
-        """Count ``runs`` replays handed to workers (processes, Spark tasks) as this
-        model's :meth:`spec`, where this object's own count cannot see them."""
-        self.calls.extend([1] * runs)
 
 
 MODELS: Registry[Model] = Registry("model", lambda model: model.schema)

@@ -294,7 +294,8 @@ def _scored(
 ) -> tuple[Topology, list[tuple[str, workloads.Scored]]]:
     """The machine and each policy's label and scores on it (``lake``: None for a scenario
     that reads no lake), under the scenario's contention model."""
-    counted = models.Counted(scenario.model.model, scenario.model.settings)
+    replays = models.Replays()
+    counted = scenario.model.counted(replays)
     topology = topologies.build(scenario.topology, lake).with_contention(counted)
     demand = kind.demand(scenario.workload, topology, lake)
     given = workloads.Settings(scenario.workload, scenario.name, scenario.job_scores, thresholds)
@@ -309,7 +310,7 @@ def _scored(
             flag = Score(f"routing_{routing}", 1.0, "flag")
             scored = workloads.Scored([*scored.scores, flag], scored.tables)
         out.append((each.label, scored))
-    if scenario.model.name != models.DEFAULT.name and not counted.calls:
+    if scenario.model.name != models.DEFAULT.name and not replays.runs:
         raise ValueError(
             f"scenario {scenario.name}: workload {scenario.workload['source']} replayed "
             f"nothing under model {scenario.model.name}; its scores are not that model's"

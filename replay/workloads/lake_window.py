@@ -893,8 +893,7 @@ def _one_run(args: tuple) -> Run:
 def _run_args(topology: Topology, work: WindowDemand, tasks: list[tuple]) -> list[tuple]:
     # a contention model holds functions, so it crosses to a worker as its ``model:`` spec
     contention = topology.contention or models.DEFAULT
-    if isinstance(contention, models.Counted):  # the workers replay under its spec
-        contention.ran_elsewhere(len(tasks))
+    contention.ran(len(tasks))  # the workers replay under its spec
     plain = topology.with_contention(None)
     return [(work.windows[i], chosen, plain, contention.spec()) for i, chosen in tasks]
 

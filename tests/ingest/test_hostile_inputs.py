@@ -42,7 +42,7 @@ from burstlake.lake import read_table
 from tests.builders.paths import SHARED_DATA
 from tests.builders.sacct import sacct_hours as sacct
 from tests.builders.zabbix import zabbix_line
-from tests.ingest import test_zabbix_db
+from tests.builders.zabbix_db import db_ingest, mapping_file, node_io, run_sql
 
 T0 = 1_700_000_000  # Zabbix clocks: 2023-11-14T22:13:20Z, on the 10 s grid
 BIG = 20_000_000  # an enormous line or field: 20 MB
@@ -1107,14 +1107,13 @@ def test_hostile_db_url(name: str, url: str, said: str, tmp_path: Path, capsys) 
 
 # ---------------------------------------------------------------- --db rows (real PostgreSQL)
 # The database's own hostile rows, read by ``burstlake ingest zabbix --db`` from a real
-# PostgreSQL with Zabbix 6.0's schema (the server of tests/ingest/test_zabbix_db.py; skipped
+# PostgreSQL with Zabbix 6.0's schema (the server of tests/builders/zabbix_db.py; skipped
 # without it). Each case adds rows to the generated history; each bad row is one quarantine
 # row naming its item and clock, and node_io equals a clean read of the history without them.
 # The far-future, backfill, topology-added, duplicate, unnamed-then-named, NULL ns, text value
 # type and server faults are in tests/ingest/test_zabbix_db.py, each also asserting the lake.
 
 MID = 1700000010 + 30 * 10 + 15  # between two samples of the generated history
-server, loaded = test_zabbix_db.server, test_zabbix_db.loaded  # its fixtures, used here
 
 DB_ROW_CASES = [
     # (name, table, itemid, clock, value, ns, the quarantine reason)
@@ -1135,29 +1134,22 @@ DB_ROW_CASES = [
 def test_hostile_db_rows(
     name, table, itemid, clock, value, ns, reason, loaded, tmp_path, capsys
 ) -> None:
-    _db, _mapping, _node_io, _sql = (
-        test_zabbix_db._db,
-        test_zabbix_db._mapping,
-        test_zabbix_db._node_io,
-        test_zabbix_db._sql,
-    )
-
-    mapping = _mapping(tmp_path)
+    mapping = mapping_file(tmp_path)
     clean = tmp_path / "clean"
-    assert _db(clean, loaded, mapping) == 0
-    _sql(loaded, f"INSERT INTO {table} VALUES ({itemid}, {clock}, {value}, {ns})")
+    assert db_ingest(clean, loaded, mapping) == 0
+    run_sql(loaded, f"INSERT INTO {table} VALUES ({itemid}, {clock}, {value}, {ns})")
     lake = tmp_path / "lake"
     capsys.readouterr()
-    assert _db(lake, loaded, mapping) == 0
+    assert db_ingest(lake, loaded, mapping) == 0
     out, err = capsys.readouterr()
     assert "Traceback" not in err and "231 history rows read" in out, (out, err)
     assert "231 records in, 230 landed, 1 quarantined" in out, out
     rows = read_table(lake, "quarantine", ["raw", "reason"]).to_pylist()
     assert len(rows) == 1 and rows[0]["reason"].startswith(reason), rows
     assert rows[0]["raw"].startswith(f"{itemid}\t{clock}\t"), rows  # the row, by item and clock
-    assert _node_io(lake) == _node_io(clean)
-    assert _db(lake, loaded, mapping) == 0  # a re-run lands nothing more
-    assert _node_io(lake) == _node_io(clean)
+    assert node_io(lake) == node_io(clean)
+    assert db_ingest(lake, loaded, mapping) == 0  # a re-run lands nothing more
+    assert node_io(lake) == node_io(clean)
     assert read_table(lake, "quarantine").num_rows == 1
 
 
@@ -1165,18 +1157,11 @@ def test_hostile_db_rows(
 def test_db_rows_in_reverse_order_and_an_empty_history(loaded, tmp_path, capsys) -> None:
     """The history stored newest first reads as it does oldest first; a database whose
     history is then emptied reads nothing and changes nothing."""
-    _db, _mapping, _node_io, _sql = (
-        test_zabbix_db._db,
-        test_zabbix_db._mapping,
-        test_zabbix_db._node_io,
-        test_zabbix_db._sql,
-    )
-
-    mapping = _mapping(tmp_path)
+    mapping = mapping_file(tmp_path)
     clean = tmp_path / "clean"
-    assert _db(clean, loaded, mapping) == 0
+    assert db_ingest(clean, loaded, mapping) == 0
     for table in ("history", "history_uint"):
-        _sql(
+        run_sql(
             loaded,
             f"CREATE TABLE saved_{table} AS SELECT * FROM {table}",
             f"DELETE FROM {table}",
@@ -1184,13 +1169,13 @@ def test_db_rows_in_reverse_order_and_an_empty_history(loaded, tmp_path, capsys)
             f"DROP TABLE saved_{table}",
         )
     lake = tmp_path / "lake"
-    assert _db(lake, loaded, mapping) == 0
-    assert _node_io(lake) == _node_io(clean)
-    _sql(loaded, "DELETE FROM history", "DELETE FROM history_uint")
+    assert db_ingest(lake, loaded, mapping) == 0
+    assert node_io(lake) == node_io(clean)
+    run_sql(loaded, "DELETE FROM history", "DELETE FROM history_uint")
     empty = tmp_path / "empty"
     capsys.readouterr()
-    assert _db(empty, loaded, mapping) == 0
+    assert db_ingest(empty, loaded, mapping) == 0
     assert "0 history rows read" in capsys.readouterr().out
-    assert _node_io(empty) == []
-    assert _db(lake, loaded, mapping) == 0
-    assert _node_io(lake) == _node_io(clean)  # nothing deleted from the lake
+    assert node_io(empty) == []
+    assert db_ingest(lake, loaded, mapping) == 0
+    assert node_io(lake) == node_io(clean)  # nothing deleted from the lake

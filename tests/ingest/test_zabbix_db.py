@@ -1,22 +1,16 @@
 """``burstlake ingest zabbix --db``: Zabbix history read from a real PostgreSQL server loaded
 with Zabbix 6.0's own schema (Debian's zabbix-server-pgsql ``schema.sql.gz``).
 
-The server is started by the fixture on loopback (Debian's ``postgresql`` package; ``make
-test-all`` installs both packages when missing and root). Without them the tests are skipped
-with the reason.
+The server is started by the ``server`` fixture (tests/ingest/conftest.py, built by
+tests/builders/zabbix_db.py) on loopback (Debian's ``postgresql`` package; ``make test-all``
+installs both packages when missing and root). Without them the tests are skipped with the
+reason.
 """
 
 from __future__ import annotations
 
-import glob
-import gzip
-import os
-import shutil
 import socket
-import subprocess
-import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,140 +19,18 @@ from burstlake.cli import main
 from burstlake.jobs.ingest.zabbix import database
 from burstlake.lake import read_table
 from tests.builders.zabbix import zabbix_line
+from tests.builders.zabbix_db import (
+    NODES,
+    PASSWORD,
+    T0,
+    db_ingest,
+    history_samples,
+    mapping_file,
+    node_io,
+    run_sql,
+)
 
 pytestmark = pytest.mark.slow
-
-SCHEMA = Path("/usr/share/zabbix-server-pgsql/schema.sql.gz")
-T0 = 1700000010  # a multiple of 30 s
-PASSWORD = "zbx-test-password"
-NODES = ("cn01", "cn02")
-
-
-def _pg_bin() -> Path | None:
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
-    return Path(found[-1]).parent if found else None
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    """A PostgreSQL server on 127.0.0.1 with a database ``zabbix`` holding Zabbix 6.0's
-    schema; yields its URL (without the password, which is in $ZBX_PASSWORD)."""
-    bin_dir = _pg_bin()
-    if bin_dir is None or not SCHEMA.is_file():
-        pytest.skip(
-            "needs Debian's postgresql and zabbix-server-pgsql (make test-all installs them)"
-        )
-    # not under pytest's 0700 base: the server runs as user postgres when we are root
-    root = Path(tempfile.mkdtemp(prefix="burstlake-pg-"))
-    data, port = root / "data", _free_port()
-    run_as = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
-    if run_as:
-        shutil.chown(root, "postgres")
-    (root / "pw").write_text(PASSWORD)
-    if run_as:
-        shutil.chown(root / "pw", "postgres")
-    subprocess.run(
-        [*run_as, str(bin_dir / "initdb"), "-D", str(data), "-U", "zabbix", "--pwfile",
-         str(root / "pw"), "--auth-host=scram-sha-256", "--auth-local=trust", "-E", "UTF8"],
-        check=True, capture_output=True,
-    )  # fmt: skip
-    subprocess.run(
-        [*run_as, str(bin_dir / "pg_ctl"), "-D", str(data), "-l", str(root / "log"), "-w", "-o",
-         f"-h 127.0.0.1 -p {port} -k {root}", "start"],
-        check=True, capture_output=True,
-    )  # fmt: skip
-    try:
-        import psycopg
-
-        admin = f"postgresql://zabbix:{PASSWORD}@127.0.0.1:{port}/postgres"
-        with psycopg.connect(admin, autocommit=True) as con:
-            con.execute("CREATE DATABASE zabbix")
-            con.execute("CREATE DATABASE empty")
-        with psycopg.connect(admin.replace("/postgres", "/zabbix"), autocommit=True) as con:
-            con.execute(gzip.decompress(SCHEMA.read_bytes()).decode())
-        yield f"postgresql://zabbix@127.0.0.1:{port}/zabbix"
-    finally:
-        subprocess.run(
-            [*run_as, str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
-            capture_output=True,
-        )
-        shutil.rmtree(root, ignore_errors=True)
-
-
-def _samples() -> list[tuple[str, int, str, int, object, int]]:
-    """(node, itemid, key, value type, value, clock) of two 30 s-sampled counters per node:
-    a uint read counter with a reset and an outage, and a float write counter."""
-    rows = []
-    for n, node in enumerate(NODES):
-        read, write = 0, 0.0
-        for k in range(60):
-            clock = T0 + 30 * k
-            if 20 <= k < 25 and n == 0:
-                continue  # a 150 s outage: a gap
-            read = 7 if k == 40 else read + 1000 * (k % 7) + n  # a reboot at k = 40
-            write += 512.5 * (k % 3)
-            rows.append((node, 100 + 10 * n, "lustre.read_bytes", 3, read, clock))
-            rows.append((node, 101 + 10 * n, "lustre.write_bytes", 0, write, clock))
-    return rows
-
-
-@pytest.fixture
-def loaded(server: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """The server's zabbix database holding the generated history (emptied afterwards)."""
-    import psycopg
-
-    monkeypatch.setenv("ZBX_PASSWORD", PASSWORD)
-    with psycopg.connect(server, password=PASSWORD, autocommit=True) as con:
-        for n, node in enumerate(NODES):
-            con.execute(
-                "INSERT INTO hosts (hostid, host, name) VALUES (%s, %s, %s)", (n + 1, node, node)
-            )
-        items = {(r[1], r[0], r[2], r[3]) for r in _samples()}
-        for itemid, node, key, value_type in sorted(items):
-            con.execute(
-                "INSERT INTO items (itemid, hostid, name, key_, value_type) "
-                "VALUES (%s, %s, %s, %s, %s)",
-                (itemid, NODES.index(node) + 1, key, key, value_type),
-            )
-        with con.cursor() as cur:
-            for _node, itemid, _, value_type, value, clock in _samples():
-                table = "history_uint" if value_type == 3 else "history"
-                cur.execute(
-                    f"INSERT INTO {table} (itemid, clock, value, ns) VALUES (%s, %s, %s, 0)",
-                    (itemid, clock, value),
-                )
-    yield server
-    with psycopg.connect(server, password=PASSWORD, autocommit=True) as con:
-        for table in ("history", "history_uint", "items", "hosts"):
-            con.execute(f"DELETE FROM {table}")
-
-
-def _mapping(tmp_path: Path) -> Path:
-    path = tmp_path / "mapping.yaml"
-    path.write_text(
-        "items:\n"
-        "  - {metric: read_bytes, kind: counter, keys: [lustre.read_bytes]}\n"
-        "  - {metric: write_bytes, kind: counter, keys: [lustre.write_bytes]}\n"
-    )
-    return path
-
-
-def _db(lake: Path, url: str, mapping: Path, *extra: str) -> int:
-    return main(
-        ["ingest", "zabbix", "--db", url, "--password-env", "ZBX_PASSWORD", "--lake", str(lake),
-         "--mapping", str(mapping), *extra]
-    )  # fmt: skip
-
-
-def _node_io(lake: Path) -> list[tuple]:
-    rows = read_table(lake, "node_io", ["node", "ts", "read_bytes", "write_bytes"]).to_pylist()
-    return sorted((r["node"], r["ts"], r["read_bytes"], r["write_bytes"]) for r in rows)
 
 
 def _samples_of(lake: Path) -> list[tuple]:
@@ -172,22 +44,22 @@ def _balance(out: str) -> list[str]:
 
 
 def test_db_rows_and_the_export_give_the_same_node_io(loaded, tmp_path, capsys) -> None:
-    mapping = _mapping(tmp_path)
-    assert _db(tmp_path / "db", loaded, mapping) == 0
+    mapping = mapping_file(tmp_path)
+    assert db_ingest(tmp_path / "db", loaded, mapping) == 0
     from_db = capsys.readouterr().out
     export = tmp_path / "history-1.ndjson"
     export.write_text(
         "".join(
             zabbix_line(node, clock, value, itemid=itemid, name=key, key=key, kind=vt,
                         host_name=False) + "\n"
-            for node, itemid, key, vt, value, clock in _samples()
+            for node, itemid, key, vt, value, clock in history_samples()
         )
     )  # fmt: skip
     argv = ["ingest", "zabbix", str(export), "--lake", str(tmp_path / "file")]
     assert main([*argv, "--mapping", str(mapping)]) == 0
     from_file = capsys.readouterr().out
-    assert _node_io(tmp_path / "db") == _node_io(tmp_path / "file")
-    assert len(_node_io(tmp_path / "db")) > 100
+    assert node_io(tmp_path / "db") == node_io(tmp_path / "file")
+    assert len(node_io(tmp_path / "db")) > 100
     stream = _balance(from_db)[-2:]
     assert stream == _balance(from_file)[-2:]
     assert any("gap" in line and "reset" in line for line in stream), stream
@@ -195,17 +67,17 @@ def test_db_rows_and_the_export_give_the_same_node_io(loaded, tmp_path, capsys) 
 
 
 def test_overlapping_windows_and_reruns_never_count_twice(loaded, tmp_path, capsys) -> None:
-    mapping = _mapping(tmp_path)
+    mapping = mapping_file(tmp_path)
     whole = tmp_path / "whole"
-    assert _db(whole, loaded, mapping) == 0
+    assert db_ingest(whole, loaded, mapping) == 0
     parts = tmp_path / "parts"
-    assert _db(parts, loaded, mapping, "--until", str(T0 + 900)) == 0
-    assert _db(parts, loaded, mapping, "--since", str(T0 + 600)) == 0
+    assert db_ingest(parts, loaded, mapping, "--until", str(T0 + 900)) == 0
+    assert db_ingest(parts, loaded, mapping, "--since", str(T0 + 600)) == 0
     out = capsys.readouterr().out
     assert "already in the lake skipped" in out
-    assert _db(parts, loaded, mapping) == 0  # a re-run of everything: nothing new
+    assert db_ingest(parts, loaded, mapping) == 0  # a re-run of everything: nothing new
     assert "0 history rows read" in capsys.readouterr().out
-    assert _node_io(parts) == _node_io(whole)
+    assert node_io(parts) == node_io(whole)
 
 
 def test_a_row_inserted_late_before_the_watermark_lands_once(loaded, tmp_path, capsys) -> None:
@@ -213,26 +85,18 @@ def test_a_row_inserted_late_before_the_watermark_lands_once(loaded, tmp_path, c
     equals one clean read of the database as it now stands; a re-run reads nothing."""
     import psycopg
 
-    mapping = _mapping(tmp_path)
-    assert _db(tmp_path / "lake", loaded, mapping) == 0
+    mapping = mapping_file(tmp_path)
+    assert db_ingest(tmp_path / "lake", loaded, mapping) == 0
     with psycopg.connect(loaded, password=PASSWORD, autocommit=True) as con:
         con.execute("INSERT INTO history_uint VALUES (100, %s, 1, 5)", (T0 + 30 * 21,))
     capsys.readouterr()
-    assert _db(tmp_path / "lake", loaded, mapping) == 0
+    assert db_ingest(tmp_path / "lake", loaded, mapping) == 0
     assert "1 history rows read, 230 already in the lake skipped" in capsys.readouterr().out
-    assert _db(tmp_path / "clean", loaded, mapping) == 0
-    assert _node_io(tmp_path / "lake") == _node_io(tmp_path / "clean")
+    assert db_ingest(tmp_path / "clean", loaded, mapping) == 0
+    assert node_io(tmp_path / "lake") == node_io(tmp_path / "clean")
     assert len(_samples_of(tmp_path / "lake")) == len(_samples_of(tmp_path / "clean")) == 231
-    assert _db(tmp_path / "lake", loaded, mapping) == 0
+    assert db_ingest(tmp_path / "lake", loaded, mapping) == 0
     assert "0 history rows read, 231 already in the lake skipped" in capsys.readouterr().out
-
-
-def _sql(url: str, *statements: str) -> None:
-    import psycopg
-
-    with psycopg.connect(url, password=PASSWORD, autocommit=True) as con:
-        for statement in statements:
-            con.execute(statement)
 
 
 def _reasons(lake: Path) -> list[str]:
@@ -246,11 +110,11 @@ def test_a_far_future_clock_is_quarantined(loaded, tmp_path, capsys) -> None:
     """A 2038 row among the first half: quarantined, and the second half, inserted later,
     lands: the lake equals one clean read of the real rows. A re-run does not quarantine the
     2039 row again; once its clock is within the tolerance it is read again."""
-    mapping = _mapping(tmp_path)
+    mapping = mapping_file(tmp_path)
     clean = tmp_path / "clean"
-    assert _db(clean, loaded, mapping) == 0
+    assert db_ingest(clean, loaded, mapping) == 0
     half = T0 + 900
-    _sql(
+    run_sql(
         loaded,
         f"CREATE TABLE later_uint AS SELECT * FROM history_uint WHERE clock >= {half}",
         f"CREATE TABLE later AS SELECT * FROM history WHERE clock >= {half}",
@@ -260,46 +124,46 @@ def test_a_far_future_clock_is_quarantined(loaded, tmp_path, capsys) -> None:
     )
     try:
         lake = tmp_path / "lake"
-        assert _db(lake, loaded, mapping) == 0
+        assert db_ingest(lake, loaded, mapping) == 0
         out = capsys.readouterr().out
         assert "(1 later than the read time + the tolerance: quarantined)" in out
-        _sql(
+        run_sql(
             loaded,
             "INSERT INTO history_uint SELECT * FROM later_uint",
             "INSERT INTO history SELECT * FROM later",
         )
-        assert _db(lake, loaded, mapping) == 0
+        assert db_ingest(lake, loaded, mapping) == 0
         out = capsys.readouterr().out
         assert "1 quarantined by an earlier read skipped" in out, out
-        assert _node_io(lake) == _node_io(clean)
+        assert node_io(lake) == node_io(clean)
         assert _samples_of(lake) == _samples_of(clean)
         future = [r for r in _reasons(lake) if "in the future" in r]
         assert future == [
             f"clock {FUTURE} is in the future: later than the database read time "
             "+ --future-tolerance (read again once it is not)"
         ]
-        assert _db(lake, loaded, mapping, "--future-tolerance", "600000000") == 0
+        assert db_ingest(lake, loaded, mapping, "--future-tolerance", "600000000") == 0
         assert "1 history rows read, 230 already in the lake skipped" in capsys.readouterr().out
         assert ("", "100", FUTURE * 10**9) in _samples_of(lake)
     finally:
-        _sql(loaded, "DROP TABLE IF EXISTS later_uint", "DROP TABLE IF EXISTS later")
+        run_sql(loaded, "DROP TABLE IF EXISTS later_uint", "DROP TABLE IF EXISTS later")
 
 
 def test_an_earlier_window_after_a_later_one_is_read(loaded, tmp_path, capsys) -> None:
     """``--since T`` then ``--until T`` (a backfill): the second read lands the rows before T,
     and the lake equals one read of everything; a third read of all finds nothing new."""
-    mapping = _mapping(tmp_path)
+    mapping = mapping_file(tmp_path)
     whole = tmp_path / "whole"
-    assert _db(whole, loaded, mapping) == 0
+    assert db_ingest(whole, loaded, mapping) == 0
     lake = tmp_path / "lake"
-    assert _db(lake, loaded, mapping, "--since", str(T0 + 900)) == 0
+    assert db_ingest(lake, loaded, mapping, "--since", str(T0 + 900)) == 0
     capsys.readouterr()
-    assert _db(lake, loaded, mapping, "--until", str(T0 + 900)) == 0
+    assert db_ingest(lake, loaded, mapping, "--until", str(T0 + 900)) == 0
     out = capsys.readouterr().out
     assert "110 history rows read" in out and "skipped" not in out.split("\n")[0], out
-    assert _node_io(lake) == _node_io(whole)
+    assert node_io(lake) == node_io(whole)
     assert _samples_of(lake) == _samples_of(whole)
-    assert _db(lake, loaded, mapping) == 0
+    assert db_ingest(lake, loaded, mapping) == 0
     assert "0 history rows read, 230 already in the lake skipped" in capsys.readouterr().out
 
 
@@ -311,7 +175,7 @@ def test_rows_of_a_node_added_to_the_topology_land_on_retry(loaded, tmp_path, ca
 
     from burstlake.lake import write_table
 
-    mapping = _mapping(tmp_path)
+    mapping = mapping_file(tmp_path)
 
     def topology(lake: Path, nodes: list[str]) -> None:
         rows = pa.table({"node": nodes, "cabinet": ["c0"] * len(nodes)})
@@ -319,22 +183,22 @@ def test_rows_of_a_node_added_to_the_topology_land_on_retry(loaded, tmp_path, ca
 
     clean = tmp_path / "clean"
     topology(clean, list(NODES))
-    assert _db(clean, loaded, mapping) == 0
+    assert db_ingest(clean, loaded, mapping) == 0
     for flag in ((), ("--retry-quarantined",)):
         lake = tmp_path / f"lake{len(flag)}"
         topology(lake, ["cn01"])
-        assert _db(lake, loaded, mapping) == 0
-        assert {r[0] for r in _node_io(lake)} == {"cn01"}
+        assert db_ingest(lake, loaded, mapping) == 0
+        assert {r[0] for r in node_io(lake)} == {"cn01"}
         refused = read_table(lake, "quarantine", ["location"]).column(0).to_pylist()
         assert f"host cn02 (120 samples of {database.source(loaded)})" in refused  # the bad node
-        assert _db(lake, loaded, mapping) == 0  # still not in the topology: nothing new
-        assert {r[0] for r in _node_io(lake)} == {"cn01"}
+        assert db_ingest(lake, loaded, mapping) == 0  # still not in the topology: nothing new
+        assert {r[0] for r in node_io(lake)} == {"cn01"}
         topology(lake, list(NODES))
         capsys.readouterr()
-        assert _db(lake, loaded, mapping, *flag) == 0
+        assert db_ingest(lake, loaded, mapping, *flag) == 0
         assert "120 history rows read" in capsys.readouterr().out
-        assert _node_io(lake) == _node_io(clean)
-        assert _db(lake, loaded, mapping) == 0
+        assert node_io(lake) == node_io(clean)
+        assert db_ingest(lake, loaded, mapping) == 0
         assert "0 history rows read, 230 already in the lake skipped" in capsys.readouterr().out
 
 
@@ -342,21 +206,21 @@ def test_duplicate_rows_resolve_by_the_smallest_value_on_every_run(loaded, tmp_p
     """Rows repeating (itemid, clock, ns) with other values: the smallest lands, the others
     are quarantined; two lakes read apart get the same bytes, and a re-run changes nothing."""
     clock = T0 + 30 * 30
-    _sql(
+    run_sql(
         loaded,
         "ALTER TABLE history_uint DROP CONSTRAINT IF EXISTS history_uint_pkey",
         f"INSERT INTO history_uint VALUES (100, {clock}, 999999, 0), (100, {clock}, 3, 0)",
     )
-    mapping = _mapping(tmp_path)
+    mapping = mapping_file(tmp_path)
     lakes = [tmp_path / "a", tmp_path / "b"]
     for lake in lakes:
-        assert _db(lake, loaded, mapping) == 0
-    assert _node_io(lakes[0]) == _node_io(lakes[1])
+        assert db_ingest(lake, loaded, mapping) == 0
+    assert node_io(lakes[0]) == node_io(lakes[1])
     duplicates = [r for r in _reasons(lakes[0]) if "duplicate sample" in r]
     assert len(duplicates) == 2 and all(r.endswith("(kept 3)") for r in duplicates), duplicates
-    before = _node_io(lakes[0])
-    assert _db(lakes[0], loaded, mapping) == 0
-    assert _node_io(lakes[0]) == before
+    before = node_io(lakes[0])
+    assert db_ingest(lakes[0], loaded, mapping) == 0
+    assert node_io(lakes[0]) == before
     assert sum("duplicate sample" in r for r in _reasons(lakes[0])) == 2
 
 
@@ -370,30 +234,30 @@ def test_unnamed_then_named_owner_counts_once(loaded, tmp_path, capsys) -> None:
     lake = tmp_path / "lake"
     rows = pa.table({"node": list(NODES), "cluster": ["edison"] * 2, "cabinet": ["c0"] * 2})
     write_table(lake, "topology", rows, "topo")
-    mapping = _mapping(tmp_path)
-    assert _db(lake, loaded, mapping) == 0
-    before = _node_io(lake)
+    mapping = mapping_file(tmp_path)
+    assert db_ingest(lake, loaded, mapping) == 0
+    before = node_io(lake)
     capsys.readouterr()
-    assert _db(lake, loaded, mapping, "--cluster", "edison") == 0
+    assert db_ingest(lake, loaded, mapping, "--cluster", "edison") == 0
     assert "0 history rows read, 230 already in the lake skipped" in capsys.readouterr().out
-    assert _node_io(lake) == before
+    assert node_io(lake) == before
     assert len(_samples_of(lake)) == 230
 
 
 def test_a_null_ns_is_one_quarantined_row(loaded, tmp_path, capsys) -> None:
     """A row with no ns once its item has a watermark: one quarantine row, the run and every
     later run succeed."""
-    mapping = _mapping(tmp_path)
+    mapping = mapping_file(tmp_path)
     lake = tmp_path / "lake"
-    assert _db(lake, loaded, mapping) == 0
-    before = _node_io(lake)
-    _sql(
+    assert db_ingest(lake, loaded, mapping) == 0
+    before = node_io(lake)
+    run_sql(
         loaded,
         "ALTER TABLE history_uint ALTER COLUMN ns DROP NOT NULL",
         f"INSERT INTO history_uint VALUES (100, {T0 + 30 * 22}, 5, NULL)",
     )
     try:
-        assert _db(lake, loaded, mapping) == 0
+        assert db_ingest(lake, loaded, mapping) == 0
         assert [r for r in _reasons(lake) if r.startswith("ns ")] == ["ns  is not 0..999999999"]
         # the row is named by its database, item, instant and host, not by the read's
         # scratch file (deleted when the command ends)
@@ -402,12 +266,12 @@ def test_a_null_ns_is_one_quarantined_row(loaded, tmp_path, capsys) -> None:
         assert (
             location == f"{database.source(loaded)} item 100 clock {T0 + 660} ns null (host cn01)"
         )
-        assert _node_io(lake) == before
+        assert node_io(lake) == before
         capsys.readouterr()
-        assert _db(lake, loaded, mapping) == 0
+        assert db_ingest(lake, loaded, mapping) == 0
         assert "1 quarantined by an earlier read skipped" in capsys.readouterr().out
     finally:
-        _sql(
+        run_sql(
             loaded,
             "DELETE FROM history_uint WHERE ns IS NULL",
             "ALTER TABLE history_uint ALTER COLUMN ns SET NOT NULL",
@@ -419,7 +283,7 @@ def test_an_item_of_a_text_value_type_is_quarantined(loaded, tmp_path) -> None:
 
     with psycopg.connect(loaded, password=PASSWORD, autocommit=True) as con:
         con.execute("UPDATE items SET value_type = 4 WHERE itemid = 110")
-    assert _db(tmp_path / "lake", loaded, _mapping(tmp_path)) == 0
+    assert db_ingest(tmp_path / "lake", loaded, mapping_file(tmp_path)) == 0
     reasons = read_table(tmp_path / "lake", "quarantine", ["reason"]).column(0).to_pylist()
     assert reasons.count("value type 4 (text) is not numeric (0 float, 3 unsigned)") == 60
 
@@ -441,7 +305,7 @@ def test_database_faults_are_one_line(
             monkeypatch.delenv("ZBX_PASSWORD")
         else:
             monkeypatch.setenv("ZBX_PASSWORD", change["ZBX_PASSWORD"])
-    assert _db(tmp_path / "lake", url, _mapping(tmp_path)) == 2
+    assert db_ingest(tmp_path / "lake", url, mapping_file(tmp_path)) == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]  # after 'starting a new one'
     assert err.startswith("burstlake ingest: ") and message in err and PASSWORD not in err, err
 
@@ -456,7 +320,7 @@ def test_a_connection_dropped_mid_stream_lands_what_came_before(
 
     from burstlake.jobs.ingest.zabbix import database as zabbix_db
 
-    mapping = _mapping(tmp_path)
+    mapping = mapping_file(tmp_path)
     monkeypatch.setattr(zabbix_db, "FETCH_ROWS", 40)
     real = zabbix_db._copy_rows
 
@@ -480,16 +344,16 @@ def test_a_connection_dropped_mid_stream_lands_what_came_before(
 
     monkeypatch.setattr(zabbix_db, "_copy_rows", cut)
     lake = tmp_path / "lake"
-    assert _db(lake, loaded, mapping) == 1
+    assert db_ingest(lake, loaded, mapping) == 1
     captured = capsys.readouterr()
     assert "connection lost reading history_uint" in captured.err
     assert "what came before it landed" in captured.err
     assert "155 history rows read" in captured.out  # history's 115, then 40 of history_uint
     monkeypatch.setattr(zabbix_db, "_copy_rows", real)
-    assert _db(lake, loaded, mapping) == 0
+    assert db_ingest(lake, loaded, mapping) == 0
     whole = tmp_path / "whole"
-    assert _db(whole, loaded, mapping) == 0
-    assert _node_io(lake) == _node_io(whole)
+    assert db_ingest(whole, loaded, mapping) == 0
+    assert node_io(lake) == node_io(whole)
 
 
 def test_the_hourly_dag_reads_the_database_of_the_deployment_file(
@@ -497,7 +361,7 @@ def test_the_hourly_dag_reads_the_database_of_the_deployment_file(
 ) -> None:
     """``ingest_zabbix_db`` under Airflow: the database and the machine's options come from
     burstlake.yaml; a second run finds nothing new."""
-    mapping = _mapping(tmp_path)
+    mapping = mapping_file(tmp_path)
     lake.mkdir(parents=True, exist_ok=True)
     (lake / "burstlake.yaml").write_text(
         f"machines: {{m: {{sources: {{zabbix: {{mapping: {mapping}}}}}}}}}\n"
@@ -506,15 +370,15 @@ def test_the_hourly_dag_reads_the_database_of_the_deployment_file(
     assert run_dag("ingest_zabbix_db").state == "success"
     assert run_dag("ingest_zabbix_db").state == "success"
     expected = tmp_path / "cli"
-    assert _db(expected, loaded, mapping, "--cluster", "m") == 0
-    assert _node_io(lake) == _node_io(expected)
+    assert db_ingest(expected, loaded, mapping, "--cluster", "m") == 0
+    assert node_io(lake) == node_io(expected)
     assert {r["cluster"] for r in read_table(lake, "node_io", ["cluster"]).to_pylist()} == {"m"}
 
 
 def test_one_database_down_leaves_the_others_landing(loaded, run_dag, lake, tmp_path) -> None:
     """Each database is its own task: machine ``n``'s database refuses the connection, machine
     ``m``'s lands as the command line lands it."""
-    mapping = _mapping(tmp_path)
+    mapping = mapping_file(tmp_path)
     lake.mkdir(parents=True, exist_ok=True)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -530,5 +394,5 @@ def test_one_database_down_leaves_the_others_landing(loaded, run_dag, lake, tmp_
     states = {ti.map_index: ti.state for ti in run.get_task_instances() if ti.task_id == "land"}
     assert sorted(states.values()) == ["failed", "success"], states
     expected = tmp_path / "cli"
-    assert _db(expected, loaded, mapping, "--cluster", "m") == 0
-    assert _node_io(lake) == _node_io(expected)
+    assert db_ingest(expected, loaded, mapping, "--cluster", "m") == 0
+    assert node_io(lake) == node_io(expected)

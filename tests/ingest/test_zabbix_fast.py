@@ -216,6 +216,9 @@ def test_typed_samples_are_the_classifiers(tmp_path: Path) -> None:
         )
         by_line = {r["line_no"]: r for r in classified.fetch_arrow_table().to_pylist()}
     assert 0 < sure.num_rows < lines.num_rows and ignored == 1
+    # both readings are generated from the one list of classes
+    assert classify.reason_sql(classify.CHECKS) in classify.CLASSIFY
+    assert classify.CLASSIFY.count("\n         WHEN ") == len(classify.CHECKS) - 1
     columns = ("host", "item", "metric", "kind", "t_ns", "value")
     for row in sure.to_pylist():
         reference = by_line[row["line_no"]]

@@ -1,27 +1,28 @@
 """The line classification of pass 1 (:mod:`.decode`): whether a decoded line is a sample,
-or the reason it is quarantined, in one place.
+or the reason it is quarantined, declared once.
 
-:data:`CLASSIFY` is the rule, in DuckDB SQL over the fields any decoder gives (text, as the
-input spells them). Its quickest step is :func:`split`: the lines of a block that are surely
-samples, told from the numbers pyarrow's JSON reader already parsed. The rule reads every member
-as text and parses numbers again, which is most of pass 1's cost on a usual export (the rule
-over the typed columns instead costs about 9 times :func:`split` per block: 0.09 s against
-0.01 s for 14 MB). A block read with the export's own member types
-(:data:`.decode._SCHEMA`: ``host.host``, ``name`` and ``key_`` text, the others integers) is
-first split here. A line is **surely a sample** when
-each check the classifier makes passes with room to spare: a host name that is not blank, an
-itemid, no ``key_`` (so the item is matched by name alone), a name the mapping maps with
-scale 1, a clock and ns in range, a value that is an integer >= 0 (well within 64 bits once a
-rate is multiplied by the interval) and a value type absent, 0 or 3. Its sample is then what the
-classifier would give (an integer value is the same DECIMAL(38, 6) by either reading), and a
-line that passes them all but names an item the mapping ignores is an ignored line. Every
-other line (a reject, or a sample these checks do not vouch for) goes to the classifier as
-before; so what lands, and every reason, is the classifier's
-(tests/ingest/test_zabbix_fast.py compares the two on lines of every kind).
+:data:`CHECKS` lists the classes of line a quarantine reason names, in the order they are
+tried; each holds its SQL condition and reason over the fields any decoder gives (text, as the
+input spells them) and, beside them, the typed check that vouches a line is surely not of that
+class. Both readings are generated from that one list:
+
+* :data:`CLASSIFY`, the rule in DuckDB SQL (its ``reason`` CASE is :func:`reason_sql`): it
+  reads every member as text and parses numbers again, and takes every line;
+* :func:`split`, its quickest step, in pyarrow compute over the numbers pyarrow's JSON reader
+  already parsed, for a block read with the export's own member types
+  (:data:`.decode._SCHEMA`: ``host.host``, ``name`` and ``key_`` text, the others integers). A
+  line clear of every class, with room to spare, is surely a sample, and its sample is what
+  the rule would give (an integer value is the same DECIMAL(38, 6) by either reading); a line
+  clear of every class before the ignore list and on it is an ignored line. Every other line
+  (a reject, or a sample the typed checks do not vouch for) goes to the rule, so what lands,
+  and every reason, is the rule's (tests/ingest/test_zabbix_fast.py compares the two on lines
+  of every kind). The rule over typed columns costs about 9 times :func:`split` per block
+  (0.09 s against 0.01 s for 14 MB), which is why the typed side is kept.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,8 +52,193 @@ _NS = 1_000_000_000
 _NUMERIC_TYPES = pa.array([0, 3], pa.int64())  # value types: 0 float, 3 unsigned
 
 
+@dataclass(frozen=True)
+class Typed:
+    """A block's members as pyarrow's JSON reader typed them, looked up in the mapping: what a
+    check's typed side reads (:data:`CHECKS`)."""
+
+    table: pa.Table
+    lines: pa.Table
+    rules: Rules
+    host: pa.ChunkedArray  # host.host
+    ns: pa.ChunkedArray  # 0 where absent, as the rule reads it
+    entry: pa.Array  # index of the item name in ``rules.names`` (null: not there)
+    kind: pa.Array  # the rule's kind (null: no rule by that name)
+
+    @classmethod
+    def of(cls, table: pa.Table, lines: pa.Table, rules: Rules) -> Typed:
+        """From a block :func:`typed` holds true of, its lines and the mapping's rules."""
+        entry = pc.index_in(table.column("name"), value_set=rules.names)
+        return cls(
+            table,
+            lines,
+            rules,
+            host=pc.struct_field(table.column("host"), "host"),
+            ns=pc.fill_null(table.column("ns"), 0),
+            entry=entry,
+            kind=pc.take(rules.kind, entry),
+        )
+
+    def __getitem__(self, member: str) -> pa.ChunkedArray:
+        """The other members by their names."""
+        return self.table.column(member)
+
+
+Vouch = Callable[[Typed], Any]  # a boolean Arrow array (null: not vouched for)
+
+
+@dataclass(frozen=True)
+class Check:
+    """One class of line the classifier quarantines, declared once for both of its readings.
+
+    ``when``/``reason`` are SQL over the rule's resolved fields (the text the input spells);
+    ``clear`` is the typed check that vouches a line is surely **not** of this class (with room
+    to spare; null or false leaves the line to the SQL); ``member``, where given, vouches that
+    it surely **is** (those lines are counted, not classified again). ``clear`` None: a block
+    the typed reader took holds no such line."""
+
+    name: str
+    when: str
+    reason: str
+    clear: Vouch | None
+    member: Vouch | None = None
+
+
+def _host_named(t: Typed) -> Any:
+    return pc.is_valid(t.host)
+
+
+def _by_name(t: Typed) -> Any:
+    return pc.is_null(t["key_"])  # no key_: the item is matched by name alone
+
+
+def _in_range(values: Any, low: int, high: int) -> Any:
+    return pc.and_kleene(pc.greater_equal(values, low), pc.less_equal(values, high))
+
+
+def _small(t: Typed) -> Any:
+    """Well within 64 bits, a rate's too once multiplied by the interval."""
+    within = pc.or_kleene(pc.not_equal(t.kind, "rate"), pc.less(t["value"], t.rules.rate_below))
+    return pc.and_kleene(
+        within, pc.or_kleene(pc.equal(t.kind, "counter"), pc.less(t["value"], 2**62))
+    )
+
+
+# The classes of line, in the order the rule tries them; a line of none is a sample.
+CHECKS: tuple[Check, ...] = (
+    Check(
+        "too long",
+        "line_len > $max_line",
+        "$too_long",
+        lambda t: pc.less_equal(pc.binary_length(t.lines.column("line")), inputs.MAX_LINE_BYTES),
+    ),
+    Check("undecodable", "bad IS NOT NULL", "bad", None),
+    Check("not UTF-8", "replaced", "$not_utf8", None),
+    Check("no clock", "clock IS NULL", "'no clock'", lambda t: pc.is_valid(t["clock"])),
+    Check("no value", "value IS NULL", "'no value'", lambda t: pc.is_valid(t["value"])),
+    Check(
+        "not numeric",
+        "value_type IS NOT NULL AND value_type NOT IN ('0', '3')",
+        """'value type ' || value_type || coalesce(' (' || CASE value_type WHEN '1'
+              THEN 'character' WHEN '2' THEN 'log' WHEN '4' THEN 'text' END || ')', '')
+              || ' is not numeric (0 float, 3 unsigned)'""",
+        lambda t: pc.or_kleene(pc.is_null(t["type"]), pc.is_in(t["type"], _NUMERIC_TYPES)),
+    ),
+    # an integer member: a number, the same DECIMAL(38, 6) by either reading
+    Check(
+        "not a number",
+        "number IS NULL",
+        "'value ' || left(value, 40) || ' is not a number'",
+        lambda t: pc.is_valid(t["value"]),
+    ),
+    Check(
+        "negative",
+        "number < 0",
+        "'negative value ' || value",
+        lambda t: pc.greater_equal(t["value"], 0),
+    ),
+    Check(
+        "clock out of range",
+        "clock_s IS NULL OR clock_s NOT BETWEEN 0 AND $last_clock",
+        "'clock ' || clock || ' is not a Unix time in seconds'",
+        lambda t: _in_range(t["clock"], 0, LAST_CLOCK),
+    ),
+    Check(
+        "clock in the future",
+        "clock_s > $latest_clock",
+        """'clock ' || clock || ' is in the future: later than the database read time '
+              || '+ --future-tolerance (read again once it is not)'""",
+        lambda t: pc.less_equal(t["clock"], t.rules.latest_clock),
+    ),
+    Check(
+        "ns out of range",
+        "ns_i IS NULL OR ns_i NOT BETWEEN 0 AND 999999999",
+        "'ns ' || ns || ' is not 0..999999999'",
+        lambda t: _in_range(t.ns, 0, _NS - 1),
+    ),
+    Check(
+        "empty host",
+        "node_host IS NOT NULL AND trim(node_host) = ''",
+        "'empty host name'",
+        lambda t: pc.not_equal(pc.utf8_trim_whitespace(t.host), ""),
+    ),
+    # the typed side also wants the itemid: a sample's item is its itemid then
+    Check(
+        "no host, no itemid",
+        "node_host IS NULL AND itemid IS NULL",
+        "'no host and no itemid'",
+        lambda t: pc.is_valid(t["itemid"]),
+    ),
+    Check(
+        "no item table",
+        "node_host IS NULL AND NOT $has_items",
+        "'no host: history rows need the item table (--items FILE)'",
+        _host_named,
+    ),
+    Check(
+        "unknown itemid",
+        "node_host IS NULL",
+        "'itemid ' || itemid || ' is not in the item table'",
+        _host_named,
+    ),
+    Check(
+        "ignored",
+        f"kind = '{IGNORE}'",
+        f"'{IGNORE}'",
+        lambda t: pc.and_kleene(_by_name(t), pc.invert(pc.take(t.rules.ignored, t.entry))),
+        member=lambda t: pc.and_kleene(_by_name(t), pc.take(t.rules.ignored, t.entry)),
+    ),
+    # the typed side also wants scale 1: the typed value is then the scaled one
+    Check(
+        "not mapped",
+        "metric IS NULL",
+        """'item ' || coalesce('key ''' || item_key || '''',
+              'name ''' || item_name || '''', 'without key or name')
+              || ' is not in the mapping ' || $mapping""",
+        lambda t: pc.and_kleene(_by_name(t), pc.take(t.rules.usable, t.entry)),
+    ),
+    # a uint64 counter holds at most 2^64 - 1 (compared exactly, as DECIMAL)
+    Check(
+        "beyond 64 bits",
+        """scaled IS NULL OR kind = 'counter'
+                  AND scaled >= CAST('18446744073709551616' AS DECIMAL(38, 6))
+              OR kind <> 'counter' AND scaled >= CAST('9223372036854775808' AS DECIMAL(38, 6))
+                 / CASE kind WHEN 'rate' THEN $interval ELSE 1 END""",
+        "'value ' || left(value, 40) || ' is beyond 64 bits'",
+        _small,
+    ),
+)
+
+
+def reason_sql(checks: tuple[Check, ...] = CHECKS) -> str:
+    """The rule's ``reason`` column: the SQL CASE over ``checks`` in order (NULL: a sample)."""
+    whens = "\n         ".join(f"WHEN {c.when} THEN\n              {c.reason}" for c in checks)
+    return f"CASE {whens}\n    END"
+
+
 # Classifies every decoded line: a ``reason`` to quarantine it, or a sample.
-CLASSIFY = """
+CLASSIFY = (
+    """
 WITH fields AS ({decoder}),
 resolved AS (
     SELECT f.*, coalesce(f.host, i.host) AS node_host, coalesce(f.key_, i.key_) AS item_key,
@@ -79,45 +265,15 @@ mapped AS (
     LEFT JOIN mapping n ON n.match = 'name' AND n.ident = r.item_name
 )
 SELECT line_no,
-    CASE WHEN line_len > $max_line THEN $too_long
-         WHEN bad IS NOT NULL THEN bad
-         WHEN replaced THEN $not_utf8
-         WHEN clock IS NULL THEN 'no clock'
-         WHEN value IS NULL THEN 'no value'
-         WHEN value_type IS NOT NULL AND value_type NOT IN ('0', '3') THEN
-              'value type ' || value_type || coalesce(' (' || CASE value_type WHEN '1'
-              THEN 'character' WHEN '2' THEN 'log' WHEN '4' THEN 'text' END || ')', '')
-              || ' is not numeric (0 float, 3 unsigned)'
-         WHEN number IS NULL THEN 'value ' || left(value, 40) || ' is not a number'
-         WHEN number < 0 THEN 'negative value ' || value
-         WHEN clock_s IS NULL OR clock_s NOT BETWEEN 0 AND $last_clock THEN
-              'clock ' || clock || ' is not a Unix time in seconds'
-         WHEN clock_s > $latest_clock THEN
-              'clock ' || clock || ' is in the future: later than the database read time '
-              || '+ --future-tolerance (read again once it is not)'
-         WHEN ns_i IS NULL OR ns_i NOT BETWEEN 0 AND 999999999 THEN
-              'ns ' || ns || ' is not 0..999999999'
-         WHEN node_host IS NOT NULL AND trim(node_host) = '' THEN 'empty host name'
-         WHEN node_host IS NULL AND itemid IS NULL THEN 'no host and no itemid'
-         WHEN node_host IS NULL AND NOT $has_items THEN
-              'no host: history rows need the item table (--items FILE)'
-         WHEN node_host IS NULL THEN 'itemid ' || itemid || ' is not in the item table'
-         WHEN kind = 'ignore' THEN 'ignore'
-         WHEN metric IS NULL THEN 'item ' || coalesce('key ''' || item_key || '''',
-              'name ''' || item_name || '''', 'without key or name')
-              || ' is not in the mapping ' || $mapping
-         -- a uint64 counter holds at most 2^64 - 1 (compared exactly, as DECIMAL)
-         WHEN scaled IS NULL OR kind = 'counter'
-                  AND scaled >= CAST('18446744073709551616' AS DECIMAL(38, 6))
-              OR kind <> 'counter' AND scaled >= CAST('9223372036854775808' AS DECIMAL(38, 6))
-                 / CASE kind WHEN 'rate' THEN $interval ELSE 1 END
-              THEN 'value ' || left(value, 40) || ' is beyond 64 bits'
-    END AS reason,
+    """
+    + reason_sql()
+    + """ AS reason,
     node_host AS host, coalesce(itemid, 'name:' || item_name) AS item, metric, kind,
     clock_s * 1000000000 + ns_i AS t_ns,
     scaled AS value
 FROM mapped
 """
+)
 
 
 def params(settings: Settings) -> dict[str, Any]:
@@ -144,10 +300,12 @@ class Rules:
     usable: pa.Array  # a rule of scale 1 (bool): its samples are decided here
     ignored: pa.Array  # on the ignore list (bool)
     rate_below: int  # a rate's value below this is surely within 64 bits times the interval
+    latest_clock: int = LAST_CLOCK  # the last clock (s) a sample may have
 
     @classmethod
-    def of(cls, mapping: pa.Table, interval: int) -> Rules:
-        """From :meth:`.ItemMapping.table` and the lake's grid interval (seconds)."""
+    def of(cls, mapping: pa.Table, interval: int, latest_clock: int | None = None) -> Rules:
+        """From :meth:`.ItemMapping.table`, the lake's grid interval (seconds) and the
+        latest clock a ``--db`` read takes (None: :data:`LAST_CLOCK`)."""
         named = mapping.filter(pc.equal(mapping.column("match"), "name"))
         kind = named.column("kind").combine_chunks()
         scale = named.column("scale").combine_chunks()
@@ -160,6 +318,7 @@ class Rules:
             usable=pc.and_(ruled, one),
             ignored=pc.equal(kind, IGNORE),
             rate_below=2**62 // interval,
+            latest_clock=LAST_CLOCK if latest_clock is None else latest_clock,
         )
 
 
@@ -181,45 +340,30 @@ def split(
     table: pa.Table, lines: pa.Table, rules: Rules | None
 ) -> tuple[pa.Table, np.ndarray, int]:
     """The block's sure samples (:data:`SAMPLES`), the indices of its other lines (for the
-    classifier) and the count of its ignored lines."""
+    classifier) and the count of its ignored lines, by :data:`CHECKS`' typed sides: a line
+    clear of every class is a sample, one clear of every class before ``ignored`` and surely
+    of it is counted, and any other line goes to :data:`CLASSIFY`."""
     if rules is None or not typed(table):
         return SAMPLES.empty_table(), np.arange(table.num_rows), 0
-    host = pc.struct_field(table.column("host"), "host")
-    clock, ns, value = (table.column(c) for c in ("clock", "ns", "value"))
-    ns = pc.fill_null(ns, 0)
-    entry = pc.index_in(table.column("name"), value_set=rules.names)
-    checks = [
-        pc.less_equal(pc.binary_length(lines.column("line")), inputs.MAX_LINE_BYTES),
-        pc.not_equal(pc.utf8_trim_whitespace(host), ""),
-        pc.is_valid(table.column("itemid")),
-        pc.is_null(table.column("key_")),
-        pc.greater_equal(clock, 0),
-        pc.less_equal(clock, LAST_CLOCK),
-        pc.greater_equal(ns, 0),
-        pc.less(ns, _NS),
-        pc.greater_equal(value, 0),
-        pc.or_kleene(
-            pc.is_null(table.column("type")), pc.is_in(table.column("type"), _NUMERIC_TYPES)
-        ),
-    ]
-    passed = checks[0]
-    for check in checks[1:]:
-        passed = pc.and_kleene(passed, check)
-    passed = pc.fill_null(passed, False)  # a null member: the classifier says why
-    kind = pc.take(rules.kind, entry)
-    small = pc.or_kleene(pc.not_equal(kind, "rate"), pc.less(value, rules.rate_below))
-    small = pc.and_kleene(small, pc.or_kleene(pc.equal(kind, "counter"), pc.less(value, 2**62)))
-    sure = pc.fill_null(pc.and_(passed, pc.and_(pc.take(rules.usable, entry), small)), False)
-    ignored = pc.fill_null(pc.and_(passed, pc.take(rules.ignored, entry)), False)
+    t = Typed.of(table, lines, rules)
+    clear: Any = pa.scalar(True)
+    counted: Any = pa.scalar(False)
+    for check in CHECKS:
+        if check.member is not None:
+            counted = pc.or_kleene(counted, pc.and_kleene(clear, check.member(t)))
+        if check.clear is not None:
+            clear = pc.and_kleene(clear, check.clear(t))
+    sure = pc.fill_null(clear, False)  # a null member: the classifier says why
+    ignored = pc.fill_null(counted, False)
     samples = pa.table(
         {
             "line_no": lines.column("line_no"),
-            "host": host,
+            "host": t.host,
             "item": pc.cast(table.column("itemid"), pa.string()),
-            "metric": pc.take(rules.metric, entry),
-            "kind": kind,
-            "t_ns": pc.add(pc.multiply(clock, _NS), ns),
-            "value": pc.cast(value, pa.decimal128(38, 6)),
+            "metric": pc.take(rules.metric, t.entry),
+            "kind": t.kind,
+            "t_ns": pc.add(pc.multiply(table.column("clock"), _NS), t.ns),
+            "value": pc.cast(table.column("value"), pa.decimal128(38, 6)),
         },
         schema=SAMPLES,
     ).filter(sure)

@@ -549,7 +549,9 @@ def pass_one(
         con, spill, settings.hosts, params, bucket_sql, settings.threads > 1, settings.db_source
     )
     if settings.items is None:  # an item table may name the host or key: the classifier's
-        state.rules = classify.Rules.of(settings.mapping.table(), settings.interval)
+        state.rules = classify.Rules.of(
+            settings.mapping.table(), settings.interval, settings.latest_clock
+        )
     first = 1
     try:
         for n, block in enumerate(_blocks(_bytes(path, context.progress))):
