@@ -321,9 +321,9 @@ class _Group:
             }
 
     def stage(self, staging: Path | None = None) -> dict[str, ContributionWriter]:
-        """Account each member as the landing engine does for one file (:mod:`.landing`) and stage its rows into its
-        own contribution of the group's writers (in ``staging``, a folder the ingest process
-        holds, when a worker process stages them)."""
+        """Account each member as the landing engine does for one file (:mod:`.landing`) and
+        stage its rows into its own contribution of the group's writers (in ``staging``, a folder
+        the ingest process holds, when a worker process stages them)."""
         members = [m.report.source_id for m in self.members]
         self.id = hashlib.blake2b("".join(members).encode(), digest_size=8).hexdigest()
         tables = [*self.source.tables, "quarantine", "ingest_log"]
