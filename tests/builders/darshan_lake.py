@@ -18,12 +18,12 @@ DARSHAN_TABLES = (
 )
 
 
-def lake_state(lake: Path) -> dict[str, list]:
+def lake_state(lake: Path, ignore: tuple[str, ...] = ("ingested_at", "file")) -> dict[str, list]:
+    """Each Darshan table's rows, sorted, without the ``ignore`` columns."""
     out = {}
     for table in DARSHAN_TABLES:
         rows = read_table(lake, table).to_pylist() if (lake / table).exists() else []
         out[table] = sorted(
-            str(sorted((k, str(v)) for k, v in r.items() if k not in ("ingested_at", "file")))
-            for r in rows
+            str(sorted((k, str(v)) for k, v in r.items() if k not in ignore)) for r in rows
         )
     return out

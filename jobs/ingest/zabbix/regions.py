@@ -438,36 +438,6 @@ def _duplicates(con: duckdb.DuckDBPyConnection, own: str) -> pa.Table:
     return pa.concat_tables([within.cast(DUPLICATES), earlier.cast(DUPLICATES)])
 
 
-def _spans(days: dict[int, int], limit: int) -> list[list[int]]:
-    """Consecutive days grouped while their samples add up to at most ``limit`` (a day more
-    than that is a span alone; ``limit`` 0: every day alone): pass 2 computes a span's pairs
-    once, not each day's window."""
-    spans: list[list[int]] = []
-    size = 0
-    for day in sorted(days):
-        if limit and spans and spans[-1][-1] == day - 1 and size + days[day] <= limit:
-            spans[-1].append(day)
-            size += days[day]
-        else:
-            spans.append([day])
-            size = days[day]
-    return spans
-
-
-def _replaced_regions(stream: Stream, interval: int) -> dict[int, set[int]]:
-    """bucket -> days whose regions read samples of the replaced contents (to be recomputed
-    without them)."""
-    found: dict[int, set[int]] = {}
-    if not stream.replaced:
-        return found
-    replaced = pa.array(list(stream.replaced), pa.string())
-    where = pc.field("source_id").isin(replaced) & same_machine(stream.cluster)
-    for batch in stream.scan(where, ["bucket", "t_ns"]):
-        for b, lo, hi in reached_days(batch.column("bucket"), batch.column("t_ns"), interval):
-            found.setdefault(b, set()).update(range(lo, hi + 1))
-    return found
-
-
 def _balance(
     con: duckdb.DuckDBPyConnection,
     settings: Settings,
