@@ -8,42 +8,23 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
 
 from burstlake.lake import read_table, table_files, write_table
+from tests.builders.node_io import node_io_rows
+from tests.builders.processes import cli
 
 pytestmark = pytest.mark.slow  # real processes, a paused report
 WAIT_S = 300
 
 
-def _rows(value: int, n: int = 200) -> pa.Table:
-    return pa.Table.from_pylist(
-        [
-            {
-                "node": f"cn{i % 5}",
-                "ts": datetime(2024, 3, 1, i % 24, tzinfo=UTC),
-                "interval_s": 10,
-                "read_bytes": value,
-            }
-            for i in range(n)
-        ]
-    )
-
-
-def _cli(*args: str) -> list[str]:
-    return [str(Path(sys.executable).with_name("burstlake")), *args]
-
-
 def _paused_report(lake: Path, out: Path, marker: Path) -> subprocess.Popen:
     env = {**os.environ, "BURSTLAKE_PAUSE_AT": f"report-heatmap:{marker}"}
     proc = subprocess.Popen(
-        _cli("report", "--lake", str(lake), "--out", str(out)),
+        cli("report", "--lake", str(lake), "--out", str(out)),
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -63,16 +44,18 @@ def _paused_report(lake: Path, out: Path, marker: Path) -> subprocess.Popen:
 def test_vacuum_waits_for_a_running_report_then_deletes(tmp_path):
     lake = tmp_path / "lake"
     lake.mkdir()
-    write_table(lake, "node_io", _rows(1), "a")
+    write_table(lake, "node_io", node_io_rows(1), "a")
     old_files = table_files(lake, "node_io")
     out = tmp_path / "report.html"
 
     marker = tmp_path / "paused"
     reader = _paused_report(lake, out, marker)
-    write_table(lake, "node_io", _rows(2), "a")  # the report's files now belong to an old version
+    write_table(
+        lake, "node_io", node_io_rows(2), "a"
+    )  # the report's files now belong to an old version
     assert set(table_files(lake, "node_io")).isdisjoint(old_files)
     vacuum = subprocess.Popen(
-        _cli("lake", "vacuum", "--retention-hours", "0", "--lake", str(lake)),
+        cli("lake", "vacuum", "--retention-hours", "0", "--lake", str(lake)),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -7,44 +7,25 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
 
 from burstlake import catalog
 from burstlake.cli import main
 from burstlake.lake import read_table, table_files, write_table
+from tests.builders.node_io import node_io_rows
+from tests.builders.processes import cli
 
 pytestmark = pytest.mark.slow  # real processes, a paused query
 WAIT_S = 300
 
 
-def _rows(value: int, n: int = 200) -> pa.Table:
-    return pa.Table.from_pylist(
-        [
-            {
-                "node": f"cn{i % 5}",
-                "ts": datetime(2024, 3, 1, i % 24, tzinfo=UTC),
-                "interval_s": 10,
-                "read_bytes": value,
-            }
-            for i in range(n)
-        ]
-    )
-
-
-def _cli(*args: str) -> list[str]:
-    return [str(Path(sys.executable).with_name("burstlake")), *args]
-
-
 def _paused_query(lake: Path, query: str, marker: Path) -> subprocess.Popen:
     env = {**os.environ, "BURSTLAKE_PAUSE_AT": f"sql-query:{marker}"}
     proc = subprocess.Popen(
-        _cli("sql", "--lake", str(lake), query),
+        cli("sql", "--lake", str(lake), query),
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -64,17 +45,19 @@ def _paused_query(lake: Path, query: str, marker: Path) -> subprocess.Popen:
 def test_vacuum_waits_for_a_running_query_then_deletes(tmp_path):
     lake = tmp_path / "lake"
     lake.mkdir()
-    write_table(lake, "node_io", _rows(1), "a")
+    write_table(lake, "node_io", node_io_rows(1), "a")
     catalog.refresh(lake)
     old_files = table_files(lake, "node_io")
     query = "SELECT count(*) AS n, sum(read_bytes) AS s FROM node_io"
 
     marker = tmp_path / "paused"
     reader = _paused_query(lake, query, marker)
-    write_table(lake, "node_io", _rows(2), "a")  # the query's files now belong to an old version
+    write_table(
+        lake, "node_io", node_io_rows(2), "a"
+    )  # the query's files now belong to an old version
     assert set(table_files(lake, "node_io")).isdisjoint(old_files)
     vacuum = subprocess.Popen(
-        _cli("lake", "vacuum", "--retention-hours", "0", "--lake", str(lake)),
+        cli("lake", "vacuum", "--retention-hours", "0", "--lake", str(lake)),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -103,8 +86,8 @@ def test_vacuum_waits_for_a_running_query_then_deletes(tmp_path):
 def test_vacuum_with_no_query_running_says_nothing_and_a_query_after_it_reads(tmp_path, capsys):
     lake = tmp_path / "lake"
     lake.mkdir()
-    write_table(lake, "node_io", _rows(1), "a")
-    write_table(lake, "node_io", _rows(3), "a")
+    write_table(lake, "node_io", node_io_rows(1), "a")
+    write_table(lake, "node_io", node_io_rows(3), "a")
     assert main(["lake", "vacuum", "--retention-hours", "0", "--lake", str(lake)]) == 0
     captured = capsys.readouterr()
     assert captured.err == "" and captured.out.splitlines() == ["node_io: 1 files removed"]
@@ -116,7 +99,7 @@ def test_a_query_on_a_lake_it_cannot_write_still_answers(small_disk, capsys):
     """The readers' lock file cannot be made on a read-only lake: the query runs without it."""
     lake = small_disk / "lake"
     lake.mkdir()
-    write_table(lake, "node_io", _rows(1), "a")
+    write_table(lake, "node_io", node_io_rows(1), "a")
     catalog.refresh(lake)
     for lock in (lake / "_locks").glob("*"):
         lock.unlink()
