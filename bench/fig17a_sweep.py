@@ -33,7 +33,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from bench import Goal, load_average, python_step, write_result
-from burstlake.replay.spread import interval
+from bench.ion_remap import over_seeds
 
 PRESET = "tianhe1a"
 RUN_NODES = (1, 2, 4, 8, 16)
@@ -94,7 +94,7 @@ def one_run(overrides: dict, days: float, seed: int) -> dict:
 
 
 def summarise(runs: list[dict]) -> dict:
-    """Per figure: every seed's value, the mean and its 95 % interval."""
+    """Per figure: every seed's value, the mean, standard deviation and 95 % interval."""
     out = {}
     for key in (
         "busiest1pct_ions_ratio",
@@ -102,14 +102,7 @@ def summarise(runs: list[dict]) -> dict:
         "busiest1pct_nodes_ions_cyclic",
         *PAPER.keys() - {"busiest1pct_ions_ratio"},
     ):
-        got = interval(run[key] for run in runs)
-        out[key] = {
-            "per_seed": [run[key] for run in runs],
-            "mean": got.mean,
-            "low": got.low,
-            "high": got.high,
-            "interval": got.method,
-        }
+        out[key] = over_seeds([run[key] for run in runs])
     return out
 
 

@@ -136,18 +136,26 @@ SPREAD_OF_RUN = (
 WORKERS = 2  # seeds run two at a time: the machine's two cores
 
 
+def over_seeds(values: list[float]) -> dict:
+    """One figure over seeds: every seed's value, the mean, standard deviation and 95 % interval
+    (:func:`burstlake.replay.spread.interval`)."""
+    got = interval(values)
+    return {
+        "per_seed": list(values),
+        "mean": got.mean,
+        "std": got.std,
+        "low": got.low,
+        "high": got.high,
+        "interval": got.method,
+    }
+
+
 def spread_of(runs: list[dict], paper: dict) -> dict:
     """Per figure: every seed's value, the mean, standard deviation and 95 % interval."""
     summary = {}
     for key in SPREAD_OF_RUN:
-        got = interval(run[key] for run in runs)
         summary[key] = {
-            "per_seed": [run[key] for run in runs],
-            "mean": got.mean,
-            "std": got.std,
-            "low": got.low,
-            "high": got.high,
-            "interval": got.method,
+            **over_seeds([run[key] for run in runs]),
             "paper": paper.get(key.removeprefix("offered_")),
         }
     return summary

@@ -26,8 +26,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from bench import Goal, load_average, python_step, write_result
-from bench.ion_remap import BUSIEST_RATIO_PAPER, PAPER
-from burstlake.replay.spread import interval
+from bench.ion_remap import BUSIEST_RATIO_PAPER, PAPER, over_seeds
 
 DAYS = 10.0
 SEEDS = 5
@@ -82,27 +81,22 @@ def main(preset: str = "cs19", days: float = DAYS, seeds: int = SEEDS) -> Path:
     loads.append(load_average())
     summary, goals = {}, []
     for key, tolerance in TOLERANCE.items():
-        got = interval(run[key] for run in runs)
+        got = over_seeds([run[key] for run in runs])
         target = paper.get(key)
         summary[key] = {
-            "per_seed": [run[key] for run in runs],
-            "mean": got.mean,
-            "std": got.std,
-            "low": got.low,
-            "high": got.high,
-            "interval": got.method,
+            **got,
             "paper": target,
-            "mean_minus_paper": None if target is None else got.mean - target,
+            "mean_minus_paper": None if target is None else got["mean"] - target,
         }
         if target is None:
             continue
         ratio = key == "busiest1pct_ions_ratio"
         shown = (
-            f"{got.mean:.2f} ({got.low:.2f}-{got.high:.2f})"
+            f"{got['mean']:.2f} ({got['low']:.2f}-{got['high']:.2f})"
             if ratio
             else (
-                f"{got.mean:.1%} ({got.low:.1%}-{got.high:.1%}), "
-                f"{100 * (got.mean - target):+.1f} points"
+                f"{got['mean']:.1%} ({got['low']:.1%}-{got['high']:.1%}), "
+                f"{100 * (got['mean'] - target):+.1f} points"
             )
         )
         paper_shown = f"{target:.2f}" if ratio else f"{target:.1%}"
@@ -110,7 +104,7 @@ def main(preset: str = "cs19", days: float = DAYS, seeds: int = SEEDS) -> Path:
             Goal(
                 f"{key}: mean over {seeds} seeds within {tolerance:g} of 004's {paper_shown}",
                 shown,
-                abs(got.mean - target) <= tolerance,
+                abs(got["mean"] - target) <= tolerance,
             )
         )
     result = {
